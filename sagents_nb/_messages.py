@@ -1,0 +1,108 @@
+"""Chat messages, tool calls and token usage: the model layer shared by every other layer."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+class ToolCall(BaseModel):
+    """One tool call requested by the model."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    """The call id the model gave; tool results answer it."""
+    name: str
+    """The tool's name."""
+    arguments: str = "{}"
+    """The arguments exactly as the model sent them (a JSON text, possibly malformed)."""
+
+    def to_wire(self) -> dict[str, Any]:
+        """The OpenAI chat-completions shape of this call."""
+        return {
+            "id": self.id,
+            "type": "function",
+            "function": {"name": self.name, "arguments": self.arguments},
+        }
+
+
+class Message(BaseModel):
+    """One chat message, as stored in transcripts and sent on the wire."""
+
+    model_config = ConfigDict(frozen=True)
+
+    role: Role
+    """Who speaks: `system`, `user`, `assistant` or `tool`."""
+    content: str | None = None
+    """The text; `None` for an assistant message that only calls tools."""
+    tool_calls: tuple[ToolCall, ...] | None = None
+    """Tool calls of an assistant message."""
+    tool_call_id: str | None = None
+    """For a `tool` message: the call it answers."""
+    name: str | None = None
+    """Optional speaker name."""
+    meta: dict[str, Any] = Field(default_factory=dict, repr=False)
+    """Runtime annotations (never sent to the model), e.g. `{"summary": True}`."""
+
+    _wire: dict[str, Any] | None = PrivateAttr(default=None)
+
+    def to_wire(self) -> dict[str, Any]:
+        """The OpenAI chat-completions dict, built once per message (messages are immutable)."""
+        wire = self._wire
+        if wire is None:
+            wire = {"role": self.role, "content": self.content}
+            if self.tool_calls:
+                wire["tool_calls"] = [call.to_wire() for call in self.tool_calls]
+            if self.tool_call_id is not None:
+                wire["tool_call_id"] = self.tool_call_id
+            if self.name is not None:
+                wire["name"] = self.name
+            self._wire = wire
+        return wire
+
+    @property
+    def text(self) -> str:
+        """The content, or an empty string."""
+        return self.content or ""
+
+
+class Usage(BaseModel):
+    """Token usage as reported by the endpoint (or estimated)."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            total_tokens=self.total_tokens + other.total_tokens,
+        )
+
+
+def system(text: str) -> Message:
+    """A system message."""
+    return Message(role="system", content=text)
+
+
+def user(text: str) -> Message:
+    """A user message."""
+    return Message(role="user", content=text)
+
+
+def tool_message(call_id: str, content: str) -> Message:
+    """A tool result message answering `call_id`."""
+    return Message(role="tool", tool_call_id=call_id, content=content)
+
+
+def estimate_tokens(message: Message) -> int:
+    """A cheap token estimate: about four characters a token, plus a few for the framing."""
+    size = len(message.content or "")
+    if message.tool_calls:
+        size += sum(len(c.name) + len(c.arguments) for c in message.tool_calls)
+    return size // 4 + 4

@@ -1,0 +1,366 @@
+"""Typed events: everything that happens in a run, as JSON-serialisable pydantic models.
+
+Every event has `type` (its discriminator), `seq` (monotonic per session), `ts` (unix time),
+`path` (the id of the node it concerns, e.g. `coordinator/explore.1`) and `run` (the run's number
+in its session). `parse_event` and `event_adapter` turn JSON back into the right class.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, Field, TypeAdapter
+
+from ._messages import Message, Usage
+
+ToolStatus = Literal["ok", "error", "denied", "refused", "cancelled"]
+
+
+class Event(BaseModel):
+    """Fields every event carries."""
+
+    type: str
+    seq: int = 0
+    """Position in the session's event log, from 1."""
+    ts: float = 0.0
+    """Unix time when the event was emitted."""
+    path: str = ""
+    """The node (agent instance) the event concerns."""
+    run: int = 0
+    """The run's number within its session, from 1."""
+
+
+class RunStarted(Event):
+    """A run began: `input` is the display text of the message that started it."""
+
+    type: Literal["run_started"] = "run_started"
+    agent: str
+    input: str | None = None
+
+
+class StatusChanged(Event):
+    """A node's (or the run's, at the root path) status changed."""
+
+    type: Literal["status_changed"] = "status_changed"
+    status: str
+    detail: str | None = None
+
+
+class MessagePreprocessed(Event):
+    """A user message went through the session's preprocessor."""
+
+    type: Literal["message_preprocessed"] = "message_preprocessed"
+    preprocessor: str
+    display: Message
+    llm: Message
+
+
+class ModelRequest(Event):
+    """A request is about to go to the endpoint; `messages` is the exact view sent."""
+
+    type: Literal["model_request"] = "model_request"
+    turn: int
+    model: str
+    messages: list[Message]
+    tools: list[str] = Field(default_factory=list)
+    tool_choice: str | None = None
+    stream: bool = False
+
+
+class ModelResponse(Event):
+    """The endpoint answered."""
+
+    type: Literal["model_response"] = "model_response"
+    turn: int
+    message: Message
+    usage: Usage | None = None
+    duration: float = 0.0
+    finish_reason: str | None = None
+    truncated: bool = False
+
+
+class TextDelta(Event):
+    """A chunk of streamed text."""
+
+    type: Literal["text_delta"] = "text_delta"
+    text: str
+
+
+class ToolCallStarted(Event):
+    """A tool call is starting."""
+
+    type: Literal["tool_call_started"] = "tool_call_started"
+    call_id: str
+    name: str
+    arguments: str
+    display_text: str | None = None
+
+
+class ToolCallFinished(Event):
+    """A tool call ended: its result text, duration in seconds and status."""
+
+    type: Literal["tool_call_finished"] = "tool_call_finished"
+    call_id: str
+    name: str
+    arguments: str = "{}"
+    result: str
+    status: ToolStatus = "ok"
+    duration: float = 0.0
+
+
+class TaskSpawned(Event):
+    """A `task` call started a child; `child` is its path."""
+
+    type: Literal["task_spawned"] = "task_spawned"
+    child: str
+    agent: str
+    prompt: str
+    kind: str
+    call_id: str | None = None
+    display_text: str | None = None
+
+
+class TaskReattached(Event):
+    """A repeated `task` call met an existing child (`state`: settled, running or pending)."""
+
+    type: Literal["task_reattached"] = "task_reattached"
+    child: str
+    agent: str
+    prompt: str
+    state: str
+    call_id: str | None = None
+
+
+class TaskRefused(Event):
+    """A `task` call was refused (outside the team, depth limit...)."""
+
+    type: Literal["task_refused"] = "task_refused"
+    agent: str
+    prompt: str
+    reason: str
+    call_id: str | None = None
+
+
+class TaskFinished(Event):
+    """A child finished a task."""
+
+    type: Literal["task_finished"] = "task_finished"
+    child: str
+    agent: str
+    status: str
+    text: str
+    turns: int = 0
+    usage: Usage = Field(default_factory=Usage)
+
+
+class ContextBuilt(Event):
+    """The kind built this turn's view from storage."""
+
+    type: Literal["context_built"] = "context_built"
+    turn: int
+    kind: str
+    view_messages: int
+    storage_messages: int
+    view_tokens: int
+    storage_tokens: int
+    hidden: int = 0
+    """Storage messages left out of the view (sunk, trimmed or summarised)."""
+
+
+class Compaction(Event):
+    """Storage was compacted: by a model-written `summary` or by `truncation`."""
+
+    type: Literal["compaction"] = "compaction"
+    strategy: Literal["summary", "truncation"]
+    reason: str
+    before_tokens: int
+    after_tokens: int
+    removed: int
+    summary: str | None = None
+    error: str | None = None
+    """Why summarising failed, when the strategy fell back to truncation."""
+
+
+class ContextFull(Event):
+    """A resident's untrimmed history reached 0.9 x its window (fires once until compaction)."""
+
+    type: Literal["context_full"] = "context_full"
+    tokens: int
+    window: int
+
+
+class ColdSink(Event):
+    """The relevance view sank low-relevance items to cold storage (recallable)."""
+
+    type: Literal["cold_sink"] = "cold_sink"
+    sunk: int
+    previews: list[str] = Field(default_factory=list)
+    before_tokens: int
+    after_tokens: int
+    reason: str = "relevance"
+
+
+class WindowTrim(Event):
+    """A sliding-window view left out older turn groups (storage untouched)."""
+
+    type: Literal["window_trim"] = "window_trim"
+    dropped_groups: int
+    kept_groups: int
+    before_tokens: int
+    after_tokens: int
+
+
+class KindSwapped(Event):
+    """An agent's kind changed between turns."""
+
+    type: Literal["kind_swapped"] = "kind_swapped"
+    agent: str
+    old: str
+    new: str
+    policy: str = "keep"
+
+
+class PreprocessorSwapped(Event):
+    """The session's preprocessor changed."""
+
+    type: Literal["preprocessor_swapped"] = "preprocessor_swapped"
+    old: str
+    new: str
+
+
+class LLMSwapped(Event):
+    """The session's endpoint changed."""
+
+    type: Literal["llm_swapped"] = "llm_swapped"
+    old: str
+    new: str
+
+
+class Paused(Event):
+    """The run stopped before an action (`action`: model, tool or task)."""
+
+    type: Literal["paused"] = "paused"
+    pause_id: int
+    action: str
+    name: str | None = None
+    call_id: str | None = None
+    arguments: dict[str, Any] | None = None
+
+
+class Resumed(Event):
+    """A pause ended with a decision: approve, reject or edit."""
+
+    type: Literal["resumed"] = "resumed"
+    pause_id: int
+    decision: str
+    reason: str | None = None
+
+
+class Retry(Event):
+    """A transient endpoint failure will be retried after `delay` seconds."""
+
+    type: Literal["retry"] = "retry"
+    attempt: int
+    status: int | None = None
+    error: str
+    delay: float
+
+
+class HarnessEventOccurred(Event):
+    """A line from a native CLI child, parsed by its driver."""
+
+    type: Literal["harness_event"] = "harness_event"
+    event: dict[str, Any]
+
+
+class ErrorOccurred(Event):
+    """Something failed; `error_type` names the exception class."""
+
+    type: Literal["error"] = "error"
+    error_type: str
+    message: str
+
+
+class RunFinished(Event):
+    """A run ended."""
+
+    type: Literal["run_finished"] = "run_finished"
+    status: str
+    text: str
+    turns: int
+    usage: Usage = Field(default_factory=Usage)
+
+
+AnyEvent = Annotated[
+    RunStarted
+    | StatusChanged
+    | MessagePreprocessed
+    | ModelRequest
+    | ModelResponse
+    | TextDelta
+    | ToolCallStarted
+    | ToolCallFinished
+    | TaskSpawned
+    | TaskReattached
+    | TaskRefused
+    | TaskFinished
+    | ContextBuilt
+    | Compaction
+    | ContextFull
+    | ColdSink
+    | WindowTrim
+    | KindSwapped
+    | PreprocessorSwapped
+    | LLMSwapped
+    | Paused
+    | Resumed
+    | Retry
+    | HarnessEventOccurred
+    | ErrorOccurred
+    | RunFinished,
+    Field(discriminator="type"),
+]
+
+event_adapter: TypeAdapter[AnyEvent] = TypeAdapter(AnyEvent)
+
+
+def parse_event(data: str | bytes | dict[str, Any]) -> Event:
+    """Rebuild an event from its JSON text or dict."""
+    if isinstance(data, dict):
+        return event_adapter.validate_python(data)
+    return event_adapter.validate_json(data)
+
+
+__all__ = [
+    "AnyEvent",
+    "ColdSink",
+    "Compaction",
+    "ContextBuilt",
+    "ContextFull",
+    "ErrorOccurred",
+    "Event",
+    "HarnessEventOccurred",
+    "KindSwapped",
+    "LLMSwapped",
+    "MessagePreprocessed",
+    "ModelRequest",
+    "ModelResponse",
+    "Paused",
+    "PreprocessorSwapped",
+    "Resumed",
+    "Retry",
+    "RunFinished",
+    "RunStarted",
+    "StatusChanged",
+    "TaskFinished",
+    "TaskReattached",
+    "TaskRefused",
+    "TaskSpawned",
+    "TextDelta",
+    "ToolCallFinished",
+    "ToolCallStarted",
+    "ToolStatus",
+    "WindowTrim",
+    "event_adapter",
+    "parse_event",
+]

@@ -1,0 +1,50 @@
+"""Native CLI harnesses: coding-agent CLIs (Claude Code, Cursor, Codex, Grok) run as children.
+
+A driver (`NativeHarness`) knows one CLI's argv and output format; `run_harness` runs it as a
+child process and streams its events; `serve_tools` offers a child's tools to the CLI over MCP.
+"""
+
+from ._claude_code import ClaudeCode
+from ._codex import Codex
+from ._cursor_agent import CursorAgent
+from ._events import (
+    HarnessDone,
+    HarnessError,
+    HarnessEvent,
+    HarnessEventAdapter,
+    HarnessReasoning,
+    HarnessText,
+    HarnessToolCall,
+    HarnessUsage,
+)
+from ._grok import Grok
+from ._mcp import CallTool, McpInjection, ServedTool, serve_tools
+from ._outcome import HarnessOutcome
+from ._protocol import MCP_SERVER_NAME, MCP_TOKEN_ENV, HarnessConfig, NativeHarness
+from ._runtime import OnEvent, run_harness
+
+__all__ = [
+    "MCP_SERVER_NAME",
+    "MCP_TOKEN_ENV",
+    "CallTool",
+    "ClaudeCode",
+    "Codex",
+    "CursorAgent",
+    "Grok",
+    "HarnessConfig",
+    "HarnessDone",
+    "HarnessError",
+    "HarnessEvent",
+    "HarnessEventAdapter",
+    "HarnessOutcome",
+    "HarnessReasoning",
+    "HarnessText",
+    "HarnessToolCall",
+    "HarnessUsage",
+    "McpInjection",
+    "NativeHarness",
+    "OnEvent",
+    "ServedTool",
+    "run_harness",
+    "serve_tools",
+]

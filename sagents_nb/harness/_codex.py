@@ -1,0 +1,124 @@
+"""Driver for OpenAI's Codex CLI (`codex exec --json`), read through its JSONL thread events."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from ._events import (
+    HarnessDone,
+    HarnessError,
+    HarnessEvent,
+    HarnessReasoning,
+    HarnessText,
+    HarnessToolCall,
+    HarnessUsage,
+)
+from ._json_lines import list_field, load_object, object_field, text_field, token_count
+from ._protocol import MCP_SERVER_NAME, MCP_TOKEN_ENV, HarnessConfig
+
+# Codex reports a dropped model stream it is retrying as a top-level error; the turn goes on.
+_RETRY_PREFIX = "Reconnecting..."
+
+
+@dataclass(frozen=True, kw_only=True)
+class Codex:
+    """Codex in exec mode. The child's tools arrive through `-c mcp_servers...` overrides.
+
+    Outside a git repository Codex refuses to run unless given
+    `extra_args=["--skip-git-repo-check"]`. Codex reads the prompt from stdin when it is exactly
+    "-"; the runtime closes stdin, so such a prompt arrives empty.
+
+    Args:
+        executable: The `codex` program to run, by name on PATH or by path.
+    """
+
+    executable: str = "codex"
+    name = "Codex"
+    injects_mcp_tools = True
+
+    def args(self, config: HarnessConfig) -> list[str]:
+        """`exec --json [options] -- PROMPT`."""
+        argv = ["exec", "--json"]
+        if config.model:
+            argv += ["--model", config.model]
+        if config.system_prompt and config.system_prompt.strip():
+            # Developer instructions add to Codex's own instructions instead of replacing them.
+            argv += ["-c", f"developer_instructions={_toml_string(config.system_prompt)}"]
+        if config.mcp_url:
+            # The token stays out of argv (visible to every local user); Codex reads it from
+            # the environment variable the runtime sets.
+            server = f"mcp_servers.{MCP_SERVER_NAME}"
+            argv += ["-c", f"{server}.url={_toml_string(config.mcp_url)}"]
+            argv += ["-c", f"{server}.bearer_token_env_var={_toml_string(MCP_TOKEN_ENV)}"]
+        # `--` ends option parsing, so a prompt starting with "-" stays the positional prompt.
+        return [*argv, *config.extra_args, "--", config.prompt]
+
+    def parse_line(self, line: str) -> list[HarnessEvent]:
+        """Events from `item.*`, `turn.*` and `error` lines; `thread.started` and noise give `[]`."""
+        event = load_object(line)
+        if event is None:
+            return []
+        match event.get("type"):
+            case "item.started":
+                return _started_item(object_field(event, "item"))
+            case "item.completed":
+                return _completed_item(object_field(event, "item"))
+            case "turn.completed":
+                usage = object_field(event, "usage")
+                # OpenAI's `input_tokens` already includes the cached ones.
+                tokens = HarnessUsage(
+                    input_tokens=token_count(usage, "input_tokens"),
+                    output_tokens=token_count(usage, "output_tokens"),
+                )
+                return [HarnessDone(content="", usage=tokens)]
+            case "turn.failed":
+                message = text_field(object_field(event, "error"), "message")
+                return [HarnessError(message=f"Codex turn failed: {message or 'no details given'}")]
+            case "error":
+                message = text_field(event, "message") or "no details given"
+                fatal = not message.startswith(_RETRY_PREFIX)
+                return [HarnessError(message=f"Codex: {message}", fatal=fatal)]
+            case _:
+                return []
+
+
+def _started_item(item: dict[str, Any]) -> list[HarnessEvent]:
+    """Tool calls, reported when they start so they show while they run."""
+    call_id = text_field(item, "id") or None
+    match item.get("type"):
+        case "command_execution":
+            arguments = {"command": text_field(item, "command")}
+            return [HarnessToolCall(name="command_execution", arguments=arguments, id=call_id)]
+        case "mcp_tool_call" if name := text_field(item, "tool"):
+            arguments = object_field(item, "arguments")
+            return [HarnessToolCall(name=name, arguments=arguments, id=call_id)]
+        case "web_search":
+            arguments = {"query": text_field(item, "query")}
+            return [HarnessToolCall(name="web_search", arguments=arguments, id=call_id)]
+        case _:
+            return []
+
+
+def _completed_item(item: dict[str, Any]) -> list[HarnessEvent]:
+    """Messages, reasoning, file changes (reported only once done) and non-fatal error items."""
+    match item.get("type"):
+        case "agent_message" if text := text_field(item, "text"):
+            return [HarnessText(text=text)]
+        case "reasoning" if text := text_field(item, "text"):
+            return [HarnessReasoning(text=text)]
+        case "file_change":
+            changes = [c for c in list_field(item, "changes") if isinstance(c, dict)]
+            call_id = text_field(item, "id") or None
+            return [HarnessToolCall(name="file_change", arguments={"changes": changes}, id=call_id)]
+        case "error" if message := text_field(item, "message"):
+            return [HarnessError(message=f"Codex: {message}", fatal=False)]
+        case _:
+            return []
+
+
+def _toml_string(value: str) -> str:
+    """`value` as a TOML basic string, the form Codex's `-c key=value` overrides parse."""
+    # JSON string escapes are valid TOML; TOML also forbids a raw DEL character.
+    return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")

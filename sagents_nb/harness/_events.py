@@ -1,0 +1,86 @@
+"""Events a native CLI harness reports, normalised across CLIs: pydantic models keyed by `type`."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+
+class HarnessUsage(BaseModel):
+    """Token accounting for one CLI run."""
+
+    model_config = ConfigDict(frozen=True)
+
+    input_tokens: int = 0
+    """Every prompt token the model read, cached or not."""
+    output_tokens: int = 0
+    """Tokens the model wrote, reasoning included where the CLI counts it."""
+
+
+class HarnessText(BaseModel):
+    """Assistant text for the user: a whole message, or a streamed piece of one."""
+
+    model_config = ConfigDict(frozen=True)
+
+    type: Literal["text"] = "text"
+    text: str
+    """The text exactly as the CLI reported it."""
+
+
+class HarnessReasoning(BaseModel):
+    """Thinking the CLI chose to show (reasoning summaries, thinking blocks)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    type: Literal["reasoning"] = "reasoning"
+    text: str
+    """The reasoning text, whole or a streamed piece."""
+
+
+class HarnessToolCall(BaseModel):
+    """The CLI called a tool. For observability only: the CLI runs its own tools."""
+
+    model_config = ConfigDict(frozen=True)
+
+    type: Literal["tool_call"] = "tool_call"
+    name: str
+    """The tool's name as the CLI knows it (injected tools may carry a server prefix)."""
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    """The arguments the CLI passed, as JSON."""
+    id: str | None = None
+    """The CLI's id for the call, when it reports one."""
+
+
+class HarnessDone(BaseModel):
+    """The run finished with an answer. Terminal: the first terminal event of a run wins."""
+
+    model_config = ConfigDict(frozen=True)
+
+    type: Literal["done"] = "done"
+    content: str
+    """The final answer. Empty when the CLI reports none; the runtime then fills in the text."""
+    usage: HarnessUsage = Field(default_factory=HarnessUsage)
+    """Tokens used by the whole run."""
+
+
+class HarnessError(BaseModel):
+    """The CLI (or the runtime watching it) reported an error."""
+
+    model_config = ConfigDict(frozen=True)
+
+    type: Literal["error"] = "error"
+    message: str
+    """What went wrong, in the CLI's words or the runtime's."""
+    fatal: bool = True
+    """True ends the run (a terminal event); False is a warning and the run goes on."""
+
+
+HarnessEvent = Annotated[
+    HarnessText | HarnessReasoning | HarnessToolCall | HarnessDone | HarnessError,
+    Field(discriminator="type"),
+]
+"""Any harness event; `type` tells them apart."""
+
+HarnessEventAdapter: TypeAdapter[HarnessEvent] = TypeAdapter(HarnessEvent)
+"""(De)serialises a `HarnessEvent` to and from JSON: `HarnessEventAdapter.validate_json(data)`."""

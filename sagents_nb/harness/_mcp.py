@@ -1,0 +1,92 @@
+"""Offers a child's tools to a native CLI through a private MCP server on loopback."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import tempfile
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ._protocol import MCP_SERVER_NAME
+
+CallTool = Callable[[str, dict[str, Any]], Awaitable[str]]
+"""Runs one tool call from the CLI and returns the text the CLI's model sees."""
+
+
+class ServedTool(Protocol):
+    """What `serve_tools` needs to know about a tool (an `sn.tool` has it)."""
+
+    @property
+    def name(self) -> str:
+        """The tool's name."""
+
+    @property
+    def description(self) -> str:
+        """What the tool does, for the model."""
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        """JSON schema of the tool's arguments."""
+
+
+@dataclass(frozen=True)
+class McpInjection:
+    """A running tool server and the config file that points a CLI at it."""
+
+    config_path: str
+    """Claude-Code-style MCP config (`{"mcpServers": {...}}`), mode 0600 in a 0700 directory."""
+    url: str
+    """The server's streamable-HTTP endpoint on 127.0.0.1."""
+    token: str
+    """The bearer token every request must carry; others get HTTP 401."""
+
+
+@asynccontextmanager
+async def serve_tools(
+    tools: Sequence[ServedTool], call_tool: CallTool
+) -> AsyncIterator[McpInjection]:
+    """Serve `tools` over MCP for as long as the block runs.
+
+    The server (streamable HTTP, on a free port of 127.0.0.1, inside the running event loop)
+    answers only requests bearing a fresh random token, and runs each call through `call_tool`;
+    an exception there becomes an error result for the CLI. On exit the server stops and its
+    config directory is removed.
+
+    Args:
+        tools: The tools to list.
+        call_tool: Runs a call: `await call_tool(name, arguments) -> str`.
+
+    Raises:
+        ImportError: The `mcp` or `uvicorn` package is missing.
+    """
+    # Imported on first use: the MCP SDK is an optional extra and takes about half a second.
+    try:
+        from ._mcp_server import running_tool_server
+    except ImportError as exc:
+        raise ImportError(
+            f"serving tools to a native CLI needs the MCP SDK and uvicorn ({exc}); "
+            "install them with: pip install 'sagents_nb[harness]'"
+        ) from exc
+    token = secrets.token_urlsafe(32)
+    directory = tempfile.mkdtemp(prefix="sagents-mcp-")  # mkdtemp makes it 0700
+    try:
+        async with running_tool_server(tools, call_tool, token) as url:
+            config_path = _write_config(directory, url, token)
+            yield McpInjection(config_path=config_path, url=url, token=token)
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def _write_config(directory: str, url: str, token: str) -> str:
+    path = os.path.join(directory, "mcp.json")
+    server = {"type": "http", "url": url, "headers": {"Authorization": f"Bearer {token}"}}
+    # Created 0600 from the start: the file holds the token.
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+        json.dump({"mcpServers": {MCP_SERVER_NAME: server}}, file)
+    return path

@@ -1,0 +1,62 @@
+"""The `NativeHarness` protocol a CLI driver implements, and the `HarnessConfig` it reads."""
+
+from __future__ import annotations
+
+from dataclasses import KW_ONLY, dataclass, field
+from typing import Protocol, runtime_checkable
+
+from ._events import HarnessEvent
+
+MCP_SERVER_NAME = "sagents"
+"""The name the injected MCP server goes by in every CLI's configuration."""
+
+MCP_TOKEN_ENV = "SAGENTS_MCP_TOKEN"
+"""Environment variable holding the injected server's bearer token, for CLIs that read it there."""
+
+
+@dataclass(frozen=True)
+class HarnessConfig:
+    """One non-interactive run of a CLI: what to ask and how."""
+
+    prompt: str
+    """The user prompt; always passed to the CLI as a single argument, never parsed as a flag."""
+    _: KW_ONLY
+    model: str | None = None
+    """Model id, or None for the CLI's default."""
+    system_prompt: str | None = None
+    """Instructions added to the CLI's own system prompt."""
+    mcp_config_path: str | None = None
+    """A Claude-Code-style MCP config file naming the injected tool server (set by the runtime)."""
+    mcp_url: str | None = None
+    """The injected tool server's URL, for CLIs configured by URL (set by the runtime)."""
+    cwd: str | None = None
+    """Working directory of the CLI process; None keeps the caller's."""
+    extra_args: list[str] = field(default_factory=list)
+    """Raw arguments passed through verbatim, after the driver's own options."""
+
+
+@runtime_checkable
+class NativeHarness(Protocol):
+    """A driver for one coding-agent CLI that runs its own agent loop.
+
+    Drivers are pure: they build argv and parse output lines, and never do I/O. The runtime
+    (`run_harness`) spawns the process, frames lines, and watches exit and timeouts.
+    """
+
+    @property
+    def name(self) -> str:
+        """Human-readable CLI name, used in messages."""
+
+    @property
+    def executable(self) -> str:
+        """The program to run: a name looked up on PATH, or a path."""
+
+    @property
+    def injects_mcp_tools(self) -> bool:
+        """Whether the CLI can be handed the child's tools over MCP for a single run."""
+
+    def args(self, config: HarnessConfig) -> list[str]:
+        """The argv after the executable for one non-interactive run."""
+
+    def parse_line(self, line: str) -> list[HarnessEvent]:
+        """Events from one stdout line. Never raises: noise and unknown shapes give `[]`."""

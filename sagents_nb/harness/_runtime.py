@@ -1,0 +1,306 @@
+"""Runs a native CLI once as a child process, streaming its events and folding them into an outcome."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import math
+import os
+import shutil
+import signal
+from collections import deque
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import Literal
+
+from .._errors import ConfigurationError
+from ._events import HarnessDone, HarnessError, HarnessEvent, HarnessText
+from ._framing import LineFramer
+from ._mcp import CallTool, ServedTool, serve_tools
+from ._outcome import HarnessOutcome
+from ._process import child_environment, stop_process_group
+from ._protocol import MCP_TOKEN_ENV, HarnessConfig, NativeHarness
+
+OnEvent = Callable[[HarnessEvent], Awaitable[None] | None]
+"""Receives each event live; may be sync or async."""
+
+_READ_BYTES = 64 * 1024
+_KILL_GRACE = 2.0
+"""Seconds between SIGTERM and SIGKILL when the CLI's process group is stopped."""
+_STDERR_DRAIN = 1.0
+"""Seconds to wait for the rest of stderr once the process group is gone."""
+
+_Ending = Literal["eof", "quiet", "grace"]
+
+
+async def run_harness(
+    driver: NativeHarness,
+    config: HarnessConfig,
+    *,
+    tools: Sequence[ServedTool] = (),
+    call_tool: CallTool | None = None,
+    on_event: OnEvent | None = None,
+    env: Mapping[str, str] | None = None,
+    inactivity_timeout: float = 120.0,
+    exit_grace: float = 5.0,
+    max_line_bytes: int = 1_000_000,
+    stderr_tail_lines: int = 20,
+) -> HarnessOutcome:
+    """Run `driver`'s CLI once and return how it ended.
+
+    The CLI runs without a shell, with stdin closed, in its own process group, with `env` (default:
+    this process's environment) minus variables that make shells run code. Every event reaches
+    `on_event` as its line arrives. The first terminal event (done, or a fatal error) decides the
+    outcome; later ones are dropped. Without one, exit 0 means done with the text received and any
+    other exit, a missing executable or `inactivity_timeout` seconds without a line means error;
+    the runtime then emits that terminal event itself. Cancelling the call stops the whole process
+    group (SIGTERM, then SIGKILL) and re-raises.
+
+    Args:
+        driver: The CLI driver.
+        config: What to ask and how.
+        tools: Tools to offer the CLI over MCP (only for drivers with `injects_mcp_tools`).
+        call_tool: Runs a tool call from the CLI: `await call_tool(name, arguments) -> str`.
+        on_event: Receives each event live; sync or async.
+        env: The CLI's environment; default this process's.
+        inactivity_timeout: Seconds without a stdout line before the CLI is stopped.
+        exit_grace: Seconds the CLI gets to exit after its terminal event or after closing stdout.
+        max_line_bytes: Longer stdout lines are skipped with a non-fatal error event.
+        stderr_tail_lines: How many of the last stderr lines the outcome keeps.
+
+    Raises:
+        ConfigurationError: `tools` were given without `call_tool`.
+    """
+    if tools and call_tool is None:
+        raise ConfigurationError(
+            "run_harness got tools= but no call_tool=; pass call_tool=... so their calls can run"
+        )
+    run = _Run(
+        driver,
+        on_event,
+        inactivity_timeout=inactivity_timeout,
+        exit_grace=exit_grace,
+        max_line_bytes=max_line_bytes,
+        stderr_tail_lines=stderr_tail_lines,
+    )
+    child_env = child_environment(env)
+    if not tools or call_tool is None or not driver.injects_mcp_tools:
+        return await run.execute(config, child_env)
+    async with serve_tools(tools, call_tool) as injection:
+        child_env[MCP_TOKEN_ENV] = injection.token
+        injected = replace(config, mcp_config_path=injection.config_path, mcp_url=injection.url)
+        return await run.execute(injected, child_env)
+
+
+class _Run:
+    """One CLI process, from spawn to outcome."""
+
+    def __init__(
+        self,
+        driver: NativeHarness,
+        on_event: OnEvent | None,
+        *,
+        inactivity_timeout: float,
+        exit_grace: float,
+        max_line_bytes: int,
+        stderr_tail_lines: int,
+    ) -> None:
+        self._driver = driver
+        self._on_event = on_event
+        self._inactivity_timeout = inactivity_timeout
+        self._exit_grace = exit_grace
+        self._max_line_bytes = max_line_bytes
+        self._stderr: deque[str] = deque(maxlen=stderr_tail_lines)
+        self._texts: list[str] = []
+        self._terminal: HarnessDone | HarnessError | None = None
+
+    async def execute(self, config: HarnessConfig, env: dict[str, str]) -> HarnessOutcome:
+        name, wanted = self._driver.name, self._driver.executable
+        executable = shutil.which(wanted, path=env.get("PATH", os.defpath))
+        if executable is None:
+            return await self._fail(
+                f"cannot find the {name} executable {wanted!r} on PATH; install {name}, or pass "
+                f"executable='/path/to/{os.path.basename(wanted)}' to the driver"
+            )
+        try:
+            process = await asyncio.create_subprocess_exec(
+                executable,
+                *self._driver.args(config),
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                cwd=config.cwd,
+                env=env,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            return await self._fail(
+                f"could not start {name} ({executable}): {exc}; check that it is an executable "
+                f"program and that the working directory {config.cwd or os.getcwd()!r} exists"
+            )
+        assert process.stdout is not None and process.stderr is not None  # both are PIPEs
+        stderr = asyncio.create_task(self._collect_stderr(process.stderr))
+        try:
+            ending = await self._read_stdout(process.stdout, process)
+            if ending == "eof":
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(process.wait(), self._exit_grace)
+            kept_running = process.returncode is None
+        finally:
+            await stop_process_group(process, grace=_KILL_GRACE)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stderr, _STDERR_DRAIN)
+        terminal = self._terminal or await self._settle(process.returncode, ending, kept_running)
+        return self._outcome(terminal, process.returncode)
+
+    async def _read_stdout(
+        self, stdout: asyncio.StreamReader, process: asyncio.subprocess.Process
+    ) -> _Ending:
+        """Hand stdout lines to the driver until EOF or a deadline.
+
+        Returns `eof`; `quiet` after `inactivity_timeout` seconds without a line; or `grace` when,
+        after a terminal event or the leader's exit, `exit_grace` seconds pass without EOF (say, a
+        grandchild still holds the pipe).
+        """
+        loop = asyncio.get_running_loop()
+        framer = LineFramer(self._max_line_bytes)
+        exited = asyncio.ensure_future(process.wait())
+        read: asyncio.Future[bytes] | None = None
+        quiet_at = loop.time() + self._inactivity_timeout
+        grace_at = math.inf
+        try:
+            while True:
+                if grace_at == math.inf and (self._terminal is not None or exited.done()):
+                    grace_at = loop.time() + self._exit_grace
+                if read is None:
+                    read = asyncio.ensure_future(stdout.read(_READ_BYTES))
+                deadline = min(quiet_at, grace_at)
+                waiting = {read} if exited.done() else {read, exited}
+                await asyncio.wait(
+                    waiting,
+                    timeout=max(0.0, deadline - loop.time()),
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
+                if not read.done():
+                    if loop.time() >= deadline:
+                        return "quiet" if grace_at == math.inf else "grace"
+                    continue
+                chunk = read.result()
+                read = None
+                for line in framer.feed(chunk) if chunk else framer.finish():
+                    quiet_at = loop.time() + self._inactivity_timeout
+                    await self._handle_line(line)
+                if not chunk:
+                    return "eof"
+        finally:
+            for task in (read, exited):
+                if task is not None:
+                    task.cancel()
+
+    async def _collect_stderr(self, stderr: asyncio.StreamReader) -> None:
+        framer = LineFramer(self._max_line_bytes)
+        while chunk := await stderr.read(_READ_BYTES):
+            self._stderr.extend(map(self._stderr_line, framer.feed(chunk)))
+        self._stderr.extend(map(self._stderr_line, framer.finish()))
+
+    def _stderr_line(self, line: bytes | None) -> str:
+        if line is None:
+            return f"[a stderr line over {self._max_line_bytes} bytes was skipped]"
+        return line.decode("utf-8", "replace").rstrip("\r")
+
+    async def _handle_line(self, line: bytes | None) -> None:
+        if line is None:
+            await self._accept(
+                HarnessError(
+                    message=f"skipped a line of {self._driver.name} output over "
+                    f"{self._max_line_bytes} bytes; raise max_line_bytes= to read such lines",
+                    fatal=False,
+                )
+            )
+            return
+        for event in self._driver.parse_line(line.decode("utf-8", "replace").rstrip("\r")):
+            await self._accept(event)
+
+    async def _accept(self, event: HarnessEvent) -> None:
+        """Record `event` and pass it on; terminal events after the first are dropped."""
+        if isinstance(event, HarnessText):
+            self._texts.append(event.text)
+        elif isinstance(event, HarnessDone) or (isinstance(event, HarnessError) and event.fatal):
+            if self._terminal is not None:
+                return
+            if isinstance(event, HarnessDone) and not event.content:
+                event = event.model_copy(update={"content": "".join(self._texts)})
+            self._terminal = event
+        if self._on_event is not None:
+            delivered = self._on_event(event)
+            if inspect.isawaitable(delivered):
+                await delivered
+
+    async def _settle(
+        self, exit_code: int | None, ending: _Ending, kept_running: bool
+    ) -> HarnessDone | HarnessError:
+        """The terminal event for a run whose CLI reported none, emitted like any other."""
+        name = self._driver.name
+        if ending == "quiet":
+            message = (
+                f"{name} wrote no output for {self._inactivity_timeout:g} s, so it was stopped; "
+                "raise inactivity_timeout= if it needs longer between lines"
+            )
+        elif kept_running:
+            message = (
+                f"{name} closed its output without a result and did not exit within "
+                f"{self._exit_grace:g} s, so it was stopped{self._stderr_excerpt()}"
+            )
+        elif exit_code == 0:
+            done = HarnessDone(content="".join(self._texts))
+            await self._accept(done)
+            return done
+        elif exit_code is not None and exit_code < 0:
+            message = (
+                f"{name} was killed by {_signal_name(-exit_code)} before it finished"
+                f"{self._stderr_excerpt()}"
+            )
+        else:
+            message = (
+                f"{name} exited with code {exit_code} before it finished{self._stderr_excerpt()}"
+            )
+        error = HarnessError(message=message)
+        await self._accept(error)
+        return error
+
+    def _stderr_excerpt(self) -> str:
+        if not self._stderr:
+            return "; it wrote nothing to stderr"
+        return "; its last stderr lines, which usually name the cause:\n" + "\n".join(self._stderr)
+
+    async def _fail(self, message: str) -> HarnessOutcome:
+        error = HarnessError(message=message)
+        await self._accept(error)
+        return self._outcome(error, None)
+
+    def _outcome(
+        self, terminal: HarnessDone | HarnessError, exit_code: int | None
+    ) -> HarnessOutcome:
+        if isinstance(terminal, HarnessDone):
+            return HarnessOutcome(
+                status="done",
+                text=terminal.content,
+                usage=terminal.usage,
+                exit_code=exit_code,
+                stderr_tail=list(self._stderr),
+            )
+        return HarnessOutcome(
+            status="error",
+            text="".join(self._texts),
+            exit_code=exit_code,
+            stderr_tail=list(self._stderr),
+            error=terminal.message,
+        )
+
+
+def _signal_name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"

@@ -1,0 +1,54 @@
+"""Child kinds: what each agent instance keeps, what its model sees, and how it overflows.
+
+Built-ins are plain implementations of the public `ChildKind` protocol (most start from
+`BaseKind`); a kind written in a notebook plugs in the same way, and `register` lists it in the
+views' kind selector.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ._main import Main
+from ._protocol import BaseKind, ChildKind, CompactionReport, CompactUnsupported, DisposePolicy
+from ._realtime import Realtime
+from ._resident import Resident
+from ._worker import Worker
+
+_registry: dict[str, Callable[[], ChildKind]] = {
+    "worker": Worker,
+    "resident": Resident,
+    "realtime": Realtime,
+    "main": Main,
+}
+
+
+def register(name: str, factory: Callable[[], ChildKind]) -> None:
+    """Make a kind selectable by `name` (e.g. in the notebook's kind selector)."""
+    _registry[name] = factory
+
+
+def registry() -> dict[str, Callable[[], ChildKind]]:
+    """The selectable kinds by name: the built-ins and any registered."""
+    return dict(_registry)
+
+
+def kind_name(kind: object) -> str:
+    """A kind's display name."""
+    return str(getattr(kind, "name", type(kind).__name__.lower()))
+
+
+__all__ = [
+    "BaseKind",
+    "ChildKind",
+    "CompactUnsupported",
+    "CompactionReport",
+    "DisposePolicy",
+    "Main",
+    "Realtime",
+    "Resident",
+    "Worker",
+    "kind_name",
+    "register",
+    "registry",
+]

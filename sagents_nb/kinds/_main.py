@@ -1,0 +1,199 @@
+"""Main: the top agent's kind; relevance view with recent turns protected and a recallable cold store."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .._messages import Message, system
+from .._tools import Tool
+from ..events import ColdSink
+from ._protocol import BaseKind
+from ._relevance import Group, LexicalScorer, Scorer, group_text
+
+if TYPE_CHECKING:
+    from .._node import Node
+
+
+@dataclass
+class _MainState:
+    hot: list[Group] = field(default_factory=list)
+    cold: list[Group] = field(default_factory=list)
+    input_group: Group | None = None
+    query: Any = None
+    query_for: int = -1
+
+
+class Main(BaseKind):
+    """Relevance view: the newest groups are protected, older ones are scored against the current
+    input; beyond `top_k` (or over `budget_tokens`) the least relevant sink to cold storage, which the
+    model can search with the `recall` tool. Storage (the whole history) is never changed.
+
+    Args:
+        top_k: older groups kept in view besides the protected recent ones; None keeps all.
+        recent: newest groups always in view.
+        budget_tokens: view size the request must fit; groups sink until it does.
+        scorer: relevance scorer (`index(text)`, `score(query, item)`); lexical by default.
+    """
+
+    name = "main"
+
+    def __init__(
+        self,
+        top_k: int | None = 64,
+        *,
+        recent: int = 16,
+        budget_tokens: int | None = None,
+        scorer: Scorer | None = None,
+        max_turns: int = 50,
+    ) -> None:
+        self.top_k = top_k
+        self.recent = recent
+        self.budget_tokens = budget_tokens
+        self.scorer: Scorer = scorer or LexicalScorer()
+        self.default_max_turns = max_turns
+
+    def __repr__(self) -> str:
+        return f"Main(top_k={self.top_k}, recent={self.recent}, budget_tokens={self.budget_tokens})"
+
+    def _state(self, child: Node) -> _MainState:
+        state = child.kind_state.get(self.name)
+        if state is None:
+            state = child.kind_state[self.name] = _MainState()
+            for i, message in enumerate(child.history):
+                self._index(state, child, i, message)
+        return state  # type: ignore[no-any-return]
+
+    def _index(self, state: _MainState, child: Node, i: int, message: Message) -> None:
+        tokens = child.token_count(message)
+        if message.role == "tool" and state.hot and state.hot[-1].end == i:
+            state.hot[-1].end = i + 1
+            state.hot[-1].tokens += tokens
+            state.hot[-1].terms = None
+            return
+        group = Group(i, i + 1, tokens)
+        state.hot.append(group)
+        if i == child.input_index:
+            state.input_group = group
+
+    def append_history(self, child: Node, *messages: Message) -> None:
+        state = self._state(child)
+        start = len(child.history)
+        child.append(*messages)
+        for offset, message in enumerate(messages):
+            self._index(state, child, start + offset, message)
+
+    def prepare(self, child: Node) -> None:
+        state = self._state(child)
+        protected = set(map(id, state.hot[-self.recent :])) if self.recent else set()
+        if state.input_group is not None:
+            protected.add(id(state.input_group))
+        candidates = [g for g in state.hot if id(g) not in protected]
+        sink: list[Group] = []
+        if self.top_k is not None and len(candidates) > self.top_k:
+            ranked = self._ranked(state, child, candidates)
+            sink = ranked[self.top_k :]
+            self._sink(child, state, sink, "relevance")
+            candidates = ranked[: self.top_k]
+        if self.budget_tokens is not None:
+            total = sum(g.tokens for g in state.hot)
+            if total > self.budget_tokens and candidates:
+                over: list[Group] = []
+                for group in reversed(self._ranked(state, child, candidates)):
+                    if total <= self.budget_tokens:
+                        break
+                    over.append(group)
+                    total -= group.tokens
+                self._sink(child, state, over, "budget")
+
+    def _ranked(self, state: _MainState, child: Node, groups: list[Group]) -> list[Group]:
+        if state.query_for != child.input_index:
+            state.query = self.scorer.index(child.input_text)
+            state.query_for = child.input_index
+        history = child.history
+        for group in groups:
+            if group.terms is None:
+                group.terms = self.scorer.index(group_text(history[group.start : group.end]))
+        # best first; ties keep the newer group
+        return sorted(
+            groups, key=lambda g: (self.scorer.score(state.query, g.terms), g.start), reverse=True
+        )
+
+    def _sink(self, child: Node, state: _MainState, groups: list[Group], reason: str) -> None:
+        if not groups:
+            return
+        before = sum(g.tokens for g in state.hot)
+        gone = set(map(id, groups))
+        state.hot = [g for g in state.hot if id(g) not in gone]
+        state.cold.extend(groups)
+        previews = [_preview(child.history[g.start : g.end]) for g in groups[:5]]
+        child.emit(
+            ColdSink(
+                sunk=len(groups),
+                previews=previews,
+                before_tokens=before,
+                after_tokens=before - sum(g.tokens for g in groups),
+                reason=reason,
+            )
+        )
+
+    def build_context(self, child: Node, input: str) -> list[Message]:
+        state = self._state(child)
+        view = child.system_messages()
+        if state.cold:
+            view.append(
+                system(
+                    f"Context note: {len(state.cold)} older item(s) of this conversation were moved to "
+                    "cold storage because they looked unrelated to the current task. Call `recall` "
+                    "with a query to bring back what you need."
+                )
+            )
+        history = child.history
+        for group in state.hot:
+            view.extend(history[group.start : group.end])
+        return view
+
+    def own_tools(self, child: Node) -> list[Any]:
+        state = self._state(child)
+        return [self._recall_tool(child, state)] if state.cold else []
+
+    def _recall_tool(self, child: Node, state: _MainState) -> Tool:
+        scorer, history = self.scorer, child.history
+
+        def recall(query: str, limit: int = 3) -> str:
+            """Search the conversation's cold storage and return the most relevant older items.
+
+            Args:
+                query: words describing what to find.
+                limit: how many items to return.
+            """
+            wanted = scorer.index(query)
+            for group in state.cold:
+                if group.terms is None:
+                    group.terms = scorer.index(group_text(history[group.start : group.end]))
+            best = sorted(state.cold, key=lambda g: scorer.score(wanted, g.terms), reverse=True)
+            found = [_render(history[g.start : g.end]) for g in best[: max(1, limit)]]
+            return "\n---\n".join(found) if found else "cold storage is empty"
+
+        return Tool(recall)
+
+    def cold_messages(self, child: Node) -> list[Message]:
+        """The messages currently sunk to cold storage, oldest first."""
+        state = self._state(child)
+        groups = sorted(state.cold, key=lambda g: g.start)
+        return [m for g in groups for m in child.history[g.start : g.end]]
+
+
+def _render(messages: list[Message]) -> str:
+    lines = []
+    for m in messages:
+        if m.tool_calls:
+            lines.extend(f"{m.role} called {c.name}({c.arguments})" for c in m.tool_calls)
+        if m.content:
+            lines.append(f"{m.role}: {m.content}")
+    return "\n".join(lines)
+
+
+def _preview(messages: list[Message]) -> str:
+    text = _render(messages)
+    return text if len(text) <= 120 else text[:117] + "..."

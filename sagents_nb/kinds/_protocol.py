@@ -1,0 +1,136 @@
+"""The `ChildKind` protocol and `BaseKind`, the defaults every built-in kind starts from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+
+from .._messages import Message, ToolCall
+from .._tools import ToolResult
+from ..events import TextDelta
+
+if TYPE_CHECKING:
+    from .._node import Node
+
+DisposePolicy = Literal["keep", "drop"]
+
+
+class CompactUnsupported(Exception):
+    """Raised by `compact` on kinds that have no compaction."""
+
+
+@dataclass
+class CompactionReport:
+    """What a compaction did."""
+
+    strategy: Literal["summary", "truncation"]
+    before_tokens: int
+    after_tokens: int
+    removed: int
+    summary: str | None = None
+    error: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class ChildKind(Protocol):
+    """Everything that differs between child types: context management and async tool/output calls.
+
+    Registration, stop, reattach and events live in the shared skeleton; a kind only decides what
+    is kept (storage), what the model sees (the view), how overflow is handled and how output and
+    tools are called.
+    """
+
+    name: str
+
+    def deliver(self, child: Node, message: Message, interrupt: bool = False) -> bool:
+        """Take an input; False hands it back to the skeleton to queue until the child is free."""
+
+    def build_context(self, child: Node, input: str) -> list[Message]:
+        """The view sent to the model this turn. Never mutates storage."""
+
+    def append_history(self, child: Node, *messages: Message) -> None:
+        """Write a turn's messages to storage."""
+
+    async def compact(self, child: Node, keep_recent: int | None = None) -> CompactionReport:
+        """Compact storage; raise `CompactUnsupported` where the kind has none."""
+
+    def emit(self, child: Node, text: str) -> None:
+        """Output text: per chunk for streaming kinds, whole otherwise."""
+
+    async def run_tools(self, child: Node, calls: list[ToolCall]) -> list[ToolResult]:
+        """Run the calls (hooks applied) and return results in the calls' order."""
+
+    def dispose(self, child: Node, policy: DisposePolicy) -> str:
+        """Release the child's state; `keep` hands queued inputs back, `drop` answers them skipped."""
+
+    def parent_tools(self) -> list[Any]:
+        """Control tools this kind gives the parent model."""
+
+
+class BaseKind:
+    """Defaults for a kind: storage is the message list, the view is all of it, output is whole.
+
+    Subclass it and override what differs; a custom kind plugs in exactly like the built-ins.
+    """
+
+    name = "base"
+    persistent = False
+    """One child per (parent, agent) that lives across tasks, instead of one child per task."""
+    stream = False
+    """Ask the endpoint to stream, and emit output per chunk."""
+    salvage = False
+    """At the turn cap, make one last call without tools asking for a summary."""
+    default_max_turns = 25
+    max_turns_cap: int | None = None
+
+    def turn_limit(self, agent_max_turns: int | None) -> int:
+        """The turn cap for an agent of this kind."""
+        limit = agent_max_turns if agent_max_turns is not None else self.default_max_turns
+        if self.max_turns_cap is not None:
+            limit = min(limit, self.max_turns_cap)
+        return max(1, limit)
+
+    def deliver(self, child: Node, message: Message, interrupt: bool = False) -> bool:
+        if child.busy and not interrupt:
+            return False
+        self.append_history(child, message)
+        return True
+
+    def build_context(self, child: Node, input: str) -> list[Message]:
+        return [*child.system_messages(), *child.history]
+
+    def append_history(self, child: Node, *messages: Message) -> None:
+        child.append(*messages)
+
+    async def compact(self, child: Node, keep_recent: int | None = None) -> CompactionReport:
+        raise CompactUnsupported(f"kind {self.name!r} has no compaction")
+
+    def emit(self, child: Node, text: str) -> None:
+        if text:
+            child.emit(TextDelta(text=text))
+
+    async def run_tools(self, child: Node, calls: list[ToolCall]) -> list[ToolResult]:
+        return await child.execute_tools(calls)
+
+    def dispose(self, child: Node, policy: DisposePolicy) -> str:
+        return child.release_inbox(policy)
+
+    def parent_tools(self) -> list[Any]:
+        return []
+
+    def prepare(self, child: Node) -> None:
+        """Called before each turn's `build_context` (budget checks, sinking, signals)."""
+
+    async def maintain(self, child: Node) -> None:
+        """Called before `prepare` each turn; may compact (async)."""
+
+    async def flush(self, child: Node) -> None:
+        """Called when a task ends: deliver any output still queued."""
+
+    def own_tools(self, child: Node) -> list[Any]:
+        """Extra tools the kind offers its own agent this turn (e.g. `recall`)."""
+        return []
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"

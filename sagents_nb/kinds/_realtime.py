@@ -1,0 +1,97 @@
+"""Realtime: streams output per chunk; keeps the whole history; the view is a window of recent turns."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from .._messages import Message
+from ..events import TextDelta, WindowTrim
+from ._protocol import BaseKind
+
+if TYPE_CHECKING:
+    from .._node import Node
+
+
+@dataclass
+class _RealtimeState:
+    starts: list[int] = field(default_factory=list)
+    dropped: int = 0
+    queue: asyncio.Queue[str | None] | None = None
+    pump: asyncio.Task[None] | None = None
+
+
+class Realtime(BaseKind):
+    """A session-long child: storage keeps every turn, the view holds the newest `window` turn groups.
+
+    A turn group is one input and everything that answered it. Output is streamed and emitted per
+    chunk through a queue, so event subscribers never hold up generation.
+
+    Args:
+        window: turn groups in view.
+        max_turns: model calls per task.
+    """
+
+    name = "realtime"
+    persistent = True
+    stream = True
+
+    def __init__(self, window: int = 4, max_turns: int = 10) -> None:
+        self.window = max(1, window)
+        self.default_max_turns = max_turns
+
+    def __repr__(self) -> str:
+        return f"Realtime(window={self.window})"
+
+    def _state(self, child: Node) -> _RealtimeState:
+        state = child.kind_state.get(self.name)
+        if state is None:
+            state = child.kind_state[self.name] = _RealtimeState()
+            state.starts = [i for i, m in enumerate(child.history) if m.role == "user"]
+        return state  # type: ignore[no-any-return]
+
+    def append_history(self, child: Node, *messages: Message) -> None:
+        state = self._state(child)
+        start = len(child.history)
+        child.append(*messages)
+        state.starts.extend(start + i for i, m in enumerate(messages) if m.role == "user")
+
+    def build_context(self, child: Node, input: str) -> list[Message]:
+        state = self._state(child)
+        if len(state.starts) <= self.window:
+            return [*child.system_messages(), *child.history]
+        first = state.starts[-self.window]
+        view = [*child.system_messages(), *child.history[first:]]
+        dropped = len(state.starts) - self.window
+        if dropped > state.dropped:
+            state.dropped = dropped
+            child.emit(
+                WindowTrim(
+                    dropped_groups=dropped,
+                    kept_groups=self.window,
+                    before_tokens=child.history_tokens,
+                    after_tokens=sum(child.token_count(m) for m in view),
+                )
+            )
+        return view
+
+    def emit(self, child: Node, text: str) -> None:
+        state = self._state(child)
+        if state.queue is None:
+            state.queue = asyncio.Queue()
+            state.pump = asyncio.get_running_loop().create_task(_pump(child, state.queue))
+        state.queue.put_nowait(text)
+
+    async def flush(self, child: Node) -> None:
+        """Wait until every chunk emitted so far has been delivered as an event."""
+        state = self._state(child)
+        if state.queue is not None and state.pump is not None:
+            state.queue.put_nowait(None)
+            await state.pump
+            state.queue = state.pump = None
+
+
+async def _pump(child: Node, queue: asyncio.Queue[str | None]) -> None:
+    while (text := await queue.get()) is not None:
+        child.emit(TextDelta(text=text))

@@ -1,0 +1,139 @@
+"""Resident: a child that persists across tasks, compacts by model-written summary, signals context_full."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .._errors import LLMError
+from .._messages import Message
+from ..events import Compaction, ContextFull
+from ._protocol import BaseKind, CompactionReport, DisposePolicy
+from ._relevance import split_groups
+
+if TYPE_CHECKING:
+    from .._node import Node
+
+SUMMARY_PREFIX = "Summary of the earlier conversation:\n"
+
+
+@dataclass
+class _ResidentState:
+    latched: bool = False
+    compactions: int = 0
+
+
+class Resident(BaseKind):
+    """One child per parent and agent that remembers across task calls.
+
+    Args:
+        window_tokens: the context window; over it, storage is compacted before the next request.
+        keep_recent: newest message groups kept verbatim by compaction.
+        max_turns: model calls per task.
+    """
+
+    name = "resident"
+    persistent = True
+
+    def __init__(self, window_tokens: int = 8000, keep_recent: int = 4, max_turns: int = 10):
+        self.window_tokens = window_tokens
+        self.keep_recent = keep_recent
+        self.default_max_turns = max_turns
+
+    def __repr__(self) -> str:
+        return f"Resident(window_tokens={self.window_tokens}, keep_recent={self.keep_recent})"
+
+    def _state(self, child: Node) -> _ResidentState:
+        state = child.kind_state.get(self.name)
+        if state is None:
+            state = child.kind_state[self.name] = _ResidentState()
+        return state  # type: ignore[no-any-return]
+
+    def append_history(self, child: Node, *messages: Message) -> None:
+        child.append(*messages)
+        state = self._state(child)
+        tokens = child.context_tokens()
+        if not state.latched and tokens >= 0.9 * self.window_tokens:
+            state.latched = True
+            child.emit(ContextFull(tokens=tokens, window=self.window_tokens))
+            if child.parent is not None:
+                child.parent.notices.append(
+                    f"Resident agent {child.path} is at {tokens} of {self.window_tokens} tokens "
+                    f"({100 * tokens // self.window_tokens}% of its context window). Call "
+                    f"resident_agents with action=compress and id={child.path} to compact it, or "
+                    "action=destroy to end it."
+                )
+
+    async def maintain(self, child: Node) -> None:
+        if child.context_tokens() > self.window_tokens:
+            await self.compact(child, reason="window")
+
+    async def compact(
+        self, child: Node, keep_recent: int | None = None, *, reason: str = "requested"
+    ) -> CompactionReport:
+        keep = self.keep_recent if keep_recent is None else keep_recent
+        history = child.history
+        groups = split_groups(history, child.token_count)
+        cut = groups[-keep].start if 0 < keep < len(groups) else (len(history) if keep <= 0 else 0)
+        older, recent = history[:cut], history[cut:]
+        before = child.context_tokens()
+        if not older:
+            return CompactionReport("truncation", before, before, 0, error="nothing to compact")
+        summary: str | None = None
+        error: str | None = None
+        try:
+            summary = await child.summarise(older)
+        except LLMError as exc:
+            error = str(exc)
+        if summary and summary.strip():
+            kept = [
+                Message(
+                    role="system", content=SUMMARY_PREFIX + summary.strip(), meta={"summary": True}
+                ),
+                *recent,
+            ]
+            strategy = "summary"
+        else:
+            error = error or "the summariser returned no text"
+            kept, strategy = list(recent), "truncation"
+        child.replace_history(kept)
+        state = self._state(child)
+        state.latched = False
+        state.compactions += 1
+        after = child.context_tokens()
+        report = CompactionReport(strategy, before, after, len(older), summary, error)  # type: ignore[arg-type]
+        child.emit(
+            Compaction(
+                strategy=strategy,
+                reason=reason,
+                before_tokens=before,  # type: ignore[arg-type]
+                after_tokens=after,
+                removed=len(older),
+                summary=summary,
+                error=error,
+            )
+        )
+        return report
+
+    def dispose(self, child: Node, policy: DisposePolicy) -> str:
+        return child.release_inbox(policy)
+
+    def parent_tools(self) -> list[Any]:
+        from .._delegation import RESIDENT_CONTROL
+
+        return [RESIDENT_CONTROL]
+
+    def describe(self, child: Node) -> dict[str, Any]:
+        """What `resident_agents` list/inspect shows about `child`."""
+        state = self._state(child)
+        return {
+            "id": child.path,
+            "agent": child.agent.name,
+            "status": child.status,
+            "tokens": child.context_tokens(),
+            "window_tokens": self.window_tokens,
+            "messages": len(child.history),
+            "queued": len(child.inbox),
+            "compactions": state.compactions,
+            "context_full": state.latched,
+        }
