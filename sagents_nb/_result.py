@@ -97,6 +97,11 @@ class Result:
             f"tokens={self.usage.total_tokens}, text={text!r})"
         )
 
+    def _ipython_display_(self) -> None:
+        from .notebook import display_live
+
+        display_live(self)
+
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         from ._static import static_bundle
 

@@ -67,6 +67,11 @@ class Run:
         at = f", paused_at={self.paused_at}" if self.paused_at else ""
         return f"Run({self.number}, status={self.status!r}{at})"
 
+    def _ipython_display_(self) -> None:
+        from .notebook import display_live
+
+        display_live(self)
+
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         from ._static import static_bundle
 

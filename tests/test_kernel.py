@@ -1,0 +1,62 @@
+"""Inside a real Jupyter kernel: run_sync in a cell, and a kernel interrupt during a blocking call."""
+
+from __future__ import annotations
+
+import time
+
+import nbformat
+import pytest
+from jupyter_client.manager import start_new_kernel
+from nbclient import NotebookClient
+
+pytestmark = [pytest.mark.kernel, pytest.mark.timeout(90)]
+
+
+def test_run_sync_in_a_notebook_cell() -> None:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell(
+            "import sagents_nb as sn\n"
+            "result = sn.Agent('a').run_sync('hi', llm=sn.script('hello from a kernel'))\n"
+            "print(result.status, result.text)"
+        ),
+        nbformat.v4.new_code_cell(
+            "session = sn.Session(sn.Agent('a'), llm=sn.script('one', 'two'))\n"
+            "print(session.send('x').result().text, session.send('y').result().text)"
+        ),
+    ]
+    NotebookClient(nb, kernel_name="python3", timeout=60).execute()
+    outputs = ["".join(o.get("text", "") for o in cell.outputs) for cell in nb.cells]
+    assert outputs == ["done hello from a kernel\n", "one two\n"]
+
+
+def test_kernel_interrupt_stops_a_blocking_run_and_the_kernel_stays_usable() -> None:
+    manager, client = start_new_kernel(kernel_name="python3")
+    try:
+        client.execute_interactive(
+            "import asyncio, sagents_nb as sn\n"
+            "async def slow(req):\n"
+            "    await asyncio.sleep(60)\n"
+            "    return 'late'\n",
+            timeout=30,
+        )
+        msg_id = client.execute("r = sn.Agent('a').run_sync('x', llm=sn.mock_llm(slow))")
+        time.sleep(1.5)
+        started = time.monotonic()
+        manager.interrupt_kernel()
+        reply = client.get_shell_msg(timeout=10)
+        while reply["parent_header"].get("msg_id") != msg_id:
+            reply = client.get_shell_msg(timeout=10)
+        assert time.monotonic() - started < 5
+        assert reply["content"]["status"] == "error"
+        assert reply["content"]["ename"] == "KeyboardInterrupt"
+        outputs: list[str] = []
+        client.execute_interactive(
+            "print(sn.Agent('a').run_sync('y', llm=sn.script('still fine')).text)",
+            timeout=30,
+            output_hook=lambda m: outputs.append(m["content"].get("text", "")),
+        )
+        assert "still fine\n" in outputs
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)

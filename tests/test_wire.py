@@ -1,0 +1,205 @@
+"""The OpenAI-compatible wire: request bodies, replies, usage, streaming, errors, retries, keys."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import httpx
+import pytest
+
+import sagents_nb as sn
+from sagents_nb._wire import StreamAssembler
+from tests.conftest import add, usage
+
+SECRET = "sk-test-SECRET-0123456789"
+
+
+def _llm(handler, **options) -> sn.LLM:  # a "real" endpoint on a MockTransport
+    return sn.LLM(
+        "https://api.example.test/v1",
+        api_key=SECRET,
+        model="gpt-test",
+        transport=httpx.MockTransport(handler),
+        **options,
+    )
+
+
+def test_two_turn_tool_loop_text_turns_and_summed_usage(calc_agent: sn.Agent) -> None:
+    def handler(req: sn.ChatRequest):
+        if not req.tool_results:
+            return sn.reply(tool_calls=[sn.call("add", a=2, b=3)], usage=usage(30, 10))
+        return sn.reply(f"The sum is {req.tool_results[0]}", usage=usage(50, 5))
+
+    llm = sn.mock_llm(handler)
+    result = calc_agent.run_sync("2+3?", llm=llm)
+    assert (result.text, result.status, result.turns) == ("The sum is 5", "done", 2)
+    assert result.usage.model_dump() == usage(80, 15)
+    first = llm.exchanges[0].request
+    assert first["tools"] == [add.to_wire()]
+    assert first["tools"][0]["function"]["parameters"]["properties"]["a"]["type"] == "integer"
+    assert first["messages"] == [
+        {"role": "system", "content": "You add."},
+        {"role": "user", "content": "2+3?"},
+    ]
+    second = llm.exchanges[1].request["messages"]
+    assert second[2]["tool_calls"][0]["function"]["name"] == "add"
+    assert second[3] == {
+        "role": "tool",
+        "tool_call_id": second[2]["tool_calls"][0]["id"],
+        "content": "5",
+    }
+
+
+def test_requests_carry_bearer_key_and_path() -> None:
+    seen = {}
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen["auth"] = request.headers["authorization"]
+        seen["url"] = str(request.url)
+        return httpx.Response(200, json={"choices": [{"message": {"content": "hi"}}]})
+
+    result = sn.Agent("a").run_sync("x", llm=_llm(handler))
+    assert result.text == "hi"
+    assert seen == {
+        "auth": f"Bearer {SECRET}",
+        "url": "https://api.example.test/v1/chat/completions",
+    }
+
+
+def test_401_is_a_clear_error_without_the_key() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(401, json={"error": {"message": f"Incorrect API key {SECRET}"}})
+
+    llm = _llm(handler)
+    session = sn.Session(sn.Agent("a"), llm=llm)
+    result = session.send("x").result()
+    assert result.status == "error"
+    assert "HTTP 401" in result.text and "check the API key" in result.text
+    assert "api.example.test" in result.text
+    everywhere = [result.text, repr(llm), repr(session), repr(result)]
+    everywhere += [e.model_dump_json() for e in session.events]
+    everywhere += [json.dumps(x.to_dict()) for x in llm.exchanges]
+    assert not any(SECRET in text for text in everywhere)
+
+
+def test_no_endpoint_configured_says_what_to_do(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    with pytest.raises(sn.ConfigurationError, match=r"llm=sn.mock_llm"):
+        sn.Agent("a").run_sync("x")
+
+
+def test_defaults_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    llm = sn.LLM()
+    assert llm.base_url == "http://127.0.0.1:9/v1"
+    assert SECRET not in repr(llm)
+
+
+def test_streaming_assembles_text_and_tool_call_deltas(calc_agent: sn.Agent) -> None:
+    def handler(req: sn.ChatRequest):
+        assert req.stream
+        if not req.tool_results:
+            return sn.reply(tool_calls=[sn.call("add", a=1, b=1)])
+        return sn.reply("one plus one is two")
+
+    calc_agent.kind = sn.kinds.Realtime()
+    result = calc_agent.run_sync("1+1", llm=sn.mock_llm(handler))
+    assert result.text == "one plus one is two"
+    deltas = [e.text for e in result.events if e.type == "text_delta"]
+    assert "".join(deltas) == "one plus one is two" and len(deltas) == 5
+
+
+def test_stream_without_done_keeps_partial_text_and_reports_truncation() -> None:
+    body = (
+        'data: {"choices":[{"delta":{"content":"partial "}}]}\n\n'
+        'data: {"choices":[{"delta":{"content":"answer"}}]}\n\n'
+    )
+
+    def handler(req: sn.ChatRequest):
+        return httpx.Response(200, content=body, headers={"content-type": "text/event-stream"})
+
+    agent = sn.Agent("a", kind=sn.kinds.Realtime())
+    result = agent.run_sync("x", llm=sn.mock_llm(handler))
+    assert result.status == "incomplete"
+    assert result.text.startswith("partial answer")
+    response = next(e for e in result.events if e.type == "model_response")
+    assert response.truncated is True
+    assert any(e.type == "error" and "before [DONE]" in e.message for e in result.events)
+
+
+def test_stream_assembler_tolerates_malformed_chunks() -> None:
+    assembler = StreamAssembler()
+    for line in [
+        "data: {not json",
+        'data: {"choices":[{"delta":{"content":"ok"}}]}',
+        "",
+        ": keepalive",
+        "data: [DONE]",
+    ]:
+        assembler.feed_line(line)
+    completion = assembler.completion()
+    assert completion.message.content == "ok"
+    assert completion.malformed_chunks == 1 and not completion.truncated
+
+
+def test_malformed_replies_give_clear_errors() -> None:
+    cases = [
+        (
+            httpx.Response(200, text="<html>oops</html>", headers={"content-type": "text/html"}),
+            "not JSON",
+        ),
+        (httpx.Response(200, json={"choices": []}), "without choices"),
+        (httpx.Response(200, json={"choices": [{"index": 0}]}), "without a message"),
+    ]
+    for response, expected in cases:
+        session = sn.Session(sn.Agent("a"), llm=sn.mock_llm(lambda req, r=response: r))
+        result = session.send("x").result()
+        assert result.status == "error" and expected in result.text
+
+
+def test_transient_errors_are_retried_with_events() -> None:
+    attempts = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        attempts.append(1)
+        if len(attempts) < 3:
+            return httpx.Response(503, text="busy", headers={"retry-after": "0"})
+        return httpx.Response(200, json={"choices": [{"message": {"content": "fine"}}]})
+
+    result = sn.Agent("a").run_sync("x", llm=_llm(handler, retries=3))
+    assert result.text == "fine" and len(attempts) == 3
+    retries = [e for e in result.events if e.type == "retry"]
+    assert [(r.attempt, r.status) for r in retries] == [(1, 503), (2, 503)]
+
+
+def test_client_errors_are_not_retried() -> None:
+    attempts = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        attempts.append(1)
+        return httpx.Response(400, json={"error": {"message": "bad model"}})
+
+    result = sn.Agent("a").run_sync("x", llm=_llm(handler, retries=3))
+    assert result.status == "error" and len(attempts) == 1
+
+
+def test_connection_refused_is_a_transport_error() -> None:
+    llm = sn.LLM("http://127.0.0.1:9/v1", api_key=SECRET, retries=0, timeout=2)
+    result = sn.Agent("a").run_sync("x", llm=llm)
+    assert result.status == "error" and "could not reach http://127.0.0.1:9/v1" in result.text
+
+
+def test_endpoint_is_usable_from_several_event_loops() -> None:
+    llm = sn.mock_llm(lambda req: "pong")
+
+    async def once() -> str:
+        from sagents_nb._messages import user
+
+        completion = await llm.complete({"model": "m", "messages": [user("ping").to_wire()]})
+        return completion.message.content or ""
+
+    assert asyncio.run(once()) == "pong"
+    assert asyncio.run(once()) == "pong"
