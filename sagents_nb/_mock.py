@@ -168,7 +168,10 @@ class MockLLM(LLM):
             }
             for i, spec in enumerate(answer.tool_calls)
         ]
-        usage = answer.usage or _estimated_usage(chat.size, answer.text or "")
+        usage = dict(answer.usage or _estimated_usage(chat.size, answer.text or ""))
+        usage.setdefault(
+            "total_tokens", usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)
+        )
         if chat.stream or answer.stream:
             return httpx.Response(
                 200,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 
 import pytest
@@ -130,7 +131,7 @@ def test_history_is_append_only_across_turns() -> None:
     session = sn.Session(sn.Agent("a", tools=[noop]), llm=llm)
     session.send("x").result()
     bodies = [x.request["messages"] for x in llm.exchanges]
-    for earlier, later in zip(bodies, bodies[1:], strict=False):
+    for earlier, later in itertools.pairwise(bodies):
         assert later[: len(earlier)] == earlier
 
 

@@ -125,6 +125,10 @@ def no_done() -> None:
     assistant(text("second part"))
 
 
+def silent() -> None:
+    hang()
+
+
 def stdin() -> None:
     data = sys.stdin.read()
     result(f"stdin gave {len(data)} bytes")
@@ -146,7 +150,7 @@ def long_line() -> None:
 
 def pieces() -> None:
     line = json.dumps({"type": "assistant", "message": {"content": [text("pieced together")]}})
-    data = (line + "\n" + json.dumps({"type": "result", "subtype": "success", "result": "ok"}))
+    data = line + "\n" + json.dumps({"type": "result", "subtype": "success", "result": "ok"})
     for start in range(0, len(data), 7):
         sys.stdout.write(data[start : start + 7])
         sys.stdout.flush()
@@ -172,21 +176,33 @@ def after_done_hang() -> None:
     hang()
 
 
+def sleeper() -> int:
+    """Start a grandchild that sleeps (and inherits stdout); returns its pid."""
+    return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]).pid
+
+
+def record_pids(*pids: int) -> None:
+    """Write pids to the file FAKE_CLI_PIDS names, for the test to check they are gone later."""
+    with open(os.environ["FAKE_CLI_PIDS"], "w") as file:
+        file.write(" ".join(map(str, pids)))
+
+
 def grandchild() -> None:
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    emit({"type": "system", "subtype": "grandchild", "pid": child.pid})
+    record_pids(os.getpid(), sleeper())
+    assistant(text("ready"))
     hang()
 
 
 def stubborn() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    emit({"type": "system", "subtype": "stubborn"})
+    record_pids(os.getpid())
+    assistant(text("ready"))
     hang()
 
 
 def orphan_pipe() -> None:
-    # The grandchild inherits stdout, so EOF never comes after this process exits.
-    subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    # The grandchild holds stdout open, so EOF never comes after this process exits.
+    record_pids(sleeper())
     assistant(text("left a grandchild holding stdout"))
 
 
@@ -227,6 +243,7 @@ MODES = {
         crash,
         no_done,
         stdin,
+        silent,
         noise,
         long_line,
         pieces,
