@@ -101,7 +101,7 @@ async def execute_call(node: Node, call: ToolCall) -> ToolResult:
         )
     else:
         result = await _invoke(node, tool, call.id, info.arguments)
-    if hooks:
+    if hooks and denied is None:
         result = await apply_after(hooks, info, result)
     return _finish(node, call, _dump(info.arguments), time.perf_counter() - started, result)
 
