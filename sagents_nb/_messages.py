@@ -49,6 +49,7 @@ class Message(BaseModel):
     """Runtime annotations (never sent to the model), e.g. `{"summary": True}`."""
 
     _wire: dict[str, Any] | None = PrivateAttr(default=None)
+    _tokens: int | None = PrivateAttr(default=None)
 
     def to_wire(self) -> dict[str, Any]:
         """The OpenAI chat-completions dict, built once per message (messages are immutable)."""
@@ -101,8 +102,14 @@ def tool_message(call_id: str, content: str) -> Message:
 
 
 def estimate_tokens(message: Message) -> int:
-    """A cheap token estimate: about four characters a token, plus a few for the framing."""
-    size = len(message.content or "")
-    if message.tool_calls:
-        size += sum(len(c.name) + len(c.arguments) for c in message.tool_calls)
-    return size // 4 + 4
+    """A cheap token estimate: about four characters a token, plus a few for the framing.
+
+    Cached on the (immutable) message, so views can be re-measured every turn at no cost.
+    """
+    tokens = message._tokens
+    if tokens is None:
+        size = len(message.content or "")
+        if message.tool_calls:
+            size += sum(len(c.name) + len(c.arguments) for c in message.tool_calls)
+        tokens = message._tokens = size // 4 + 4
+    return tokens
