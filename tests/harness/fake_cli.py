@@ -218,6 +218,15 @@ async def _mcp_round_trip() -> None:
     config_path = sys.argv[sys.argv.index("--mcp-config") + 1]
     with open(config_path) as file:
         server = json.load(file)["mcpServers"]["sagents"]
+    token = server["headers"]["Authorization"].removeprefix("Bearer ")
+    details = {
+        "config_path": config_path,
+        "dir_mode": oct(os.stat(os.path.dirname(config_path)).st_mode & 0o777),
+        "file_mode": oct(os.stat(config_path).st_mode & 0o777),
+        "token_in_env": os.environ.get("SAGENTS_MCP_TOKEN") == token,
+        "token_in_argv": any(token in arg for arg in sys.argv),
+    }
+    assistant(text(json.dumps(details)))
     async with (
         httpx2.AsyncClient(headers=server["headers"]) as http,
         streamable_http_client(server["url"], http_client=http) as (read, write),

@@ -1,0 +1,401 @@
+"""The four drivers, table-driven: argv for a config, and events for real-looking output lines."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+
+import pytest
+
+from sagents_nb.harness import (
+    ClaudeCode,
+    Codex,
+    CursorAgent,
+    Grok,
+    HarnessConfig,
+    HarnessDone,
+    HarnessError,
+    HarnessEventAdapter,
+    HarnessReasoning,
+    HarnessText,
+    HarnessToolCall,
+    HarnessUsage,
+    NativeHarness,
+)
+
+DRIVERS = [ClaudeCode(), CursorAgent(), Codex(), Grok()]
+
+FULL = HarnessConfig(
+    "Fix the failing test",
+    model="some-model",
+    system_prompt="You are a careful engineer.",
+    mcp_config_path="/tmp/sagents-mcp-x/mcp.json",
+    mcp_url="http://127.0.0.1:4321/mcp",
+    cwd="/work",
+    extra_args=["--max-turns", "5"],
+)
+
+ARGV = [
+    (ClaudeCode(), HarnessConfig("hi"), ["-p", "--output-format", "stream-json", "--verbose", "--", "hi"]),
+    (
+        ClaudeCode(),
+        FULL,
+        [
+            "-p", "--output-format", "stream-json", "--verbose",
+            "--model", "some-model",
+            "--append-system-prompt", "You are a careful engineer.",
+            "--mcp-config", "/tmp/sagents-mcp-x/mcp.json",
+            "--allowedTools", "mcp__sagents",
+            "--max-turns", "5",
+            "--", "Fix the failing test",
+        ],
+    ),
+    (
+        ClaudeCode(),
+        HarnessConfig("hi", system_prompt="  \n"),
+        ["-p", "--output-format", "stream-json", "--verbose", "--", "hi"],
+    ),
+    (CursorAgent(), HarnessConfig("hi"), ["-p", "--output-format", "stream-json", "--", "hi"]),
+    (
+        CursorAgent(),
+        FULL,
+        [
+            "-p", "--output-format", "stream-json",
+            "--model", "some-model",
+            "--max-turns", "5",
+            "--", "You are a careful engineer.\n\nFix the failing test",
+        ],
+    ),
+    (Codex(), HarnessConfig("hi"), ["exec", "--json", "--", "hi"]),
+    (
+        Codex(),
+        FULL,
+        [
+            "exec", "--json",
+            "--model", "some-model",
+            "-c", 'developer_instructions="You are a careful engineer."',
+            "-c", 'mcp_servers.sagents.url="http://127.0.0.1:4321/mcp"',
+            "-c", 'mcp_servers.sagents.bearer_token_env_var="SAGENTS_MCP_TOKEN"',
+            "--max-turns", "5",
+            "--", "Fix the failing test",
+        ],
+    ),
+    (Grok(), HarnessConfig("hi"), ["--output-format", "streaming-json", "--single=hi"]),
+    (
+        Grok(),
+        FULL,
+        [
+            "--output-format", "streaming-json", "--single=Fix the failing test",
+            "--model", "some-model",
+            "--rules=You are a careful engineer.",
+            "--max-turns", "5",
+        ],
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("driver", "config", "argv"), ARGV)
+def test_argv(driver, config, argv):
+    assert driver.args(config) == argv
+
+
+@pytest.mark.parametrize("driver", DRIVERS, ids=lambda d: d.name)
+def test_a_flag_like_prompt_is_one_argument_that_cannot_be_read_as_a_flag(driver):
+    prompt = "--help; rm -rf / $(id)"
+    argv = driver.args(HarnessConfig(prompt, extra_args=["--verbose"]))
+    if isinstance(driver, Grok):
+        assert argv.count(f"--single={prompt}") == 1
+    else:
+        assert argv[-2:] == ["--", prompt]
+        assert argv.count("--") == 1
+
+
+def test_codex_developer_instructions_survive_toml_parsing():
+    tricky = 'Say "hi"\nthen \\ stop. \x7f \U0001f600 \t end'
+    argv = Codex().args(HarnessConfig("hi", system_prompt=tricky))
+    override = argv[argv.index("-c") + 1]
+    assert tomllib.loads(override) == {"developer_instructions": tricky}
+
+
+@pytest.mark.parametrize("driver", DRIVERS, ids=lambda d: d.name)
+def test_every_driver_is_a_native_harness_and_takes_an_executable_override(driver):
+    assert isinstance(driver, NativeHarness)
+    moved = type(driver)(executable="/opt/bin/other")
+    assert moved.executable == "/opt/bin/other"
+    assert moved.args(FULL) == driver.args(FULL)
+
+
+def test_only_claude_code_and_codex_take_injected_tools():
+    assert [d.injects_mcp_tools for d in DRIVERS] == [True, False, True, False]
+
+
+def _line(obj: dict) -> str:
+    return json.dumps(obj)
+
+
+SESSION = "9b2c1f0e-6a7d-4f3b-8e21-0c5d7a9f1b34"
+
+CLAUDE_LINES = [
+    (
+        _line({"type": "system", "subtype": "init", "cwd": "/work", "session_id": SESSION,
+               "tools": ["Bash", "Read"], "mcp_servers": [], "model": "claude-sonnet-4-5-20250929",
+               "permissionMode": "default", "apiKeySource": "none"}),
+        [],
+    ),
+    (
+        _line({"type": "assistant", "message": {"id": "msg_01", "type": "message",
+               "role": "assistant", "model": "claude-sonnet-4-5-20250929",
+               "content": [{"type": "text", "text": "I'll check the tests."}], "stop_reason": None,
+               "usage": {"input_tokens": 4, "output_tokens": 9}},
+               "parent_tool_use_id": None, "session_id": SESSION}),
+        [HarnessText(text="I'll check the tests.")],
+    ),
+    (
+        _line({"type": "assistant", "message": {"role": "assistant", "content": [
+            {"type": "thinking", "thinking": "The test imports a removed name.", "signature": "Eq0"},
+            {"type": "text", "text": "Found it."},
+            {"type": "tool_use", "id": "toolu_01Xy", "name": "Bash",
+             "input": {"command": "pytest -q", "description": "Run the tests"}},
+        ]}, "parent_tool_use_id": None, "session_id": SESSION}),
+        [
+            HarnessReasoning(text="The test imports a removed name."),
+            HarnessText(text="Found it."),
+            HarnessToolCall(name="Bash", arguments={"command": "pytest -q",
+                            "description": "Run the tests"}, id="toolu_01Xy"),
+        ],
+    ),
+    (
+        _line({"type": "assistant", "message": {"role": "assistant", "content": [
+            {"type": "text", "text": "Sub-agent musing."},
+            {"type": "tool_use", "id": "toolu_02", "name": "Grep", "input": {"pattern": "foo"}},
+        ]}, "parent_tool_use_id": "toolu_01Task", "session_id": SESSION}),
+        [HarnessToolCall(name="Grep", arguments={"pattern": "foo"}, id="toolu_02")],
+    ),
+    (
+        _line({"type": "user", "message": {"role": "user", "content": [
+            {"tool_use_id": "toolu_01Xy", "type": "tool_result", "content": "1 passed",
+             "is_error": False}]}, "parent_tool_use_id": None, "session_id": SESSION}),
+        [],
+    ),
+    (
+        _line({"type": "result", "subtype": "success", "is_error": False, "duration_ms": 2650,
+               "duration_api_ms": 2546, "num_turns": 3, "result": "Fixed: the import was stale.",
+               "session_id": SESSION, "total_cost_usd": 0.0213,
+               "usage": {"input_tokens": 12, "cache_creation_input_tokens": 5002,
+                         "cache_read_input_tokens": 11000, "output_tokens": 321,
+                         "server_tool_use": {"web_search_requests": 0}},
+               "permission_denials": []}),
+        [HarnessDone(content="Fixed: the import was stale.",
+                     usage=HarnessUsage(input_tokens=16014, output_tokens=321))],
+    ),
+    (
+        _line({"type": "result", "subtype": "error_max_turns", "is_error": False,
+               "duration_ms": 9120, "num_turns": 5, "session_id": SESSION,
+               "total_cost_usd": 0.05, "usage": {"input_tokens": 40, "output_tokens": 800}}),
+        [HarnessError(message="Claude Code ended with an error (error_max_turns): no details "
+                      "given; raise the turn limit with extra_args=['--max-turns', 'N']")],
+    ),
+    (
+        _line({"type": "result", "subtype": "success", "is_error": True,
+               "result": "API Error: 401 {\"type\":\"error\"}", "session_id": SESSION}),
+        [HarnessError(message="Claude Code ended with an error (success): API Error: 401 "
+                      "{\"type\":\"error\"}; see the stderr lines and the CLI's own documentation")],
+    ),
+    (_line({"type": "stream_event", "event": {"type": "content_block_delta"}}), []),
+    ("Loading MCP servers…", []),
+    ("", []),
+]  # fmt: skip
+
+CURSOR_LINES = [
+    (
+        _line({"type": "system", "subtype": "init", "apiKeySource": "login", "cwd": "/work",
+               "session_id": SESSION, "model": "Claude 4.5 Sonnet", "permissionMode": "default"}),
+        [],
+    ),
+    (
+        _line({"type": "user", "message": {"role": "user", "content": [
+            {"type": "text", "text": "Fix the failing test"}]}, "session_id": SESSION}),
+        [],
+    ),
+    (
+        _line({"type": "thinking", "subtype": "delta", "text": "Looking at the test file",
+               "session_id": SESSION, "timestamp_ms": 1760000000000}),
+        [HarnessReasoning(text="Looking at the test file")],
+    ),
+    (_line({"type": "thinking", "subtype": "completed", "session_id": SESSION}), []),
+    (
+        _line({"type": "tool_call", "subtype": "started", "call_id": "toolu_vrtx_01",
+               "tool_call": {"readToolCall": {"args": {"path": "tests/test_app.py"}}},
+               "session_id": SESSION}),
+        [HarnessToolCall(name="read", arguments={"path": "tests/test_app.py"}, id="toolu_vrtx_01")],
+    ),
+    (
+        _line({"type": "tool_call", "subtype": "completed", "call_id": "toolu_vrtx_01",
+               "tool_call": {"readToolCall": {"args": {"path": "tests/test_app.py"},
+                             "result": {"success": {"content": "import app", "totalLines": 1}}}},
+               "session_id": SESSION}),
+        [],
+    ),
+    (
+        _line({"type": "tool_call", "subtype": "started", "call_id": "call_7",
+               "tool_call": {"function": {"name": "grep",
+                                          "arguments": "{\"pattern\": \"def main\"}"}},
+               "session_id": SESSION}),
+        [HarnessToolCall(name="grep", arguments={"pattern": "def main"}, id="call_7")],
+    ),
+    (
+        _line({"type": "assistant", "message": {"role": "assistant", "content": [
+            {"type": "text", "text": "The test imports a renamed function."}]},
+            "session_id": SESSION}),
+        [HarnessText(text="The test imports a renamed function.")],
+    ),
+    (
+        _line({"type": "result", "subtype": "success", "duration_ms": 5234, "duration_api_ms": 5234,
+               "is_error": False, "result": "The test imports a renamed function.",
+               "session_id": SESSION, "request_id": "req_1"}),
+        [HarnessDone(content="The test imports a renamed function.")],
+    ),
+    (
+        _line({"type": "result", "subtype": "error", "is_error": True,
+               "result": "Workspace not trusted", "session_id": SESSION}),
+        [HarnessError(message="Cursor Agent ended with an error (error): Workspace not trusted; "
+                      "see the stderr lines and the CLI's own documentation")],
+    ),
+]  # fmt: skip
+
+CODEX_LINES = [
+    (_line({"type": "thread.started", "thread_id": "0199a213-81c0-7800-8aa1-bbab2a035a53"}), []),
+    (_line({"type": "turn.started"}), []),
+    (
+        _line({"type": "item.completed", "item": {"id": "item_0", "type": "reasoning",
+               "text": "**Inspecting the failing test**"}}),
+        [HarnessReasoning(text="**Inspecting the failing test**")],
+    ),
+    (
+        _line({"type": "item.started", "item": {"id": "item_1", "type": "command_execution",
+               "command": "bash -lc 'pytest -q'", "aggregated_output": "", "exit_code": None,
+               "status": "in_progress"}}),
+        [HarnessToolCall(name="command_execution", arguments={"command": "bash -lc 'pytest -q'"},
+                         id="item_1")],
+    ),
+    (
+        _line({"type": "item.completed", "item": {"id": "item_1", "type": "command_execution",
+               "command": "bash -lc 'pytest -q'", "aggregated_output": "1 failed\n",
+               "exit_code": 1, "status": "failed"}}),
+        [],
+    ),
+    (
+        _line({"type": "item.started", "item": {"id": "item_2", "type": "mcp_tool_call",
+               "server": "sagents", "tool": "add", "arguments": {"a": 2, "b": 3},
+               "result": None, "error": None, "status": "in_progress"}}),
+        [HarnessToolCall(name="add", arguments={"a": 2, "b": 3}, id="item_2")],
+    ),
+    (
+        _line({"type": "item.completed", "item": {"id": "item_3", "type": "file_change",
+               "changes": [{"path": "app.py", "kind": "update"}], "status": "completed"}}),
+        [HarnessToolCall(name="file_change", arguments={"changes": [{"path": "app.py",
+                         "kind": "update"}]}, id="item_3")],
+    ),
+    (
+        _line({"type": "item.completed", "item": {"id": "item_4", "type": "agent_message",
+               "text": "Renamed the import; the test passes."}}),
+        [HarnessText(text="Renamed the import; the test passes.")],
+    ),
+    (
+        _line({"type": "item.completed", "item": {"id": "item_5", "type": "error",
+               "message": "model metadata for `gpt-x` not found"}}),
+        [HarnessError(message="Codex: model metadata for `gpt-x` not found", fatal=False)],
+    ),
+    (
+        _line({"type": "turn.completed", "usage": {"input_tokens": 24763,
+               "cached_input_tokens": 24448, "output_tokens": 122}}),
+        [HarnessDone(content="", usage=HarnessUsage(input_tokens=24763, output_tokens=122))],
+    ),
+    (
+        _line({"type": "turn.failed", "error": {"message": "unexpected status 401 Unauthorized"}}),
+        [HarnessError(message="Codex turn failed: unexpected status 401 Unauthorized")],
+    ),
+    (
+        _line({"type": "error", "message": "Reconnecting... 2/5 (stream disconnected before "
+               "completion: websocket closed by server before response.completed)"}),
+        [HarnessError(message="Codex: Reconnecting... 2/5 (stream disconnected before completion: "
+                      "websocket closed by server before response.completed)", fatal=False)],
+    ),
+    (
+        _line({"type": "error", "message": "stream disconnected before completion"}),
+        [HarnessError(message="Codex: stream disconnected before completion")],
+    ),
+    ("[2025-10-01T10:00:00] OpenAI Codex v0.44.0 (research preview)", []),
+]  # fmt: skip
+
+GROK_LINES = [
+    (_line({"type": "thought", "data": " user"}), [HarnessReasoning(text=" user")]),
+    (_line({"type": "text", "data": "pong"}), [HarnessText(text="pong")]),
+    (_line({"type": "text", "data": ""}), []),
+    (
+        _line({"type": "tool_call", "id": "call_01", "name": "run_terminal_cmd",
+               "arguments": {"command": "ls"}}),
+        [HarnessToolCall(name="run_terminal_cmd", arguments={"command": "ls"}, id="call_01")],
+    ),
+    (
+        _line({"type": "end", "stopReason": "EndTurn", "sessionId": "sess-fixture-001",
+               "requestId": "req-fixture-001", "usage": {"input_tokens": 21415,
+               "cache_read_input_tokens": 6016, "output_tokens": 28, "reasoning_tokens": 23,
+               "total_tokens": 27459}, "num_turns": 1, "modelUsage": {"grok-4.5": {
+               "inputTokens": 21415, "outputTokens": 28, "cacheReadInputTokens": 6016,
+               "modelCalls": 1}}}),
+        [HarnessDone(content="", usage=HarnessUsage(input_tokens=27431, output_tokens=28))],
+    ),
+    (
+        _line({"type": "end", "stopReason": "Cancelled", "sessionId": "s", "usage": {}}),
+        [HarnessError(message="Grok cancelled the run, usually because a tool call needed a "
+                      "permission a headless run cannot grant; pass "
+                      "extra_args=['--always-approve'] to let it run tools")],
+    ),
+    (
+        _line({"type": "error", "message": "XAI_API_KEY is not set"}),
+        [HarnessError(message="Grok: XAI_API_KEY is not set")],
+    ),
+    (
+        _line({"type": "max_turns_reached", "num_turns": 24}),
+        [HarnessError(message="Grok reached its turn limit; raise it with "
+                      "extra_args=['--max-turns', 'N']")],
+    ),
+    (_line({"type": "auto_compact_started"}), []),
+]  # fmt: skip
+
+PARSE = [
+    *[(ClaudeCode(), line, events) for line, events in CLAUDE_LINES],
+    *[(CursorAgent(), line, events) for line, events in CURSOR_LINES],
+    *[(Codex(), line, events) for line, events in CODEX_LINES],
+    *[(Grok(), line, events) for line, events in GROK_LINES],
+]
+
+
+@pytest.mark.parametrize(("driver", "line", "events"), PARSE)
+def test_parse_line(driver, line, events):
+    assert driver.parse_line(line) == events
+
+
+@pytest.mark.parametrize("driver", DRIVERS, ids=lambda d: d.name)
+@pytest.mark.parametrize(
+    "line",
+    [
+        "{",
+        "null",
+        "[]",
+        '"text"',
+        '{"type": null}',
+        '{"type": "assistant", "message": "not an object"}',
+        '{"type": "assistant", "message": {"content": [1, null, {"type": "tool_use"}]}}',
+        '{"type": "result", "usage": [], "result": 7}',
+        '{"type": "item.completed", "item": []}',
+        '{"type": "turn.completed", "usage": {"input_tokens": -5, "output_tokens": true}}',
+        '{"type": "tool_call", "subtype": "started", "tool_call": {"ToolCall": {}}}',
+        '{"type": "end", "usage": {"input_tokens": "12"}}',
+        "[" * 100_000,
+    ],
+)
+def test_malformed_lines_give_no_events_or_an_error_never_an_exception(driver, line):
+    events = driver.parse_line(line)
+    assert all(HarnessEventAdapter.validate_python(event) == event for event in events)

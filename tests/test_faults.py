@@ -1,0 +1,211 @@
+"""Fault injection: misbehaving endpoints, tools, children and preprocessors each end in a clear
+error or a recovery, with transcripts intact and the session usable afterwards."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import httpx
+import pytest
+
+import sagents_nb as sn
+from sagents_nb.kinds import BaseKind
+
+
+def sse(*lines: str) -> httpx.Response:
+    return httpx.Response(
+        200,
+        content="".join(f"{line}\n\n" for line in lines),
+        headers={"content-type": "text/event-stream"},
+    )
+
+
+def chunk(text: str) -> str:
+    return "data: " + json.dumps({"choices": [{"delta": {"content": text}}]})
+
+
+FAULTS = {
+    "html instead of json": (
+        httpx.Response(
+            200, text="<html>502 Bad Gateway</html>", headers={"content-type": "text/html"}
+        ),
+        "not JSON",
+    ),
+    "empty choices": (httpx.Response(200, json={"choices": []}), "without choices"),
+    "missing message": (
+        httpx.Response(200, json={"choices": [{"finish_reason": "stop"}]}),
+        "without a message",
+    ),
+    "json array": (httpx.Response(200, json=[1, 2]), "not a chat completion"),
+    "truncated json": (
+        httpx.Response(
+            200,
+            text='{"choices": [{"message": {"content": "hi',
+            headers={"content-type": "application/json"},
+        ),
+        "not JSON",
+    ),
+    "tool call without name": (
+        httpx.Response(
+            200,
+            json={
+                "choices": [
+                    {"message": {"tool_calls": [{"id": "x", "function": {"arguments": "{}"}}]}}
+                ]
+            },
+        ),
+        "without a function",
+    ),
+    "only malformed chunks": (sse("data: {nope", "data: [DONE]"), "malformed chunk"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FAULTS))
+def test_bad_replies_end_in_a_clear_error_and_the_session_recovers(name: str) -> None:
+    response, expected = FAULTS[name]
+    replies = iter([response])
+    session = sn.Session(
+        sn.Agent("a", kind=sn.kinds.Realtime() if "chunk" in name else None),
+        llm=sn.mock_llm(lambda req: next(replies, "recovered")),
+    )
+    result = session.send("hello").result()
+    assert result.status == "error" and expected in result.text, result.text
+    assert any(e.type == "error" for e in result.events)
+    assert [m.content for m in session.display_messages] == ["hello"]
+    assert session.send("again").result().text == "recovered"
+
+
+def test_stream_cut_before_done_keeps_partial_text() -> None:
+    session = sn.Session(
+        sn.Agent("a", kind=sn.kinds.Realtime()),
+        llm=sn.mock_llm(lambda req: sse(chunk("half an "), chunk("answer"))),
+    )
+    result = session.send("x").result()
+    assert result.status == "incomplete" and result.text == "half an answer [truncated]"
+    assert session.llm_messages[-1].meta == {"truncated": True}
+
+
+def test_stream_with_some_malformed_chunks_keeps_the_good_ones() -> None:
+    body = sse(chunk("good "), "data: {broken", chunk("text"), "data: [DONE]")
+    result = sn.Agent("a", kind=sn.kinds.Realtime()).run_sync(
+        "x", llm=sn.mock_llm(lambda req: body)
+    )
+    assert (result.status, result.text) == ("done", "good text")
+
+
+def test_a_ten_megabyte_reply_is_handled() -> None:
+    big = "x" * (10 * 1024 * 1024)
+    result = sn.Agent("a").run_sync("x", llm=sn.script(big))
+    assert result.status == "done" and len(result.text) == len(big)
+
+
+def test_duplicate_tool_call_ids_are_made_unique_and_all_answered() -> None:
+    @sn.tool
+    def ping(n: int) -> str:
+        return f"pong {n}"
+
+    def handler(req: sn.ChatRequest):
+        if not req.tool_results:
+            return sn.reply(tool_calls=[sn.call("ping", "same", n=1), sn.call("ping", "same", n=2)])
+        return " ".join(req.tool_results)
+
+    llm = sn.mock_llm(handler)
+    result = sn.Agent("a", tools=[ping]).run_sync("x", llm=llm)
+    assert result.text == "pong 1 pong 2"
+    messages = llm.exchanges[-1].request["messages"]
+    ids = [c["id"] for c in messages[1]["tool_calls"]]
+    assert len(set(ids)) == 2 and [m["tool_call_id"] for m in messages[2:]] == ids
+
+
+def test_a_hanging_tool_times_out() -> None:
+    @sn.tool(timeout=0.1)
+    async def hang() -> str:
+        await asyncio.sleep(30)
+        return "never"
+
+    result = sn.Agent("a", tools=[hang]).run_sync(
+        "x",
+        llm=sn.mock_llm(
+            lambda req: (
+                sn.reply(tool_calls=[sn.call("hang")])
+                if not req.tool_results
+                else req.tool_results[0]
+            )
+        ),
+    )
+    assert result.text == "error: tool hang timed out after 0.1 s"
+
+
+def test_a_child_that_raises_returns_an_error_to_its_parent() -> None:
+    class Broken(BaseKind):
+        name = "broken"
+
+        def build_context(self, child, input):
+            raise RuntimeError("kind exploded")
+
+    def handler(req: sn.ChatRequest):
+        if not req.tool_results:
+            return sn.reply(tool_calls=[sn.call("task", agent="bad", prompt="p")])
+        return req.tool_results[0]
+
+    session = sn.Session(
+        sn.Agent("boss", team=[sn.Agent("bad", does="b", kind=Broken())]), llm=sn.mock_llm(handler)
+    )
+    result = session.send("go").result()
+    assert result.status == "done"
+    assert result.text == "[error] RuntimeError: kind exploded"
+    assert result.tree.children[0].status == "error"
+    assert session.send("again").result().status == "done"
+
+
+def test_a_hook_that_raises_is_an_error_result_not_a_crash() -> None:
+    class BadHook:
+        def before_tool(self, call):
+            raise ValueError("hook bug")
+
+    @sn.tool
+    def t() -> str:
+        return "ok"
+
+    session = sn.Session(
+        sn.Agent("a", tools=[t]),
+        hooks=[BadHook()],
+        llm=sn.mock_llm(
+            lambda req: sn.reply(tool_calls=[sn.call("t")]) if not req.tool_results else "end"
+        ),
+    )
+    result = session.send("x").result()
+    assert result.status == "error" and "hook bug" in result.text
+    for node in session.root.walk():
+        calls = {c.id for m in node.history for c in m.tool_calls or ()}
+        assert calls == {m.tool_call_id for m in node.history if m.role == "tool"}
+    session.hooks.clear()
+    assert session.send("y").result().status == "done"
+
+
+def test_cancel_during_a_model_call() -> None:
+    async def slow(req: sn.ChatRequest):
+        await asyncio.sleep(30)
+        return "late"
+
+    session = sn.Session(sn.Agent("a"), llm=sn.mock_llm(slow))
+    run = session.send("x")
+    run.wait(timeout=0.3)
+    run.cancel()
+    assert run.wait(5) == "cancelled"
+    session.llm = sn.script("next works")
+    assert session.send("y").result().text == "next works"
+
+
+def test_cancel_a_queued_run_never_runs_it() -> None:
+    async def slow(req: sn.ChatRequest):
+        await asyncio.sleep(0.2)
+        return "first"
+
+    session = sn.Session(sn.Agent("a"), llm=sn.mock_llm(slow))
+    first, second = session.send("one"), session.send("two")
+    second.cancel()
+    assert first.result().text == "first"
+    assert second.wait(5) == "cancelled"
+    assert [m.content for m in session.llm_messages if m.role == "user"] == ["one"]

@@ -1,0 +1,90 @@
+"""Property tests: parsers and serialisers take any input and give a result or a typed error."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import sagents_nb as sn
+from sagents_nb._tools import parse_arguments
+from sagents_nb._wire import StreamAssembler, parse_completion
+from sagents_nb.events import (
+    ErrorOccurred,
+    ModelResponse,
+    TaskSpawned,
+    ToolCallFinished,
+    parse_event,
+)
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+texts = st.text(max_size=200)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(texts, json_values.map(lambda v: "data: " + json.dumps(v))), max_size=20))
+def test_sse_assembler_never_raises(lines: list[str]) -> None:
+    assembler = StreamAssembler()
+    for line in lines:
+        assembler.feed_line(line)
+    completion = assembler.completion()
+    assert completion.message.role == "assistant"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(texts, json_values.map(json.dumps)))
+def test_tool_arguments_parse_or_raise_value_error(raw: str) -> None:
+    try:
+        parsed = parse_arguments(raw)
+    except ValueError as exc:
+        assert "arguments" in str(exc)
+    else:
+        assert isinstance(parsed, dict)
+
+
+@settings(max_examples=300, deadline=None)
+@given(json_values)
+def test_completion_parsing_gives_a_completion_or_malformed_reply(data: object) -> None:
+    payload = data if isinstance(data, dict) else {"choices": [data]}
+    try:
+        completion = parse_completion(payload)
+    except sn.MalformedReply:
+        return
+    assert completion.message.role == "assistant"
+
+
+message = st.builds(
+    sn.Message, role=st.sampled_from(["user", "assistant", "tool"]), content=st.none() | texts
+)
+events = st.one_of(
+    st.builds(
+        TaskSpawned,
+        child=texts,
+        agent=texts,
+        prompt=texts,
+        kind=texts,
+        path=texts,
+        seq=st.integers(0, 10**9),
+    ),
+    st.builds(ModelResponse, turn=st.integers(0, 1000), message=message, truncated=st.booleans()),
+    st.builds(
+        ToolCallFinished,
+        call_id=texts,
+        name=texts,
+        result=texts,
+        status=st.sampled_from(["ok", "error", "denied", "refused", "cancelled"]),
+    ),
+    st.builds(ErrorOccurred, error_type=texts, message=texts),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(events)
+def test_events_round_trip_through_json(event: sn.events.Event) -> None:
+    assert parse_event(event.model_dump_json()) == event
+    assert parse_event(json.loads(event.model_dump_json())) == event
