@@ -200,16 +200,16 @@ def team_tools(agent: Agent) -> list[Any]:
 
 async def delegate(parent: Node, agent: Agent, prompt: str, call_id: str | None) -> Outcome:
     """Hand `prompt` to a child of `parent` running `agent`: reattach, deliver, or spawn."""
-    key = (agent.name, prompt)
-    entry = parent.tasks.get(key)
-    if entry is not None:
-        return await _reattach(parent, entry, call_id)
     session = parent.session
     kind = agent.kind if agent.kind is not None else session.default_worker
     seen = parent.kinds_seen.get(agent.name)
     if seen is not None and seen is not kind:
         _swap_child_kind(parent, agent, seen, kind)
     parent.kinds_seen[agent.name] = kind
+    key = (agent.name, prompt)
+    entry = parent.tasks.get(key)
+    if entry is not None:
+        return await _reattach(parent, entry, call_id)
     child = parent.persistent.get(agent.name) if getattr(kind, "persistent", False) else None
     spawned = child is None
     if child is None:
@@ -292,11 +292,12 @@ async def _reattach(parent: Node, entry: TaskEntry, call_id: str | None) -> Outc
 def _swap_child_kind(parent: Node, agent: Agent, old: Any, new: Any) -> None:
     from .events import KindSwapped
 
-    note = None
+    # results settled under the old kind are not reattached to: the configuration changed
+    for key in [k for k, e in parent.tasks.items() if k[0] == agent.name and e.outcome]:
+        del parent.tasks[key]
     resident = parent.persistent.pop(agent.name, None)
     if resident is not None:
-        note = resident.kind.dispose(resident, "keep")
-        resident.set_status("disposed", note)
+        resident.set_status("disposed", resident.kind.dispose(resident, "keep"))
     parent.emit(
         KindSwapped(agent=agent.name, old=kind_name(old), new=kind_name(new), policy="keep")
     )
