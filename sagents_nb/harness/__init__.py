@@ -1,8 +1,4 @@
-"""Native CLI harnesses: coding-agent CLIs (Claude Code, Cursor, Codex, Grok) run as children.
-
-A driver (`NativeHarness`) knows one CLI's argv and output format; `run_harness` runs it as a
-child process and streams its events; `serve_tools` offers a child's tools to the CLI over MCP.
-"""
+"""Native CLI harnesses: coding-agent CLIs run as children, their events streamed, tools over MCP."""
 
 from ._claude_code import ClaudeCode
 from ._codex import Codex

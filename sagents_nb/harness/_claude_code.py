@@ -30,13 +30,14 @@ class ClaudeCode:
         if config.system_prompt and config.system_prompt.strip():
             argv += ["--append-system-prompt", config.system_prompt]
         if config.mcp_config_path:
+            # Both options are variadic: in the `--name=value` form they take exactly one value
+            # and cannot swallow the arguments after them (anthropics/claude-code#16122).
+            argv.append(f"--mcp-config={config.mcp_config_path}")
             # A print-mode run cannot ask for permission, so the injected tools are allowed up
             # front; the kernel's hooks still see (and may deny) every call.
-            argv += ["--mcp-config", config.mcp_config_path]
-            argv += ["--allowedTools", f"mcp__{MCP_SERVER_NAME}"]
-        # `--` ends option parsing: the prompt stays one positional argument even when it starts
-        # with "-" (anthropics/claude-code#25925), and the variadic `--mcp-config` and
-        # `--allowedTools` cannot swallow it (anthropics/claude-code#16122).
+            argv.append(f"--allowedTools=mcp__{MCP_SERVER_NAME}")
+        # `--` ends option parsing, so the prompt stays one positional argument even when it
+        # starts with "-" (anthropics/claude-code#25925).
         return [*argv, *config.extra_args, "--", config.prompt]
 
     def parse_line(self, line: str) -> list[HarnessEvent]:

@@ -9,7 +9,7 @@ import shutil
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ._protocol import MCP_SERVER_NAME
@@ -42,8 +42,8 @@ class McpInjection:
     """Claude-Code-style MCP config (`{"mcpServers": {...}}`), mode 0600 in a 0700 directory."""
     url: str
     """The server's streamable-HTTP endpoint on 127.0.0.1."""
-    token: str
-    """The bearer token every request must carry; others get HTTP 401."""
+    token: str = field(repr=False)
+    """The bearer token every request must carry; others get HTTP 401. Kept out of `repr`."""
 
 
 @asynccontextmanager

@@ -19,7 +19,7 @@ from ._events import HarnessDone, HarnessError, HarnessEvent, HarnessText
 from ._framing import LineFramer
 from ._mcp import CallTool, ServedTool, serve_tools
 from ._outcome import HarnessOutcome
-from ._process import child_environment, stop_process_group
+from ._process import child_environment, stop_process_group, wait_for_exit
 from ._protocol import MCP_TOKEN_ENV, HarnessConfig, NativeHarness
 
 OnEvent = Callable[[HarnessEvent], Awaitable[None] | None]
@@ -28,8 +28,10 @@ OnEvent = Callable[[HarnessEvent], Awaitable[None] | None]
 _READ_BYTES = 64 * 1024
 _KILL_GRACE = 2.0
 """Seconds between SIGTERM and SIGKILL when the CLI's process group is stopped."""
-_STDERR_DRAIN = 1.0
-"""Seconds to wait for the rest of stderr once the process group is gone."""
+_PIPE_DRAIN = 1.0
+"""Seconds to wait for both pipes to reach EOF once the process group is gone."""
+_EXIT_POLL = 0.1
+"""How often an idle run checks whether the CLI has exited while its stdout stays open."""
 
 _Ending = Literal["eof", "quiet", "grace"]
 
@@ -55,7 +57,7 @@ async def run_harness(
     outcome; later ones are dropped. Without one, exit 0 means done with the text received and any
     other exit, a missing executable or `inactivity_timeout` seconds without a line means error;
     the runtime then emits that terminal event itself. Cancelling the call stops the whole process
-    group (SIGTERM, then SIGKILL) and re-raises.
+    group (SIGTERM, then SIGKILL) and re-raises; so does an exception from `on_event`.
 
     Args:
         driver: The CLI driver.
@@ -143,14 +145,15 @@ class _Run:
         stderr = asyncio.create_task(self._collect_stderr(process.stderr))
         try:
             ending = await self._read_stdout(process.stdout, process)
-            if ending == "eof":
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(process.wait(), self._exit_grace)
-            kept_running = process.returncode is None
+            # After EOF the CLI is about to exit: give it `exit_grace`. Otherwise stop it now.
+            kept_running = ending == "eof" and not await wait_for_exit(process, self._exit_grace)
         finally:
             await stop_process_group(process, grace=_KILL_GRACE)
+            # Both pipes must reach EOF for asyncio to close the process transport.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stderr, _STDERR_DRAIN)
+                await asyncio.wait_for(
+                    asyncio.gather(stderr, _discard(process.stdout)), _PIPE_DRAIN
+                )
         terminal = self._terminal or await self._settle(process.returncode, ending, kept_running)
         return self._outcome(terminal, process.returncode)
 
@@ -165,38 +168,37 @@ class _Run:
         """
         loop = asyncio.get_running_loop()
         framer = LineFramer(self._max_line_bytes)
-        exited = asyncio.ensure_future(process.wait())
         read: asyncio.Future[bytes] | None = None
         quiet_at = loop.time() + self._inactivity_timeout
         grace_at = math.inf
         try:
             while True:
-                if grace_at == math.inf and (self._terminal is not None or exited.done()):
+                if grace_at == math.inf and (
+                    self._terminal is not None or process.returncode is not None
+                ):
                     grace_at = loop.time() + self._exit_grace
                 if read is None:
                     read = asyncio.ensure_future(stdout.read(_READ_BYTES))
                 deadline = min(quiet_at, grace_at)
-                waiting = {read} if exited.done() else {read, exited}
-                await asyncio.wait(
-                    waiting,
-                    timeout=max(0.0, deadline - loop.time()),
-                    return_when=asyncio.FIRST_COMPLETED,
-                )
+                # Until the run has ended, wake now and then to notice the leader's exit.
+                wake = deadline if grace_at < math.inf else min(deadline, loop.time() + _EXIT_POLL)
+                await asyncio.wait({read}, timeout=max(0.0, wake - loop.time()))
                 if not read.done():
                     if loop.time() >= deadline:
                         return "quiet" if grace_at == math.inf else "grace"
                     continue
                 chunk = read.result()
                 read = None
-                for line in framer.feed(chunk) if chunk else framer.finish():
-                    quiet_at = loop.time() + self._inactivity_timeout
+                lines = framer.feed(chunk) if chunk else framer.finish()
+                for line in lines:
                     await self._handle_line(line)
                 if not chunk:
                     return "eof"
+                if lines:  # counted from after `on_event` ran, so a slow consumer is not a hang
+                    quiet_at = loop.time() + self._inactivity_timeout
         finally:
-            for task in (read, exited):
-                if task is not None:
-                    task.cancel()
+            if read is not None:
+                read.cancel()
 
     async def _collect_stderr(self, stderr: asyncio.StreamReader) -> None:
         framer = LineFramer(self._max_line_bytes)
@@ -244,8 +246,8 @@ class _Run:
         name = self._driver.name
         if ending == "quiet":
             message = (
-                f"{name} wrote no output for {self._inactivity_timeout:g} s, so it was stopped; "
-                "raise inactivity_timeout= if it needs longer between lines"
+                f"{name} wrote no output for {self._inactivity_timeout:g} s, so it was stopped "
+                f"(raise inactivity_timeout= if it needs longer between lines){self._stderr_excerpt()}"
             )
         elif kept_running:
             message = (
@@ -297,6 +299,11 @@ class _Run:
             stderr_tail=list(self._stderr),
             error=terminal.message,
         )
+
+
+async def _discard(stream: asyncio.StreamReader) -> None:
+    while await stream.read(_READ_BYTES):
+        pass
 
 
 def _signal_name(signum: int) -> str:

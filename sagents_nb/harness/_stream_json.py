@@ -54,7 +54,7 @@ def result_events(event: dict[str, Any], cli: str) -> list[HarnessEvent]:
     if event.get("is_error") is True or subtype.startswith("error"):
         details = result or "; ".join(e for e in list_field(event, "errors") if isinstance(e, str))
         hint = _ERROR_HINTS.get(subtype, "see the stderr lines and the CLI's own documentation")
-        reason = f" ({subtype})" if subtype else ""
+        reason = f" ({subtype})" if subtype.startswith("error") else ""
         message = f"{cli} ended with an error{reason}: {details or 'no details given'}; {hint}"
         return [HarnessError(message=message)]
     usage = object_field(event, "usage")

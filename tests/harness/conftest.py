@@ -49,7 +49,8 @@ def anyio_backend() -> str:
 def _children() -> list[int]:
     """Live child processes of this test process."""
     mine = []
-    for entry in Path("/proc").iterdir():
+    proc = Path("/proc")
+    for entry in proc.iterdir() if proc.is_dir() else ():
         if not entry.name.isdigit():
             continue
         try:

@@ -129,6 +129,17 @@ def silent() -> None:
     hang()
 
 
+def closed_stdout() -> None:
+    assistant(text("closing stdout"))
+    os.close(1)
+    hang()
+
+
+def killed() -> None:
+    print("about to be killed", file=sys.stderr, flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
 def stdin() -> None:
     data = sys.stdin.read()
     result(f"stdin gave {len(data)} bytes")
@@ -215,7 +226,7 @@ async def _mcp_round_trip() -> None:
     from mcp.client.session import ClientSession
     from mcp.client.streamable_http import streamable_http_client
 
-    config_path = sys.argv[sys.argv.index("--mcp-config") + 1]
+    config_path = next(a for a in sys.argv if a.startswith("--mcp-config=")).split("=", 1)[1]
     with open(config_path) as file:
         server = json.load(file)["mcpServers"]["sagents"]
     token = server["headers"]["Authorization"].removeprefix("Bearer ")
@@ -253,6 +264,8 @@ MODES = {
         no_done,
         stdin,
         silent,
+        closed_stdout,
+        killed,
         noise,
         long_line,
         pieces,

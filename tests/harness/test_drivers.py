@@ -44,8 +44,8 @@ ARGV = [
             "-p", "--output-format", "stream-json", "--verbose",
             "--model", "some-model",
             "--append-system-prompt", "You are a careful engineer.",
-            "--mcp-config", "/tmp/sagents-mcp-x/mcp.json",
-            "--allowedTools", "mcp__sagents",
+            "--mcp-config=/tmp/sagents-mcp-x/mcp.json",
+            "--allowedTools=mcp__sagents",
             "--max-turns", "5",
             "--", "Fix the failing test",
         ],
@@ -198,7 +198,7 @@ CLAUDE_LINES = [
     (
         _line({"type": "result", "subtype": "success", "is_error": True,
                "result": "API Error: 401 {\"type\":\"error\"}", "session_id": SESSION}),
-        [HarnessError(message="Claude Code ended with an error (success): API Error: 401 "
+        [HarnessError(message="Claude Code ended with an error: API Error: 401 "
                       "{\"type\":\"error\"}; see the stderr lines and the CLI's own documentation")],
     ),
     (_line({"type": "stream_event", "event": {"type": "content_block_delta"}}), []),

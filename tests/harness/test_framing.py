@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import itertools
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from sagents_nb.harness._framing import LineFramer
+
+pytestmark = pytest.mark.timeout(30)
 
 
 def test_partial_lines_wait_for_their_newline():

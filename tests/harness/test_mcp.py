@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import glob
 import json
 import os
-from dataclasses import dataclass, field
+import tempfile
 from typing import Any
 
 import httpx
@@ -13,6 +15,7 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
+import sagents_nb as sn
 from sagents_nb.harness import (
     ClaudeCode,
     HarnessConfig,
@@ -25,21 +28,30 @@ from sagents_nb.harness import (
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(20)]
 
 
-@dataclass
-class _Tool:
-    name: str
-    description: str
-    parameters: dict[str, Any] = field(
-        default_factory=lambda: {
-            "type": "object",
-            "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
-            "required": ["a", "b"],
-        }
-    )
+@sn.tool
+def add(a: int, b: int) -> int:
+    """Add two integers.
+
+    Args:
+        a: The first number.
+        b: The second number.
+    """
+    return a + b
 
 
-ADD = _Tool("add", "Add two integers.")
-BROKEN = _Tool("broken", "Always fails.")
+@sn.tool
+def broken(a: int, b: int) -> int:
+    """Always fails."""
+    raise RuntimeError("the disk is on fire")
+
+
+TOOLS = {t.name: t for t in (add, broken)}
+
+
+async def call_tool(name: str, arguments: dict[str, Any]) -> str:
+    """Runs a call the way the kernel does: through the tool's own validation."""
+    return await TOOLS[name].invoke(arguments)
+
 
 INITIALIZE = {
     "jsonrpc": "2.0",
@@ -53,14 +65,8 @@ INITIALIZE = {
 }
 
 
-async def _add(name: str, arguments: dict[str, Any]) -> str:
-    if name == "broken":
-        raise RuntimeError("the disk is on fire")
-    return str(arguments["a"] + arguments["b"])
-
-
 async def test_the_config_file_is_private_and_removed_on_exit():
-    async with serve_tools([ADD], _add) as injection:
+    async with serve_tools([add], call_tool) as injection:
         directory = os.path.dirname(injection.config_path)
         assert os.stat(directory).st_mode & 0o777 == 0o700
         assert os.stat(injection.config_path).st_mode & 0o777 == 0o600
@@ -76,6 +82,7 @@ async def test_the_config_file_is_private_and_removed_on_exit():
             }
         }
         assert injection.url.startswith("http://127.0.0.1:") and injection.url.endswith("/mcp")
+        assert injection.token not in repr(injection)
     assert not os.path.exists(directory)
     async with httpx.AsyncClient() as client:
         with pytest.raises(httpx.ConnectError):
@@ -83,7 +90,7 @@ async def test_the_config_file_is_private_and_removed_on_exit():
 
 
 async def test_requests_without_the_right_token_get_401():
-    async with serve_tools([ADD], _add) as injection, httpx.AsyncClient() as client:
+    async with serve_tools([add], call_tool) as injection, httpx.AsyncClient() as client:
         accept = {"Accept": "application/json, text/event-stream"}
         for auth in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": injection.token}):
             refused = await client.post(injection.url, json=INITIALIZE, headers={**accept, **auth})
@@ -97,7 +104,7 @@ async def test_requests_without_the_right_token_get_401():
 
 async def test_tools_are_listed_and_called_and_failures_come_back_as_tool_errors():
     async with (
-        serve_tools([ADD, BROKEN], _add) as injection,
+        serve_tools([add, broken], call_tool) as injection,
         httpx2.AsyncClient(headers={"Authorization": f"Bearer {injection.token}"}) as http,
         streamable_http_client(injection.url, http_client=http) as (read, write),
         ClientSession(read, write) as session,
@@ -108,12 +115,12 @@ async def test_tools_are_listed_and_called_and_failures_come_back_as_tool_errors
             ("add", "Add two integers."),
             ("broken", "Always fails."),
         ]
-        assert listed.tools[0].input_schema == ADD.parameters
+        assert listed.tools[0].input_schema == add.parameters
         added = await session.call_tool("add", {"a": 40, "b": 2})
         assert not added.is_error and added.content[0].text == "42"
-        broken = await session.call_tool("broken", {"a": 1, "b": 1})
-        assert broken.is_error
-        assert broken.content[0].text == "broken failed: RuntimeError: the disk is on fire"
+        failed = await session.call_tool("broken", {"a": 1, "b": 1})
+        assert failed.is_error
+        assert failed.content[0].text == "broken failed: RuntimeError: the disk is on fire"
         unknown = await session.call_tool("nope", {})
         assert unknown.is_error and "offers add, broken" in unknown.content[0].text
 
@@ -121,16 +128,16 @@ async def test_tools_are_listed_and_called_and_failures_come_back_as_tool_errors
 async def test_a_cli_calls_the_injected_tools_end_to_end(fake_cli):
     calls = []
 
-    async def call_tool(name: str, arguments: dict[str, Any]) -> str:
+    async def recording_call_tool(name: str, arguments: dict[str, Any]) -> str:
         calls.append((name, arguments))
-        return await _add(name, arguments)
+        return await call_tool(name, arguments)
 
     events = []
     outcome = await run_harness(
         ClaudeCode(executable=fake_cli.path),
         HarnessConfig("add 2 and 3"),
-        tools=[ADD],
-        call_tool=call_tool,
+        tools=[add],
+        call_tool=recording_call_tool,
         env=fake_cli.env("mcp"),
         on_event=events.append,
     )
@@ -142,3 +149,27 @@ async def test_a_cli_calls_the_injected_tools_end_to_end(fake_cli):
     assert details["dir_mode"] == "0o700" and details["file_mode"] == "0o600"
     assert details["token_in_env"] and not details["token_in_argv"]
     assert not os.path.exists(details["config_path"])
+
+
+async def test_cancelling_a_run_with_tools_stops_the_server_and_removes_its_files(
+    fake_cli, tmp_path
+):
+    before = set(glob.glob(os.path.join(tempfile.gettempdir(), "sagents-mcp-*")))
+    ready = asyncio.Event()
+    task = asyncio.create_task(
+        run_harness(
+            ClaudeCode(executable=fake_cli.path),
+            HarnessConfig("hi"),
+            tools=[add],
+            call_tool=call_tool,
+            env=fake_cli.env("grandchild", FAKE_CLI_PIDS=str(tmp_path / "pids")),
+            on_event=lambda event: ready.set(),
+        )
+    )
+    await asyncio.wait_for(ready.wait(), 5)
+    during = set(glob.glob(os.path.join(tempfile.gettempdir(), "sagents-mcp-*"))) - before
+    assert len(during) == 1
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert not any(os.path.exists(path) for path in during)

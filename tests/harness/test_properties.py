@@ -10,6 +10,8 @@ from hypothesis import strategies as st
 
 from sagents_nb.harness import ClaudeCode, Codex, CursorAgent, Grok, HarnessEventAdapter
 
+pytestmark = pytest.mark.timeout(30)
+
 DRIVERS = [ClaudeCode(), CursorAgent(), Codex(), Grok()]
 
 # Keys and `type` values the drivers look at, so generated objects reach their deeper branches.

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import sagents_nb.harness as harness
 
 
@@ -12,9 +16,9 @@ def test_all_is_sorted_and_complete():
 
 
 def test_importing_the_package_leaves_the_mcp_sdk_unloaded():
-    import subprocess
-    import sys
-
     probe = "import sys, sagents_nb.harness; print('mcp' in sys.modules, 'uvicorn' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    root = Path(__file__).parents[2]
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=root
+    )
     assert out.stdout.split() == ["False", "False"]

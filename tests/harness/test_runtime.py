@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from sagents_nb._errors import ConfigurationError
+from sagents_nb import ConfigurationError
 from sagents_nb.harness import (
     ClaudeCode,
     CursorAgent,
@@ -110,8 +110,35 @@ async def test_inactivity_timeout_stops_a_silent_cli(fake_cli):
     assert time.monotonic() - started < 4
     assert outcome.status == "error"
     assert "no output for 0.5 s" in outcome.error and "inactivity_timeout=" in outcome.error
+    assert outcome.error.endswith("it wrote nothing to stderr")
     assert outcome.exit_code is not None and outcome.exit_code < 0
     assert events == [HarnessError(message=outcome.error)]
+
+
+async def test_a_slow_on_event_does_not_count_as_inactivity(fake_cli):
+    async def slow(event):
+        await asyncio.sleep(0.6)
+
+    outcome = await run_harness(
+        ClaudeCode(executable=fake_cli.path),
+        HarnessConfig("hi"),
+        env=fake_cli.env("happy"),
+        on_event=slow,
+        inactivity_timeout=0.4,
+    )
+    assert outcome.status == "done"
+
+
+async def test_a_cli_that_closes_stdout_but_keeps_running_is_stopped(fake_cli):
+    outcome, _ = await run(fake_cli, "closed_stdout", exit_grace=0.2)
+    assert outcome.status == "error" and outcome.text == "closing stdout"
+    assert "closed its output without a result and did not exit within 0.2 s" in outcome.error
+
+
+async def test_a_cli_killed_by_a_signal_is_an_error_naming_it(fake_cli):
+    outcome, _ = await run(fake_cli, "killed")
+    assert outcome.status == "error" and outcome.exit_code == -9
+    assert "killed by SIGKILL" in outcome.error and "about to be killed" in outcome.error
 
 
 async def test_noise_lines_are_ignored(fake_cli):
@@ -225,16 +252,19 @@ async def test_tools_are_not_served_to_a_driver_that_cannot_take_them(fake_cli):
         call_tool=call_tool,
         env=fake_cli.env("argv"),
     )
-    assert "--mcp-config" not in json.loads(outcome.text)
+    assert not any(arg.startswith("--mcp-config") for arg in json.loads(outcome.text))
 
 
 def alive(pid: int) -> bool:
     """Whether `pid` runs (a zombie waiting for its reaper counts as gone)."""
     try:
         os.kill(pid, 0)
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (ProcessLookupError, FileNotFoundError):
+    except (ProcessLookupError, PermissionError):
         return False
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return not Path("/proc").is_dir()  # without procfs, os.kill is all there is to go on
     return state != "Z"
 
 
