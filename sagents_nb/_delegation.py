@@ -9,6 +9,7 @@ from typing import Any
 from ._agent import Agent, member_agent
 from ._messages import user
 from ._node import Node, Outcome, QueuedInput, TaskEntry
+from ._store_resume import continue_restored
 from ._toolcalls import NodeTool
 from ._tools import ToolResult
 from .events import TaskFinished, TaskReattached, TaskRefused, TaskSpawned
@@ -208,6 +209,10 @@ async def delegate(parent: Node, agent: Agent, prompt: str, call_id: str | None)
     parent.kinds_seen[agent.name] = kind
     key = (agent.name, prompt)
     entry = parent.tasks.get(key)
+    if entry is not None and entry.task is None and entry.outcome is None:
+        return await continue_restored(parent, entry, call_id)
+    if entry is not None and entry.outcome is None and entry.task is not None and entry.task.done():
+        entry = None  # cancelled before it settled: run it again rather than reattach
     if entry is not None:
         return await _reattach(parent, entry, call_id)
     child = parent.persistent.get(agent.name) if getattr(kind, "persistent", False) else None

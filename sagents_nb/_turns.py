@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from ._errors import LLMError
 from ._messages import Message, ToolCall, system, tool_message, user
 from ._node import Node, Outcome
+from ._store_resume import resume_open_turn
 from ._wire import Completion, RetryNotice
 from .events import (
     ContextBuilt,
@@ -58,10 +59,15 @@ def resolve_kind(node: Node) -> Any:
     return wanted
 
 
-async def run_task(node: Node, message: Message | None) -> Outcome:
-    """Run `node` on one input (None continues from storage, e.g. a retry) until it settles."""
+async def run_task(node: Node, message: Message | None, *, resume: bool = False) -> Outcome:
+    """Run `node` on one input (None continues from storage, e.g. a retry) until it settles.
+
+    `resume=True` continues a task restored from a store: its turn counters carry on, and the
+    turn the interruption cut short is finished first (`resume_open_turn`).
+    """
     node.busy = True
-    node.task_turns = node.task_tool_calls = node.task_tokens = 0
+    if not resume:
+        node.task_turns = node.task_tool_calls = node.task_tokens = 0
     kind = resolve_kind(node)
     if message is not None:
         kind.append_history(node, message)
@@ -69,7 +75,12 @@ async def run_task(node: Node, message: Message | None) -> Outcome:
         node.input_text = message.content or ""
     node.set_status("running")
     try:
-        outcome = await _turns(node)
+        if getattr(kind, "owns_loop", False):
+            outcome = await kind.run_task(node)
+        else:
+            outcome = await resume_open_turn(node) if resume else None
+            if outcome is None:
+                outcome = await _turns(node)
     except asyncio.CancelledError:
         node.close_dangling("the run was cancelled")
         node.busy = False

@@ -301,3 +301,23 @@ def test_a_subscriber_sees_child_events_live() -> None:
     session.subscribe(on_event)
     session.send("go").result()
     assert gate["child_seen_before_end"]
+
+
+def test_a_task_cancelled_before_it_settled_runs_again_on_the_next_call() -> None:
+    async def handler(req: sn.ChatRequest):
+        if is_parent(req):
+            if req.last["role"] == "user":
+                return sn.reply(tool_calls=[sn.call("task", agent="w", prompt="same")])
+            return "parent: " + req.tool_results[-1]
+        await asyncio.sleep(0.3 if req.last_user == "same" and handler.calls == 0 else 0)
+        handler.calls += 1
+        return "child"
+
+    handler.calls = 0
+    session = sn.Session(sn.Agent("boss", team=[sn.Agent("w", does="w")]), llm=sn.mock_llm(handler))
+    first = session.send("go")
+    time.sleep(0.1)
+    first.cancel()
+    assert first.wait(5) == "cancelled"
+    assert session.send("again").result().text == "parent: child"
+    assert [c.status for c in session.tree.children] == ["cancelled", "done"]

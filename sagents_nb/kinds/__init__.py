@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ._main import Main
+from ._native import Native
 from ._protocol import BaseKind, ChildKind, CompactionReport, CompactUnsupported, DisposePolicy
 from ._realtime import Realtime
 from ._resident import Resident
@@ -45,6 +46,7 @@ __all__ = [
     "CompactionReport",
     "DisposePolicy",
     "Main",
+    "Native",
     "Realtime",
     "Resident",
     "Worker",

@@ -1,0 +1,105 @@
+"""Native: a child that is an external coding CLI (Claude Code, Codex...) running its own loop."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .._messages import Message, ToolCall, Usage
+from ..events import HarnessEventOccurred
+from ._protocol import BaseKind
+
+if TYPE_CHECKING:
+    from .._node import Node, Outcome
+    from ..harness import HarnessEvent, NativeHarness
+
+
+class Native(BaseKind):
+    """Runs each task as one process of a CLI harness; the tree shows it like any child.
+
+    The child's tools are offered to the CLI over an injected MCP server (for drivers that
+    support it); calls from the CLI run here, through the same hooks and pause points, and show
+    as tool calls of the child. Every line the CLI prints becomes a `harness_event`.
+
+    Args:
+        driver: a `sn.harness` driver, e.g. `sn.harness.ClaudeCode()`.
+        inactivity_timeout: seconds without output before the CLI is stopped.
+        extra_args: raw arguments for the CLI (e.g. permission flags).
+        cwd: the CLI's working directory.
+        env: the CLI's environment (default: this process's).
+    """
+
+    name = "native"
+    owns_loop = True
+
+    def __init__(
+        self,
+        driver: NativeHarness,
+        *,
+        inactivity_timeout: float = 600.0,
+        extra_args: Sequence[str] = (),
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.driver = driver
+        self.inactivity_timeout = inactivity_timeout
+        self.extra_args = list(extra_args)
+        self.cwd = cwd
+        self.env = env
+        self._call_ids = itertools.count(1)
+
+    def __repr__(self) -> str:
+        return f"Native({self.driver.name})"
+
+    async def run_task(self, child: Node) -> Outcome:
+        """Run the CLI once on the child's current input and record its answer."""
+        from .._node import Outcome
+        from .._toolcalls import execute_call
+        from ..harness import HarnessConfig, run_harness
+
+        agent = child.agent
+        child.tool_map = {t.name: t for t in agent.tools}
+
+        async def call_tool(name: str, arguments: dict[str, Any]) -> str:
+            call = ToolCall(
+                id=f"cli_{next(self._call_ids)}", name=name, arguments=json.dumps(arguments)
+            )
+            return (await execute_call(child, call)).content
+
+        def on_event(event: HarnessEvent) -> None:
+            child.emit(HarnessEventOccurred(event=event.model_dump()))
+
+        config = HarnessConfig(
+            child.input_text,
+            model=agent.model,
+            system_prompt=agent.instructions,
+            cwd=self.cwd,
+            extra_args=self.extra_args,
+        )
+        outcome = await run_harness(
+            self.driver,
+            config,
+            tools=agent.tools,
+            call_tool=call_tool,
+            on_event=on_event,
+            env=self.env,
+            inactivity_timeout=self.inactivity_timeout,
+        )
+        child.turns += 1
+        child.task_turns += 1
+        usage = Usage(
+            prompt_tokens=outcome.usage.input_tokens,
+            completion_tokens=outcome.usage.output_tokens,
+            total_tokens=outcome.usage.input_tokens + outcome.usage.output_tokens,
+        )
+        child.usage = child.usage + usage
+        child.session.add_usage(usage)
+        self.append_history(child, Message(role="assistant", content=outcome.text))
+        if outcome.status == "done":
+            return Outcome("done", outcome.text)
+        detail = outcome.error or "the CLI failed"
+        if outcome.stderr_tail:
+            detail += "\nstderr:\n" + "\n".join(outcome.stderr_tail[-5:])
+        return Outcome("error", detail)
