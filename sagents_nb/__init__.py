@@ -15,6 +15,7 @@ from ._errors import (
     Rejected,
     RunPaused,
     SagentsError,
+    StoreError,
     TransportError,
 )
 from ._hooks import Deny, ToolCallInfo
@@ -25,6 +26,8 @@ from ._preprocess import Mentions, MessagePreprocessor, PreprocessContext
 from ._result import Result, TreeNode
 from ._run import Run
 from ._session import Session
+from ._store import Store, StoredSession
+from ._store_sqlite import SQLiteStore
 from ._tools import Tool, ToolError, ToolResult, tool
 from ._wire import LLM
 
@@ -48,8 +51,12 @@ __all__ = [
     "Result",
     "Run",
     "RunPaused",
+    "SQLiteStore",
     "SagentsError",
     "Session",
+    "Store",
+    "StoreError",
+    "StoredSession",
     "Task",
     "Tool",
     "ToolCall",

@@ -4,6 +4,7 @@ SagentsError
 ├── ConfigurationError       a missing endpoint, a bad argument, a sync call on the library thread
 ├── Rejected                 a preprocessor refused a message
 ├── RunPaused                `result()` was asked of a paused run
+├── StoreError               a durable store is missing, foreign, damaged or of another version
 └── LLMError                 the endpoint failed
     ├── EndpointError        an HTTP error status (carries `status`, `excerpt`, `base_url`)
     ├── TransportError       no answer: connection refused, timeout
@@ -31,6 +32,10 @@ class Rejected(SagentsError):
 
 class RunPaused(SagentsError):
     """The run is paused at an action and has no result yet."""
+
+
+class StoreError(SagentsError):
+    """A durable session store cannot be used as asked (missing, foreign, damaged, wrong id)."""
 
 
 class LLMError(SagentsError):

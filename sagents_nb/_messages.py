@@ -53,7 +53,8 @@ class Message(BaseModel):
 
     def to_wire(self) -> dict[str, Any]:
         """The OpenAI chat-completions dict, built once per message (messages are immutable)."""
-        wire = self._wire
+        private = self.__pydantic_private__  # a plain dict: `self._wire` goes through __getattr__
+        wire = private["_wire"]
         if wire is None:
             wire = {"role": self.role, "content": self.content}
             if self.tool_calls:
@@ -62,7 +63,7 @@ class Message(BaseModel):
                 wire["tool_call_id"] = self.tool_call_id
             if self.name is not None:
                 wire["name"] = self.name
-            self._wire = wire
+            private["_wire"] = wire
         return wire
 
     @property
@@ -106,10 +107,11 @@ def estimate_tokens(message: Message) -> int:
 
     Cached on the (immutable) message, so views can be re-measured every turn at no cost.
     """
-    tokens = message._tokens
+    private = message.__pydantic_private__  # a plain dict: `message._tokens` is slow
+    tokens = private["_tokens"]
     if tokens is None:
         size = len(message.content or "")
         if message.tool_calls:
             size += sum(len(c.name) + len(c.arguments) for c in message.tool_calls)
-        tokens = message._tokens = size // 4 + 4
+        tokens = private["_tokens"] = size // 4 + 4
     return tokens

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import os
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 from ._agent import Agent
@@ -18,6 +20,11 @@ from ._pausing import APPROVE, Decision
 from ._preprocess import PreprocessContext, preprocessor_name
 from ._result import Result, TreeNode
 from ._run import Run
+from ._store import StoredSession, resolve_store
+from ._store_journal import Journal
+from ._store_jsonl import export_jsonl, import_jsonl
+from ._store_restore import fork_session, open_session
+from ._store_resume import enqueue_resume
 from ._turns import run_task
 from ._wire import LLM
 from .events import (
@@ -40,7 +47,9 @@ class Session:
             `sn.LLM()` from `OPENAI_BASE_URL` / `OPENAI_API_KEY`.
         scope: passed to the preprocessor as its first argument.
         preprocessor: makes the display and LLM versions of each user message.
-        store: reserved for durable sessions (a SQLite path).
+        store: makes the session durable: a file path (SQLite, created if missing) or a
+            `sn.Store`; every event, both transcripts and each node's state are written as
+            they happen. `session.store` is then the session's `Journal`.
         hooks: tool hooks applied to every agent in the tree.
         max_depth: how deep delegation may go.
         max_parallel: children of one parent running at once.
@@ -68,7 +77,7 @@ class Session:
         self._llm = llm if llm is not None else LLM()
         self.scope = scope
         self._preprocessor = preprocessor
-        self.store = store
+        self.store: Journal | None = None
         self.hooks = list(hooks)
         self.max_depth = max_depth
         self.max_parallel = max_parallel
@@ -85,6 +94,8 @@ class Session:
         self.run_usage = Usage()
         self._tail: asyncio.Task[Any] | None = None
         self._slots: dict[str, asyncio.Semaphore] = {}
+        if store is not None:
+            self.store = Journal(self, resolve_store(store, create=True))
 
     def __repr__(self) -> str:
         return (
@@ -194,6 +205,67 @@ class Session:
         """Send `text` and await the `Result` (a pause raises `RunPaused`; use `send` to step)."""
         return await run_on_library_loop(self._run_through(text, pause_on))
 
+    # durability (a session made with store=...)
+
+    @classmethod
+    def open(
+        cls, store: Any, session_id: str, *, agent: Agent, llm: LLM | None = None, **options: Any
+    ) -> Session:
+        """Reopen a stored session (e.g. after a kernel restart): transcripts, events, tree.
+
+        Configuration stays in code: pass the same `agent` (its tools, team and kinds) and an
+        endpoint; `options` are the other `Session` arguments. A run the interruption cut short
+        shows as `incomplete`; `session.resume()` continues it.
+
+        Raises:
+            StoreError: no such file, not a sagents_nb store, an unknown id (the error lists the
+                ids there are), or a store written by an incompatible version.
+        """
+        return open_session(cls, store, session_id, agent, {"llm": llm, **options})
+
+    @staticmethod
+    def list_stored(store: Any) -> list[StoredSession]:
+        """The sessions in `store` (a path or `sn.Store`); forks name their parent and seq."""
+        return resolve_store(store, create=False).sessions()
+
+    @classmethod
+    def import_jsonl(
+        cls,
+        path: str | os.PathLike[str],
+        store: Any,
+        *,
+        agent: Agent,
+        llm: LLM | None = None,
+        session_id: str | None = None,
+        **options: Any,
+    ) -> Session:
+        """Add a session exported by `export_jsonl` to `store` (under its id, or `session_id`)
+        and open it."""
+        target = resolve_store(store, create=True)
+        return import_jsonl(cls, path, target, agent, session_id, {"llm": llm, **options})
+
+    def export_jsonl(self, path: str | os.PathLike[str]) -> Path:
+        """Write this durable session (events, transcripts, node state) to `path` as JSON lines."""
+        return export_jsonl(self, path)
+
+    def resume(self, *, pause_on: Iterable[str] = ()) -> Run:
+        """Continue the run an interruption (a crash, a kernel restart) left unfinished.
+
+        It goes on from the last committed step: finished tool turns are not redone, settled
+        children are reattached by their task key, a child cut mid-task continues from its own
+        last step. Returns the `Run` at once, like `send`.
+        """
+        return block_on(submit(enqueue_resume(self, pause_on)), what="session.resume()")
+
+    def fork(self, at: int | None = None) -> Session:
+        """A new session in the same store, branched at event `at` (default: the latest).
+
+        The fork holds the transcripts and node state as of that event, and uses this
+        session's agent kinds, preprocessor and endpoint as they are now; this session is
+        untouched. A fork taken mid-run continues with `fork.resume()`.
+        """
+        return fork_session(self, at)
+
     async def _run_through(self, text: str, pause_on: Iterable[str]) -> Result:
         run = await self._enqueue(text, pause_on)
         await run.wait_async()
@@ -246,7 +318,9 @@ class Session:
             )
         return display, llm_message
 
-    async def _execute(self, run: Run, previous: asyncio.Task[Any] | None) -> None:
+    async def _execute(
+        self, run: Run, previous: asyncio.Task[Any] | None, *, resume: bool = False
+    ) -> None:
         if previous is not None and not previous.done():
             try:
                 await asyncio.wait({previous})
@@ -277,7 +351,7 @@ class Session:
             )
         )
         try:
-            outcome = await run_task(root, run.message)
+            outcome = await run_task(root, run.message, resume=resume)
         except asyncio.CancelledError:
             task = asyncio.current_task()
             if task is not None:

@@ -10,6 +10,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import httpx
@@ -124,6 +125,11 @@ class LLM:
     def __repr__(self) -> str:
         return f"{type(self).__name__}(base_url={self.base_url!r}, model={self.model!r})"
 
+    @cached_property
+    def _http_url(self) -> httpx.URL:
+        """`_url` parsed once: httpx parses a str URL again on every request."""
+        return httpx.URL(self._url)
+
     @property
     def label(self) -> str:
         """A short name for views and events."""
@@ -193,7 +199,7 @@ class LLM:
         try:
             content = json.dumps(body, ensure_ascii=False).encode()
             if body.get("stream"):
-                async with client.stream("POST", self._url, content=content) as response:
+                async with client.stream("POST", self._http_url, content=content) as response:
                     exchange.status = response.status_code
                     if response.status_code >= 400:
                         await response.aread()
@@ -201,7 +207,7 @@ class LLM:
                     completion, chunks = await _read_stream(response, on_delta)
                     exchange.response = {"chunks": chunks, "truncated": completion.truncated}
                     return completion
-            response = await client.post(self._url, content=content)
+            response = await client.post(self._http_url, content=content)
             exchange.status = response.status_code
             if response.status_code >= 400:
                 raise self._status_error(response)

@@ -1,0 +1,211 @@
+"""The `Store` protocol durable sessions write to, and the rows that cross it.
+
+A store keeps rows, not objects: events, transcript messages, node snapshots and task entries,
+each stamped with the event `seq` of the step that committed it. The state "as of" any event is
+then a filter over the rows (`SessionRows.at`), which is what reopening and forking read.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+from typing import Protocol, runtime_checkable
+
+from ._errors import StoreError
+
+
+@dataclass(frozen=True)
+class StoredSession:
+    """One session in a store; a fork names the session and the event it branched from."""
+
+    id: str
+    agent: str
+    """The top agent's name."""
+    created: float
+    """Unix time the session was created."""
+    parent: str | None = None
+    """The session this one was forked from."""
+    fork_seq: int | None = None
+    """The parent's event this one branched at."""
+    last_seq: int = 0
+    """The last committed event (0 when none)."""
+
+
+@dataclass(frozen=True)
+class EventRow:
+    """One event, as its JSON text."""
+
+    seq: int
+    run: int
+    type: str
+    path: str
+    body: str
+
+
+@dataclass(frozen=True)
+class MessageRow:
+    """One transcript message: live from step `added` until step `removed` (compaction)."""
+
+    path: str
+    transcript: str
+    """`llm` (the node's storage) or `display` (the top agent's display transcript)."""
+    added: int
+    removed: int | None
+    body: str
+
+
+@dataclass(frozen=True)
+class NodeRow:
+    """A node's state (everything but its messages) as of step `seq`, as JSON text."""
+
+    path: str
+    seq: int
+    body: str
+
+
+@dataclass(frozen=True)
+class TaskRow:
+    """A delegated task keyed by (parent, agent, prompt); `status` stays None until it settles.
+
+    A task the parent forgets (e.g. its agent's kind was swapped) is `retired` at that step.
+    """
+
+    parent: str
+    agent: str
+    prompt: str
+    child: str
+    seq: int
+    status: str | None = None
+    text: str | None = None
+    settled: int | None = None
+    retired: int | None = None
+
+
+@dataclass(frozen=True)
+class MessageWrite:
+    """Messages added to one transcript; `replace` first retires the transcript's live rows."""
+
+    path: str
+    transcript: str
+    bodies: list[str]
+    replace: bool = False
+
+
+@dataclass
+class Step:
+    """What one step wrote; a store commits it as one transaction, stamping rows with `seq`."""
+
+    seq: int
+    events: list[EventRow] = field(default_factory=list)
+    messages: list[MessageWrite] = field(default_factory=list)
+    nodes: list[NodeRow] = field(default_factory=list)
+    tasks: list[TaskRow] = field(default_factory=list)
+    """New tasks and newly settled ones; a key's live row is updated, else a row is added."""
+    retired: list[tuple[str, str, str]] = field(default_factory=list)
+    """(parent, agent, prompt) of tasks the parent forgot."""
+
+
+@dataclass
+class SessionRows:
+    """A session's whole record: every event and every version of its state, in write order."""
+
+    info: StoredSession
+    events: list[EventRow] = field(default_factory=list)
+    messages: list[MessageRow] = field(default_factory=list)
+    nodes: list[NodeRow] = field(default_factory=list)
+    tasks: list[TaskRow] = field(default_factory=list)
+
+    def at(self, seq: int) -> SessionRows:
+        """The record as it stood after event `seq`: later rows dropped, later retirements undone."""
+        messages = [
+            replace(m, removed=None) if m.removed is not None and m.removed > seq else m
+            for m in self.messages
+            if m.added <= seq
+        ]
+        tasks = [
+            replace(
+                t if t.settled is not None and t.settled <= seq else _unsettled(t),
+                retired=None,
+            )
+            for t in self.tasks
+            if t.seq <= seq and (t.retired is None or t.retired > seq)
+        ]
+        return SessionRows(
+            info=self.info,
+            events=[e for e in self.events if e.seq <= seq],
+            messages=messages,
+            nodes=[n for n in self.nodes if n.seq <= seq],
+            tasks=tasks,
+        )
+
+    def live_messages(self, path: str, transcript: str) -> list[str]:
+        """The bodies of a transcript's live messages, in order."""
+        return [
+            m.body
+            for m in self.messages
+            if m.path == path and m.transcript == transcript and m.removed is None
+        ]
+
+    def latest_nodes(self) -> dict[str, NodeRow]:
+        """Each node's newest snapshot, by path, in the order nodes first appeared."""
+        latest: dict[str, NodeRow] = {}
+        for row in self.nodes:
+            current = latest.get(row.path)
+            if current is None or row.seq >= current.seq:
+                latest[row.path] = row
+        return latest
+
+
+def _unsettled(task: TaskRow) -> TaskRow:
+    return replace(task, status=None, text=None, settled=None)
+
+
+@runtime_checkable
+class Store(Protocol):
+    """Where durable sessions live. `SQLiteStore` is the built-in; another database can stand
+    behind the same five methods.
+    """
+
+    def create(self, rows: SessionRows) -> None:
+        """Add a new session with its rows (none for a fresh session) in one transaction.
+
+        Raises `StoreError` if the id is taken.
+        """
+
+    def commit(self, session_id: str, step: Step) -> None:
+        """Write one step atomically: events, message writes in order, node snapshots, tasks.
+
+        A task whose key has a live (unretired) row updates it, keeping its first `seq`;
+        settling stamps `settled`. Retiring stamps the live row's `retired`.
+        """
+
+    def load(self, session_id: str) -> SessionRows:
+        """The session's whole record; raises `StoreError` naming the ids there are if unknown."""
+
+    def sessions(self) -> list[StoredSession]:
+        """Every session in the store, oldest first."""
+
+    def close(self) -> None:
+        """Release the store's resources."""
+
+
+def resolve_store(target: object, *, create: bool) -> Store:
+    """The `Store` behind `target`: a file path (SQLite), a `Store`, or a session's `.store`.
+
+    Args:
+        target: what the user passed as `store=`.
+        create: make the file when it does not exist (False when reopening).
+    """
+    if isinstance(target, str | os.PathLike):
+        from ._store_sqlite import SQLiteStore
+
+        return SQLiteStore(target, create=create)
+    if isinstance(target, Store):
+        return target
+    inner = getattr(target, "store", None)
+    if isinstance(inner, Store):
+        return inner
+    raise StoreError(
+        f"store= takes a file path (e.g. 'runs.db') or a Store such as sn.SQLiteStore(path), "
+        f"not {type(target).__name__}"
+    )

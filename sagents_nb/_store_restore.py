@@ -1,0 +1,175 @@
+"""Rebuilding a session from stored rows: its tree, storage, transcripts, events and runs."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from ._agent import Agent, member_agent
+from ._errors import StoreError
+from ._messages import Message
+from ._node import Node, Outcome, TaskEntry
+from ._result import Result
+from ._run import Run
+from ._store import SessionRows, Store, StoredSession, resolve_store
+from ._store_journal import Journal
+from ._store_snapshot import load_node
+from .events import Event, RunFinished, StatusChanged, parse_event
+
+if TYPE_CHECKING:
+    from ._session import Session
+
+INTERRUPTED = (
+    "the process stopped before this run finished; session.resume() continues it from its last "
+    "committed step"
+)
+
+
+def open_session(
+    cls: type[Session], store: object, session_id: str, agent: Agent, options: dict[str, Any]
+) -> Session:
+    """`Session.open`: load `session_id` from `store` and rebuild it around `agent`."""
+    backend = resolve_store(store, create=False)
+    rows = backend.load(session_id)
+    return restore(cls(agent, session_id=session_id, **options), backend, rows)
+
+
+def fork_session(session: Session, at: int | None) -> Session:
+    """`Session.fork`: a new session in the same store holding the state as of event `at`."""
+    journal = require_journal(session, "fork")
+    journal.flush()
+    rows = journal.store.load(session.id)
+    last = rows.info.last_seq
+    seq = last if at is None else at
+    if not 1 <= seq <= last:
+        raise StoreError(
+            f"fork(at={at}): session {session.id!r} has committed events 1..{last}; "
+            "pass the seq of one of them (event.seq)"
+        )
+    cut = rows.at(seq)
+    cut.info = StoredSession(
+        uuid.uuid4().hex[:12], session.agent.name, time.time(), session.id, seq, seq
+    )
+    journal.store.create(cut)
+    forked = type(session)(
+        session.agent,
+        llm=session.llm,
+        scope=session.scope,
+        preprocessor=session.preprocessor,
+        hooks=session.hooks,
+        max_depth=session.max_depth,
+        max_parallel=session.max_parallel,
+        token_counter=session.token_counter,
+        state=dict(session.state),
+        tool_context=session.tool_context,
+        session_id=cut.info.id,
+    )
+    forked.default_worker = session.default_worker
+    if session.agent.kind is None:
+        forked.default_main = forked.root.kind = session.default_main
+    return restore(forked, journal.store, cut)
+
+
+def require_journal(session: Session, what: str) -> Journal:
+    """The session's journal, or a `StoreError` saying how to make the session durable."""
+    journal = session.store
+    if not isinstance(journal, Journal):
+        raise StoreError(
+            f"session.{what}() needs a durable session: create it with "
+            "sn.Session(agent, store='runs.db') (or store=':memory:' to keep it in memory)"
+        )
+    return journal
+
+
+def restore(session: Session, store: Store, rows: SessionRows) -> Session:
+    """Put the stored state into a fresh `session` (built from code) and start recording."""
+    root = session.root
+    if rows.info.agent != root.agent.name:
+        raise StoreError(
+            f"session {rows.info.id!r} was saved with top agent {rows.info.agent!r}, not "
+            f"{root.agent.name!r}; pass agent= the agent it was saved with"
+        )
+    states = {path: json.loads(row.body) for path, row in rows.latest_nodes().items()}
+    _restore_node(root, states, rows)
+    root.display = _messages(rows, root.path, "display")
+    events = [parse_event(row.body) for row in rows.events]
+    bus = session.bus
+    bus.log = events
+    bus._seq = events[-1].seq if events else 0
+    bus.statuses = {e.path: e.status for e in events if isinstance(e, StatusChanged)}
+    bus.run = max((e.run for e in events), default=0)
+    session.runs = _restore_runs(session, events)
+    session.store = Journal(session, store, rows=rows)
+    return session
+
+
+def _restore_node(node: Node, states: dict[str, dict[str, Any]], rows: SessionRows) -> None:
+    node.history = _messages(rows, node.path, "llm")
+    node.history_tokens = sum(map(node.token_count, node.history))
+    state = states.get(node.path)
+    if state is None:
+        return
+    load_node(node, state)
+    session = node.session
+    for path in state["children"]:
+        child_state = states.get(path)
+        if child_state is None:  # spawned after the event a fork branched at
+            continue
+        agent = _team_member(node.agent, child_state["agent"])
+        kind = agent.kind if agent.kind is not None else session.default_worker
+        child = Node(session, agent, kind, path=path, parent=node)
+        node.order.append(child)
+        node.kinds_seen[agent.name] = kind
+        _restore_node(child, states, rows)
+    children = {child.path: child for child in node.order}
+    node.persistent = {
+        name: children[path] for name, path in state["persistent"].items() if path in children
+    }
+    for task in rows.tasks:
+        child = children.get(task.child)
+        if task.parent == node.path and task.retired is None and child is not None:
+            outcome = Outcome(task.status, task.text or "") if task.status is not None else None
+            node.tasks[(task.agent, task.prompt)] = TaskEntry(child, task.prompt, outcome=outcome)
+
+
+def _team_member(parent: Agent, name: str) -> Agent:
+    for member in parent.team:
+        agent = member_agent(member)
+        if agent.name == name:
+            return agent
+    return Agent(name, does=f"restored from a store; {name!r} is not in {parent.name}'s team now")
+
+
+def _messages(rows: SessionRows, path: str, transcript: str) -> list[Message]:
+    return [Message.model_validate_json(body) for body in rows.live_messages(path, transcript)]
+
+
+def _restore_runs(session: Session, events: list[Event]) -> list[Run]:
+    """Finished runs with their results; an interrupted run as `incomplete`, to be resumed."""
+    firsts: dict[int, int] = {}
+    lasts: dict[int, int] = {}
+    for index, event in enumerate(events):
+        if event.run:
+            firsts.setdefault(event.run, index)
+            if event.run not in lasts or not isinstance(events[lasts[event.run]], RunFinished):
+                lasts[event.run] = index
+    runs = []
+    tree = session.tree
+    for number in sorted(firsts):
+        first, last = firsts[number], lasts[number] + 1
+        end = events[last - 1]
+        if isinstance(end, RunFinished):
+            result = Result(end.text, end.status, end.turns, end.usage, [], tree, number)
+        else:
+            result = Result(INTERRUPTED, "incomplete", 0, session.run_usage, [], tree, number)
+        result.events = events[first:last]
+        run = Run(session, number)
+        run._first, run._last = first, last
+        run._result = result
+        run.status = result.status
+        run._finished.set_result(result)
+        run._stop.set()
+        runs.append(run)
+    return runs

@@ -1,0 +1,344 @@
+"""`SQLiteStore`: the built-in store, one SQLite file in WAL mode with a versioned schema."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from ._errors import StoreError
+from ._store import (
+    EventRow,
+    MessageRow,
+    NodeRow,
+    SessionRows,
+    Step,
+    StoredSession,
+    TaskRow,
+)
+
+APP = "sagents_nb"
+SCHEMA_VERSION = 1
+SQLITE_MAGIC = b"SQLite format 3\x00"
+MEMORY = ":memory:"
+
+SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE sessions (
+    id TEXT PRIMARY KEY, agent TEXT NOT NULL, created REAL NOT NULL,
+    parent TEXT, fork_seq INTEGER
+);
+CREATE TABLE events (
+    session TEXT NOT NULL, seq INTEGER NOT NULL, run INTEGER NOT NULL, type TEXT NOT NULL,
+    path TEXT NOT NULL, body TEXT NOT NULL, PRIMARY KEY (session, seq)
+) WITHOUT ROWID;
+CREATE TABLE messages (
+    id INTEGER PRIMARY KEY, session TEXT NOT NULL, path TEXT NOT NULL, transcript TEXT NOT NULL,
+    added INTEGER NOT NULL, removed INTEGER, body TEXT NOT NULL
+);
+CREATE INDEX messages_live ON messages (session, path, transcript, removed);
+CREATE TABLE nodes (
+    session TEXT NOT NULL, path TEXT NOT NULL, seq INTEGER NOT NULL, body TEXT NOT NULL,
+    PRIMARY KEY (session, path, seq)
+) WITHOUT ROWID;
+CREATE TABLE tasks (
+    id INTEGER PRIMARY KEY, session TEXT NOT NULL, parent TEXT NOT NULL, agent TEXT NOT NULL,
+    prompt TEXT NOT NULL, child TEXT NOT NULL, seq INTEGER NOT NULL, status TEXT, text TEXT,
+    settled INTEGER, retired INTEGER
+);
+CREATE INDEX tasks_key ON tasks (session, parent, agent, prompt, retired);
+"""
+
+Migration = Callable[[sqlite3.Connection], None]
+MIGRATIONS: dict[int, Migration] = {}
+"""`MIGRATIONS[v]` upgrades a store from schema `v` to `v + 1`; all run in one transaction."""
+
+_INSERT_TASK = """
+INSERT INTO tasks (session, parent, agent, prompt, child, seq, status, text, settled, retired)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+"""
+_UPDATE_TASK = """
+UPDATE tasks SET child = ?, status = ?, text = ?, settled = coalesce(settled, ?)
+WHERE session = ? AND parent = ? AND agent = ? AND prompt = ? AND retired IS NULL
+"""
+_RETIRE_TASK = """
+UPDATE tasks SET retired = ?
+WHERE session = ? AND parent = ? AND agent = ? AND prompt = ? AND retired IS NULL
+"""
+
+
+class SQLiteStore:
+    """Durable sessions in one SQLite file (WAL mode: a crash never corrupts it).
+
+    Args:
+        path: the file; `":memory:"` keeps the store in this process only (fork and export
+            still work).
+        create: make the file if it does not exist; False raises `StoreError` instead.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, create: bool = True) -> None:
+        self.path = str(path)
+        self._lock = threading.Lock()
+        self._db = self._connect(create)
+
+    def __repr__(self) -> str:
+        return f"SQLiteStore({self.path!r})"
+
+    # opening
+
+    def _connect(self, create: bool) -> sqlite3.Connection:
+        if self.path != MEMORY:
+            _check_file(Path(self.path), create)
+        db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=5)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                self._prepare(db, create)
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+        except sqlite3.DatabaseError as exc:
+            db.close()
+            raise StoreError(
+                f"{self.path} is damaged or not a sagents_nb store ({exc}); restore a backup, "
+                "or pass a new file name to start a new store"
+            ) from exc
+        except StoreError:
+            db.close()
+            raise
+        return db
+
+    def _prepare(self, db: sqlite3.Connection, create: bool) -> None:
+        """Create the schema in an empty file, or check (and migrate) an existing one."""
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if not tables and create:
+            for statement in SCHEMA.split(";"):
+                if statement.strip():
+                    db.execute(statement)
+            db.executemany(
+                "INSERT INTO meta VALUES (?, ?)", [("app", APP), ("schema", str(SCHEMA_VERSION))]
+            )
+            return
+        meta = dict(db.execute("SELECT key, value FROM meta")) if "meta" in tables else {}
+        if meta.get("app") != APP:
+            found = ", ".join(sorted(tables)) or "none"
+            raise StoreError(
+                f"{self.path} is an SQLite database but not a sagents_nb store (its tables: "
+                f"{found}); pass the file a session was saved to, or a new file name"
+            )
+        version = int(meta.get("schema", "0"))
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.path} was written by a newer sagents_nb (store schema {version}; this "
+                f"version reads schema {SCHEMA_VERSION} and older); upgrade sagents_nb to open it"
+            )
+        missing = [v for v in range(version, SCHEMA_VERSION) if v not in MIGRATIONS]
+        if missing:
+            raise StoreError(
+                f"{self.path} uses store schema {version} and this sagents_nb has no migration "
+                f"from schema {missing[0]} to {missing[0] + 1}; open it with the sagents_nb "
+                "version that wrote it and move the session with session.export_jsonl(...)"
+            )
+        for step in range(version, SCHEMA_VERSION):
+            MIGRATIONS[step](db)
+        if version != SCHEMA_VERSION:
+            db.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (str(SCHEMA_VERSION),))
+
+    # the Store protocol
+
+    def create(self, rows: SessionRows) -> None:
+        """Add a new session with its rows in one transaction."""
+        info = rows.info
+        with self._transaction() as db:
+            try:
+                db.execute(
+                    "INSERT INTO sessions VALUES (?, ?, ?, ?, ?)",
+                    (info.id, info.agent, info.created, info.parent, info.fork_seq),
+                )
+            except sqlite3.IntegrityError as exc:
+                raise StoreError(
+                    f"a session with id {info.id!r} already exists in {self.path}; "
+                    "pass another session id"
+                ) from exc
+            sid = info.id
+            self._insert_events(db, sid, rows.events)
+            db.executemany(
+                "INSERT INTO messages (session, path, transcript, added, removed, body) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                [(sid, m.path, m.transcript, m.added, m.removed, m.body) for m in rows.messages],
+            )
+            db.executemany(
+                "INSERT OR REPLACE INTO nodes VALUES (?, ?, ?, ?)",
+                [(sid, n.path, n.seq, n.body) for n in rows.nodes],
+            )
+            db.executemany(_INSERT_TASK, [(sid, *_task_values(t)) for t in rows.tasks])
+
+    def commit(self, session_id: str, step: Step) -> None:
+        """Write one step in one transaction."""
+        sid, seq = session_id, step.seq
+        with self._transaction() as db:
+            self._insert_events(db, sid, step.events)
+            for write in step.messages:
+                if write.replace:
+                    db.execute(
+                        "UPDATE messages SET removed = ? WHERE session = ? AND path = ? "
+                        "AND transcript = ? AND removed IS NULL",
+                        (seq, sid, write.path, write.transcript),
+                    )
+                db.executemany(
+                    "INSERT INTO messages (session, path, transcript, added, body) "
+                    "VALUES (?, ?, ?, ?, ?)",
+                    [(sid, write.path, write.transcript, seq, body) for body in write.bodies],
+                )
+            db.executemany(
+                "INSERT OR REPLACE INTO nodes VALUES (?, ?, ?, ?)",
+                [(sid, n.path, n.seq, n.body) for n in step.nodes],
+            )
+            db.executemany(_RETIRE_TASK, [(seq, sid, *key) for key in step.retired])
+            for task in step.tasks:
+                key = (sid, task.parent, task.agent, task.prompt)
+                values = (task.child, task.status, task.text, task.settled, *key)
+                if db.execute(_UPDATE_TASK, values).rowcount == 0:
+                    db.execute(_INSERT_TASK, (sid, *_task_values(task)))
+
+    def load(self, session_id: str) -> SessionRows:
+        """The session's whole record."""
+        with self._reading() as db:
+            found = db.execute(
+                "SELECT id, agent, created, parent, fork_seq FROM sessions WHERE id = ?",
+                (session_id,),
+            ).fetchone()
+            if found is None:
+                ids = [r[0] for r in db.execute("SELECT id FROM sessions ORDER BY created, id")]
+                raise StoreError(
+                    f"no session {session_id!r} in {self.path} (sessions there: "
+                    f"{', '.join(ids) or 'none'}); pass one of those ids"
+                )
+            where = (session_id,)
+            events = [
+                EventRow(*r)
+                for r in db.execute(
+                    "SELECT seq, run, type, path, body FROM events WHERE session = ? ORDER BY seq",
+                    where,
+                )
+            ]
+            messages = [
+                MessageRow(*r)
+                for r in db.execute(
+                    "SELECT path, transcript, added, removed, body FROM messages "
+                    "WHERE session = ? ORDER BY id",
+                    where,
+                )
+            ]
+            nodes = [
+                NodeRow(*r)
+                for r in db.execute(
+                    "SELECT path, seq, body FROM nodes WHERE session = ? ORDER BY seq, path",
+                    where,
+                )
+            ]
+            tasks = [
+                TaskRow(*r)
+                for r in db.execute(
+                    "SELECT parent, agent, prompt, child, seq, status, text, settled, retired "
+                    "FROM tasks WHERE session = ? ORDER BY id",
+                    where,
+                )
+            ]
+        last = events[-1].seq if events else 0
+        info = StoredSession(*found, last_seq=last)
+        return SessionRows(info, events, messages, nodes, tasks)
+
+    def sessions(self) -> list[StoredSession]:
+        """Every session in the store, oldest first."""
+        with self._reading() as db:
+            rows = db.execute(
+                "SELECT id, agent, created, parent, fork_seq, "
+                "(SELECT coalesce(max(seq), 0) FROM events WHERE session = sessions.id) "
+                "FROM sessions ORDER BY created, id"
+            ).fetchall()
+        return [StoredSession(*r) for r in rows]
+
+    def close(self) -> None:
+        """Close the connection (the file stays consistent whether or not this is called)."""
+        with self._lock:
+            self._db.close()
+
+    # helpers
+
+    @staticmethod
+    def _insert_events(db: sqlite3.Connection, sid: str, events: list[EventRow]) -> None:
+        try:
+            db.executemany(
+                "INSERT INTO events VALUES (?, ?, ?, ?, ?, ?)",
+                [(sid, e.seq, e.run, e.type, e.path, e.body) for e in events],
+            )
+        except sqlite3.IntegrityError as exc:
+            raise StoreError(
+                f"session {sid!r} already has events with these numbers: another process (or "
+                "another Session object) is writing it; use one live Session per stored session"
+            ) from exc
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            db = self._db
+            try:
+                db.execute("BEGIN IMMEDIATE")
+                yield db
+            except BaseException as exc:
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.Error):
+                    raise StoreError(f"writing to {self.path} failed ({exc})") from exc
+                raise
+            db.execute("COMMIT")
+
+    @contextmanager
+    def _reading(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            try:
+                yield self._db
+            except sqlite3.Error as exc:
+                raise StoreError(
+                    f"reading {self.path} failed ({exc}); the file may be damaged"
+                ) from exc
+
+
+def _check_file(path: Path, create: bool) -> None:
+    if not path.exists():
+        if create:
+            return
+        raise StoreError(
+            f"no store at {path}: the file does not exist; check the path (a session is saved "
+            f"with sn.Session(agent, store={str(path)!r}))"
+        )
+    if path.is_dir():
+        raise StoreError(f"{path} is a directory; pass a file path such as {path / 'runs.db'}")
+    with path.open("rb") as file:
+        head = file.read(len(SQLITE_MAGIC))
+    if head and head != SQLITE_MAGIC:
+        raise StoreError(
+            f"{path} is not a sagents_nb store: it is not an SQLite database; pass the file a "
+            "session was saved to, or a new file name"
+        )
+
+
+def _task_values(task: TaskRow) -> tuple[object, ...]:
+    return (
+        task.parent,
+        task.agent,
+        task.prompt,
+        task.child,
+        task.seq,
+        task.status,
+        task.text,
+        task.settled,
+        task.retired,
+    )

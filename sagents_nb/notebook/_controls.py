@@ -1,0 +1,184 @@
+"""What the view's buttons and selectors do: each front-end message becomes a public API call.
+
+Messages arrive on the kernel's main thread; the run's controls are thread-safe, and the view
+itself only changes on the library loop (the handlers ask it to refresh).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from .. import kinds
+from ._render import TABS
+
+if TYPE_CHECKING:
+    from .._run import Run
+    from ._widget import LiveView
+
+
+def handle_message(view: LiveView, message: dict[str, Any]) -> None:
+    """Carry out one message from the front end."""
+    action = message.get("action")
+    match action:
+        case "focus":
+            _focus(view, message)
+        case "step" | "resume" | "cancel":
+            _run_control(view, action)
+        case "approve" | "edit" | "reject":
+            _decide(view, action, message)
+        case "kind":
+            _set_kind(view, str(message.get("agent")), str(message.get("kind")))
+        case "preprocessor":
+            _set_preprocessor(view, str(message.get("name")))
+        case "fork":
+            _fork(view, message.get("seq"))
+        case _:
+            view.notify(f"the view sent an unknown action {action!r}; nothing was done", error=True)
+
+
+def _focus(view: LiveView, message: dict[str, Any]) -> None:
+    focus = view.focus
+    with view.projector.lock:
+        if "node" in message:
+            node = message["node"]
+            if node != focus.node:
+                focus.turn = None
+            focus.node = node
+        if message.get("tab") in TABS:
+            focus.tab = message["tab"]
+        if "turn" in message:
+            turn = message["turn"]
+            focus.turn = turn if isinstance(turn, int) and turn >= 0 else None
+        if isinstance(message.get("types"), list):
+            focus.types = [str(t) for t in message["types"]]
+        if "node_only" in message:
+            focus.node_only = bool(message["node_only"])
+    view.refresh()
+
+
+def _controlled_run(view: LiveView) -> Run | None:
+    run = view.target.control_run()
+    if run is None:
+        view.notify("there is no run to control yet: send a message first", error=True)
+    return run
+
+
+def _run_control(view: LiveView, action: str) -> None:
+    run = _controlled_run(view)
+    if run is None:
+        return
+    if run.done:
+        view.notify(f"run {run.number} has already finished ({run.status})", error=True)
+        return
+    getattr(run, action)()
+    view.notify(
+        {
+            "step": f"run {run.number}: step — it will pause before its next action",
+            "resume": f"run {run.number}: resumed to the end",
+            "cancel": f"run {run.number}: cancel requested",
+        }[action]
+    )
+
+
+def _decide(view: LiveView, action: str, message: dict[str, Any]) -> None:
+    run = _controlled_run(view)
+    if run is None:
+        return
+    pending = run.paused_at
+    if pending is None:
+        view.notify(
+            f"run {run.number} is not paused ({run.status}); nothing to {action}", error=True
+        )
+        return
+    if message.get("pause_id") not in (None, pending.id):
+        view.notify(
+            "that pause was already decided; the view now shows the current one", error=True
+        )
+        view.refresh()
+        return
+    if action == "approve":
+        run.approve()
+        view.notify(f"approved: {pending}")
+    elif action == "reject":
+        reason = str(message.get("reason") or "").strip() or "rejected in the live view"
+        run.reject(reason)
+        view.notify(f"rejected: {pending} ({reason})")
+    else:
+        _edit(view, run, message.get("text"))
+
+
+def _edit(view: LiveView, run: Run, text: Any) -> None:
+    pending = run.paused_at
+    assert pending is not None
+    text = "" if text is None else str(text)
+    if pending.action == "model":
+        if not text.strip():
+            view.notify(
+                "Edit at a model pause needs the reply to use; nothing was sent", error=True
+            )
+            return
+        run.edit(reply=text)
+        view.notify("edited: the model request is answered with your text")
+        return
+    try:
+        arguments = json.loads(text)
+    except ValueError as exc:
+        view.notify(
+            f"Edit needs the arguments as a JSON object ({exc}); nothing was sent", error=True
+        )
+        return
+    if not isinstance(arguments, dict):
+        view.notify('Edit needs a JSON object of arguments, e.g. {"city": "Paris"}', error=True)
+        return
+    run.edit(arguments=arguments)
+    view.notify(f"edited: {pending.name} runs with {json.dumps(arguments, ensure_ascii=False)}")
+
+
+def _set_kind(view: LiveView, agent_name: str, kind: str) -> None:
+    agent = view.target.agent(agent_name)
+    factory = kinds.registry().get(kind)
+    if agent is None or factory is None:
+        known = ", ".join(sorted(kinds.registry()))
+        view.notify(
+            f"cannot set kind {kind!r} on agent {agent_name!r} (kinds: {known})", error=True
+        )
+        return
+    old = view.target.agent_kinds().get(agent_name)
+    agent.kind = factory()
+    view.notify(f"{agent_name} uses kind {kind} from its next task (was {old})")
+
+
+def _set_preprocessor(view: LiveView, name: str) -> None:
+    session = view.target.session
+    options = view.preprocessor_options()
+    if session is None or name not in options:
+        view.notify(
+            f"no preprocessor called {name!r} (choose from {', '.join(options)})", error=True
+        )
+        return
+    session.preprocessor = options[name]
+    view.notify(f"preprocessor is now {name} for the next message")
+
+
+def _fork(view: LiveView, seq: Any) -> None:
+    session = view.target.session
+    if session is None:
+        view.notify("a finished result cannot be forked; fork from a session's view", error=True)
+        return
+    fork = getattr(session, "fork", None)
+    if fork is None:
+        view.notify(
+            "this version of sagents_nb has no session.fork(); nothing was forked", error=True
+        )
+        return
+    try:
+        forked = fork(at=int(seq))
+    except Exception as exc:
+        view.notify(f"fork at event {seq} failed: {type(exc).__name__}: {exc}", error=True)
+        return
+    view.forks.append(forked)
+    view.notify(
+        f"forked at event {seq}: new session {getattr(forked, 'id', '?')}, kept in this view's "
+        "`.forks` (show it with sagents_nb.notebook.view(v.forks[-1]))"
+    )

@@ -1,0 +1,567 @@
+"""The projector: folds the event stream into view state, one handler per event type."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .._messages import Message, ToolCall, Usage
+from ..events import (
+    ColdSink,
+    Compaction,
+    ContextBuilt,
+    ContextFull,
+    ErrorOccurred,
+    Event,
+    HarnessEventOccurred,
+    KindSwapped,
+    LLMSwapped,
+    MessagePreprocessed,
+    ModelRequest,
+    ModelResponse,
+    Paused,
+    PreprocessorSwapped,
+    Resumed,
+    Retry,
+    RunFinished,
+    RunStarted,
+    StatusChanged,
+    TaskFinished,
+    TaskReattached,
+    TaskRefused,
+    TaskSpawned,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+    WindowTrim,
+)
+
+if TYPE_CHECKING:
+    from .._result import TreeNode
+
+
+@dataclass
+class Entry:
+    """One line of a node's transcript."""
+
+    role: str
+    """`user`, `assistant`, `tool`, `error`, `cli` or `reasoning`."""
+    text: str
+    seq: int
+    calls: tuple[ToolCall, ...] = ()
+    call_id: str | None = None
+    name: str | None = None
+    status: str | None = None
+    sent_as: str | None = None
+    """The LLM version of a user message, when the preprocessor changed it."""
+
+
+@dataclass
+class ToolCard:
+    """One tool call of a node, from its pause or start to its result."""
+
+    call_id: str
+    name: str
+    arguments: str
+    seq: int
+    status: str = "running"
+    result: str | None = None
+    duration: float | None = None
+    display_text: str | None = None
+    child: str | None = None
+    """The child a `task` call started or reattached to."""
+    notes: list[str] = field(default_factory=list)
+    """Pause decisions, reattach and refusal reasons."""
+
+
+@dataclass
+class Turn:
+    """One model turn of a node: the view sent beside the storage it was built from."""
+
+    number: int
+    kind: str
+    seq: int
+    view_tokens: int
+    storage_tokens: int
+    view_count: int
+    storage_count: int
+    hidden: int
+    view: list[Message] = field(default_factory=list)
+    storage: list[Message] = field(default_factory=list)
+    """The node's storage list as it was; only its first `storage_len` items belong to this turn."""
+    storage_len: int = 0
+    forgotten_len: int = 0
+    model: str = ""
+    tool_choice: str | None = None
+    reply: Message | None = None
+    usage: Usage | None = None
+    duration: float | None = None
+
+
+@dataclass
+class Mark:
+    """A context event on a node's timeline (and a marker on its context chart)."""
+
+    seq: int
+    type: str
+    at: int
+    """Turns the node had finished when it happened."""
+    title: str
+    details: dict[str, Any] = field(default_factory=dict)
+    text: str | None = None
+    previews: list[str] = field(default_factory=list)
+
+
+@dataclass
+class NodeState:
+    """Everything a view shows about one agent instance."""
+
+    path: str
+    agent: str
+    parent: str | None
+    kind: str = "?"
+    status: str = "spawned"
+    detail: str | None = None
+    turns: int = 0
+    tokens: int = 0
+    """This node's own tokens (children not included)."""
+    display_text: str | None = None
+    reattached: int = 0
+    refused: list[str] = field(default_factory=list)
+    children: list[str] = field(default_factory=list)
+    transcript: list[Entry] = field(default_factory=list)
+    streaming: list[str] = field(default_factory=list)
+    storage: list[Message] = field(default_factory=list)
+    """Storage rebuilt from events. Only ever appended to; a compaction swaps in a new list, so a
+    turn can keep a reference and a length instead of a copy."""
+    forgotten: list[tuple[str, Message]] = field(default_factory=list)
+    """Messages compaction removed from storage, with how (`summarised` or `truncated`)."""
+    turn_log: list[Turn] = field(default_factory=list)
+    cards: dict[str, ToolCard] = field(default_factory=dict)
+    timeline: list[Mark] = field(default_factory=list)
+    building: Turn | None = None
+    """A turn whose context is built and whose request is not sent yet."""
+    asking: Turn | None = None
+    """The turn waiting for its reply (None while a summary request is out)."""
+    version: int = 0
+
+
+@dataclass
+class RunState:
+    """One run of the session, as its events tell it."""
+
+    number: int
+    status: str = "running"
+    input: str | None = None
+    text: str | None = None
+    turns: int = 0
+    tokens: int = 0
+
+
+@dataclass
+class PendingState:
+    """A pause waiting for a decision."""
+
+    pause_id: int
+    action: str
+    path: str
+    seq: int
+    name: str | None = None
+    call_id: str | None = None
+    arguments: dict[str, Any] | None = None
+
+
+class Projector:
+    """Folds events into view state. Thread-safe: fold and read under `lock`."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.nodes: dict[str, NodeState] = {}
+        self.root: str | None = None
+        self.events: list[Event] = []
+        self.counts: Counter[str] = Counter()
+        self.runs: dict[int, RunState] = {}
+        self.pending: dict[int, PendingState] = {}
+        self.preprocessor: str | None = None
+        self.llm: str | None = None
+        self.version = 0
+        self._sent_as: Message | None = None
+
+    def fold(self, event: Event) -> None:
+        """Add one event to the view state."""
+        with self.lock:
+            self.events.append(event)
+            self.counts[event.type] += 1
+            self.version += 1
+            self._dispatch(event)
+
+    def node(self, path: str) -> NodeState:
+        """The state of the node at `path`, created (with its ancestors) on first mention."""
+        state = self.nodes.get(path)
+        if state is None:
+            parent, _, segment = path.rpartition("/")
+            agent = (segment.rpartition(".")[0] or segment) if parent else segment
+            state = self.nodes[path] = NodeState(path, agent, parent or None)
+            if parent:
+                self.node(parent).children.append(path)
+            elif self.root is None:
+                self.root = path
+        state.version += 1
+        return state
+
+    def apply_tree(self, tree: TreeNode) -> None:
+        """Take a tree snapshot as the truth for every node's summary (kind, status, counts)."""
+        with self.lock:
+            self.version += 1
+            for item in tree.walk():
+                state = self.node(item.id)
+                state.agent, state.kind, state.status = item.agent, item.kind, item.status
+                state.turns, state.display_text = item.turns, item.display_text
+                state.reattached, state.refused = item.reattached, list(item.refused)
+                below = sum(child.usage.total_tokens for child in item.children)
+                state.tokens = item.usage.total_tokens - below
+
+    def _dispatch(self, event: Event) -> None:
+        match event:
+            case RunStarted():
+                self._run_started(event)
+            case StatusChanged():
+                self._status_changed(event)
+            case MessagePreprocessed():
+                self._message_preprocessed(event)
+            case ContextBuilt():
+                self._context_built(event)
+            case ModelRequest():
+                self._model_request(event)
+            case ModelResponse():
+                self._model_response(event)
+            case TextDelta():
+                self.node(event.path).streaming.append(event.text)
+            case ToolCallStarted():
+                self._tool_call_started(event)
+            case ToolCallFinished():
+                self._tool_call_finished(event)
+            case TaskSpawned():
+                self._task_spawned(event)
+            case TaskReattached():
+                self._task_reattached(event)
+            case TaskRefused():
+                self._task_refused(event)
+            case TaskFinished():
+                self._task_finished(event)
+            case Compaction():
+                self._compaction(event)
+            case ContextFull():
+                self._context_full(event)
+            case ColdSink():
+                self._cold_sink(event)
+            case WindowTrim():
+                self._window_trim(event)
+            case KindSwapped():
+                self._kind_swapped(event)
+            case PreprocessorSwapped():
+                self._preprocessor_swapped(event)
+            case LLMSwapped():
+                self._llm_swapped(event)
+            case Paused():
+                self._paused(event)
+            case Resumed():
+                self._resumed(event)
+            case Retry():
+                self._retry(event)
+            case HarnessEventOccurred():
+                self._harness_event(event)
+            case ErrorOccurred():
+                self._error(event)
+            case RunFinished():
+                self._run_finished(event)
+            case _:
+                # A type this view does not know yet still shows in the event log.
+                return
+
+    # runs and status
+
+    def _run_started(self, event: RunStarted) -> None:
+        self.runs[event.run] = RunState(event.run, input=event.input)
+        node = self.node(event.path)
+        node.agent = event.agent
+        if event.input is not None:
+            sent = self._sent_as
+            llm = sent if sent is not None else Message(role="user", content=event.input)
+            node.storage.append(llm)
+            changed = sent.content if sent is not None and sent.content != event.input else None
+            node.transcript.append(Entry("user", event.input, event.seq, sent_as=changed))
+        self._sent_as = None
+
+    def _status_changed(self, event: StatusChanged) -> None:
+        node = self.node(event.path)
+        node.status, node.detail = event.status, event.detail
+
+    def _message_preprocessed(self, event: MessagePreprocessed) -> None:
+        self.preprocessor = event.preprocessor
+        self._sent_as = event.llm
+
+    def _run_finished(self, event: RunFinished) -> None:
+        run = self.runs.setdefault(event.run, RunState(event.run))
+        run.status, run.text, run.turns = event.status, event.text, event.turns
+        run.tokens = event.usage.total_tokens
+        self.node(event.path)
+
+    # turns
+
+    def _context_built(self, event: ContextBuilt) -> None:
+        node = self.node(event.path)
+        node.kind = event.kind
+        node.building = Turn(
+            event.turn,
+            event.kind,
+            event.seq,
+            event.view_tokens,
+            event.storage_tokens,
+            event.view_messages,
+            event.storage_messages,
+            event.hidden,
+        )
+
+    def _model_request(self, event: ModelRequest) -> None:
+        node = self.node(event.path)
+        turn, node.building = node.building, None
+        node.asking = turn
+        node.streaming = []
+        if turn is None:
+            return
+        if event.tool_choice == "none" and event.messages and event.messages[-1].role == "user":
+            node.storage.append(event.messages[-1])
+        turn.view, turn.model, turn.tool_choice = event.messages, event.model, event.tool_choice
+        turn.storage, turn.storage_len = node.storage, len(node.storage)
+        turn.forgotten_len = len(node.forgotten)
+        node.turn_log.append(turn)
+
+    def _model_response(self, event: ModelResponse) -> None:
+        node = self.node(event.path)
+        node.turns = max(node.turns, event.turn)
+        if event.usage is not None:
+            node.tokens += event.usage.total_tokens
+            run = self.runs.get(event.run)
+            if run is not None:
+                run.tokens += event.usage.total_tokens
+        turn, node.asking = node.asking, None
+        if turn is None:
+            return
+        message = event.message
+        turn.reply, turn.usage, turn.duration = message, event.usage, event.duration
+        node.storage.append(message)
+        node.transcript.append(
+            Entry("assistant", message.content or "", event.seq, calls=message.tool_calls or ())
+        )
+
+    # tool calls
+
+    def _card(self, node: NodeState, call_id: str, name: str, arguments: str, seq: int) -> ToolCard:
+        card = node.cards.get(call_id)
+        if card is None:
+            card = node.cards[call_id] = ToolCard(call_id, name, arguments, seq)
+        return card
+
+    def _tool_call_started(self, event: ToolCallStarted) -> None:
+        node = self.node(event.path)
+        card = self._card(node, event.call_id, event.name, event.arguments, event.seq)
+        card.arguments, card.status = event.arguments, "running"
+        card.display_text = event.display_text
+
+    def _tool_call_finished(self, event: ToolCallFinished) -> None:
+        node = self.node(event.path)
+        card = self._card(node, event.call_id, event.name, event.arguments, event.seq)
+        card.arguments, card.status = event.arguments, event.status
+        card.result, card.duration = event.result, event.duration
+        node.storage.append(Message(role="tool", tool_call_id=event.call_id, content=event.result))
+        node.transcript.append(
+            Entry(
+                "tool",
+                event.result,
+                event.seq,
+                call_id=event.call_id,
+                name=event.name,
+                status=event.status,
+            )
+        )
+
+    def _paused(self, event: Paused) -> None:
+        self.pending[event.pause_id] = PendingState(
+            event.pause_id,
+            event.action,
+            event.path,
+            event.seq,
+            event.name,
+            event.call_id,
+            event.arguments,
+        )
+        run = self.runs.get(event.run)
+        if run is not None:
+            run.status = "paused"
+        node = self.node(event.path)
+        if event.call_id is not None:
+            arguments = _json(event.arguments or {})
+            card = self._card(node, event.call_id, event.name or "?", arguments, event.seq)
+            card.status = "pending"
+
+    def _resumed(self, event: Resumed) -> None:
+        pending = self.pending.pop(event.pause_id, None)
+        run = self.runs.get(event.run)
+        if run is not None and not self.pending and run.status == "paused":
+            run.status = "running"
+        node = self.node(event.path)
+        if pending is not None and pending.call_id is not None:
+            card = node.cards.get(pending.call_id)
+            if card is not None:
+                reason = f": {event.reason}" if event.reason else ""
+                card.notes.append(f"{event.decision} at a pause{reason}")
+
+    # delegation
+
+    def _task_spawned(self, event: TaskSpawned) -> None:
+        parent = self.node(event.path)
+        child = self.node(event.child)
+        child.agent, child.kind, child.display_text = event.agent, event.kind, event.display_text
+        child.storage.append(Message(role="user", content=event.prompt))
+        child.transcript.append(Entry("user", event.prompt, event.seq))
+        if event.call_id is not None:
+            card = parent.cards.get(event.call_id)
+            if card is not None:
+                card.child = event.child
+
+    def _task_reattached(self, event: TaskReattached) -> None:
+        parent = self.node(event.path)
+        parent.reattached += 1
+        self.node(event.child).reattached += 1
+        if event.call_id is not None:
+            card = parent.cards.get(event.call_id)
+            if card is not None:
+                card.child = event.child
+                card.notes.append(f"reattached to {event.child} ({event.state})")
+
+    def _task_refused(self, event: TaskRefused) -> None:
+        parent = self.node(event.path)
+        parent.refused.append(event.reason)
+        if event.call_id is not None:
+            card = parent.cards.get(event.call_id)
+            if card is not None:
+                card.notes.append(f"refused: {event.reason}")
+
+    def _task_finished(self, event: TaskFinished) -> None:
+        child = self.node(event.child)
+        child.status = event.status
+        self.node(event.path)
+
+    # context management
+
+    def _mark(self, node: NodeState, event: Event, title: str, **details: Any) -> Mark:
+        mark = Mark(event.seq, event.type, len(node.turn_log), title, details)
+        node.timeline.append(mark)
+        return mark
+
+    def _compaction(self, event: Compaction) -> None:
+        node = self.node(event.path)
+        how = "summarised" if event.strategy == "summary" else "truncated"
+        removed = node.storage[: event.removed]
+        node.forgotten.extend((how, message) for message in removed)
+        kept = node.storage[event.removed :]
+        if event.strategy == "summary" and event.summary:
+            summary = Message(role="system", content=event.summary, meta={"summary": True})
+            kept = [summary, *kept]
+        node.storage = kept
+        details: dict[str, Any] = {
+            "reason": event.reason,
+            "tokens": f"{event.before_tokens} → {event.after_tokens}",
+            "messages removed": event.removed,
+        }
+        if event.error:
+            details["summariser error"] = event.error
+        mark = self._mark(node, event, f"compaction by {event.strategy}", **details)
+        mark.text = event.summary
+
+    def _context_full(self, event: ContextFull) -> None:
+        node = self.node(event.path)
+        self._mark(node, event, "context full", tokens=f"{event.tokens} of {event.window}")
+
+    def _cold_sink(self, event: ColdSink) -> None:
+        node = self.node(event.path)
+        mark = self._mark(
+            node,
+            event,
+            f"{event.sunk} item(s) sunk to cold storage",
+            reason=event.reason,
+            tokens=f"{event.before_tokens} → {event.after_tokens}",
+        )
+        mark.previews = list(event.previews)
+
+    def _window_trim(self, event: WindowTrim) -> None:
+        node = self.node(event.path)
+        self._mark(
+            node,
+            event,
+            "window trimmed",
+            **{
+                "groups dropped": event.dropped_groups,
+                "groups kept": event.kept_groups,
+                "tokens": f"{event.before_tokens} → {event.after_tokens}",
+            },
+        )
+
+    def _kind_swapped(self, event: KindSwapped) -> None:
+        node = self.node(event.path)
+        if node.agent == event.agent:
+            node.kind = event.new
+            title = f"kind {event.old} → {event.new}"
+        else:
+            title = f"{event.agent}'s kind {event.old} → {event.new} (next task)"
+        self._mark(node, event, title, policy=event.policy)
+
+    def _preprocessor_swapped(self, event: PreprocessorSwapped) -> None:
+        self.preprocessor = event.new
+        self._mark(self.node(event.path), event, f"preprocessor {event.old} → {event.new}")
+
+    def _llm_swapped(self, event: LLMSwapped) -> None:
+        self.llm = event.new
+        self._mark(self.node(event.path), event, f"endpoint {event.old} → {event.new}")
+
+    def _retry(self, event: Retry) -> None:
+        node = self.node(event.path)
+        self._mark(
+            node,
+            event,
+            f"retry {event.attempt} in {event.delay:.1f} s",
+            status=event.status,
+            error=event.error,
+        )
+
+    # native CLI children and errors
+
+    def _harness_event(self, event: HarnessEventOccurred) -> None:
+        node = self.node(event.path)
+        data = event.event
+        kind = str(data.get("type", "event"))
+        if kind == "tool_call":
+            call_id = str(data.get("id") or f"cli-{event.seq}")
+            arguments = _json(data.get("arguments") or {})
+            card = self._card(node, call_id, str(data.get("name", "?")), arguments, event.seq)
+            card.status = "observed"
+            card.notes.append("called by the CLI (its own tool runner)")
+            return
+        role = {"text": "cli", "reasoning": "reasoning", "error": "error", "done": "cli"}
+        text = data.get("text") or data.get("content") or data.get("message") or _json(data)
+        node.transcript.append(Entry(role.get(kind, "cli"), str(text), event.seq, name=kind))
+
+    def _error(self, event: ErrorOccurred) -> None:
+        node = self.node(event.path)
+        node.transcript.append(Entry("error", f"{event.error_type}: {event.message}", event.seq))
+
+
+def _json(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return str(value)

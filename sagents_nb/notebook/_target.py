@@ -1,0 +1,137 @@
+"""What a view watches: a live session (and the run its buttons control) or a finished result."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from .. import Agent, Result, Run, Session, kinds
+from .._agent import member_agent
+from .._loop import on_library_thread, run_sync
+from ..events import Event
+from ._projector import Projector
+
+
+class Target:
+    """The object behind a view.
+
+    Args:
+        obj: a `sn.Session`, `sn.Run` or `sn.Result`.
+    """
+
+    def __init__(self, obj: Session | Run | Result) -> None:
+        self.session: Session | None = None
+        self.run: Run | None = None
+        self.result: Result | None = None
+        self._unsubscribe: Callable[[], None] | None = None
+        if isinstance(obj, Session):
+            self.session = obj
+        elif isinstance(obj, Run):
+            self.session, self.run = obj.session, obj
+        elif isinstance(obj, Result):
+            self.result = obj
+        else:
+            raise TypeError(
+                f"sagents_nb.notebook.view() shows a sn.Session, sn.Run or sn.Result, "
+                f"not {type(obj).__name__}"
+            )
+        self.obj = obj
+
+    @property
+    def live(self) -> bool:
+        """Whether the view follows a session (and so has controls)."""
+        return self.session is not None
+
+    def title(self) -> str:
+        if self.result is not None:
+            return f"result of run {self.result.run}"
+        assert self.session is not None
+        where = f"session {self.session.id} · {self.session.agent.name}"
+        return f"run {self.run.number} of {where}" if self.run is not None else where
+
+    def attach(self, projector: Projector, on_change: Callable[[], None]) -> None:
+        """Replay what happened so far into `projector`, then follow new events.
+
+        For a session, replay and subscription happen together on the library loop, where
+        the runtime emits, so no event is missed or counted twice.
+        """
+        if self.result is not None:
+            for event in self.result.events:
+                projector.fold(event)
+            projector.apply_tree(self.result.tree)
+            return
+        session = self.session
+        assert session is not None
+
+        def listen(event: Event) -> None:
+            if event.seq:  # seq 0: a late subscriber's status digest, already in the replay
+                projector.fold(event)
+                on_change()
+
+        def start() -> None:
+            for event in list(session.events):
+                projector.fold(event)
+            projector.apply_tree(session.tree)
+            self._unsubscribe = session.subscribe(listen)
+
+        if on_library_thread():
+            start()
+        else:
+
+            async def start_on_loop() -> None:
+                start()
+
+            run_sync(start_on_loop(), what="sagents_nb.notebook.view()")
+
+    def detach(self) -> None:
+        """Stop following the session."""
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+
+    def control_run(self) -> Run | None:
+        """The run the buttons act on: the view's own run, else the session's unfinished one."""
+        if self.run is not None:
+            return self.run
+        if self.session is None or not self.session.runs:
+            return None
+        for run in reversed(self.session.runs):
+            if run.status in ("running", "paused"):
+                return run
+        return self.session.runs[-1]
+
+    def exchanges(self) -> Any:
+        """The endpoint's exchange log (None for a result)."""
+        if self.session is None:
+            return None
+        return getattr(self.session.llm, "exchanges", ())
+
+    def agents(self) -> Iterator[Agent]:
+        """Every agent spec in the session's tree, each once."""
+        if self.session is None:
+            return
+        seen: set[int] = set()
+        stack = [self.session.agent]
+        while stack:
+            agent = stack.pop()
+            if id(agent) in seen:
+                continue
+            seen.add(id(agent))
+            yield agent
+            stack.extend(member_agent(member) for member in reversed(agent.team))
+
+    def agent(self, name: str) -> Agent | None:
+        """The agent spec called `name`."""
+        return next((a for a in self.agents() if a.name == name), None)
+
+    def agent_kinds(self) -> dict[str, str]:
+        """The kind each agent will run with next (children default to `worker`)."""
+        if self.session is None:
+            return {}
+        top = self.session.agent
+        return {
+            agent.name: kinds.kind_name(agent.kind)
+            if agent.kind is not None
+            else ("main" if agent is top else "worker")
+            for agent in self.agents()
+        }

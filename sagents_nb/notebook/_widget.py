@@ -1,0 +1,228 @@
+"""`LiveView`: the anywidget that shows a session, run or result, live, with its controls."""
+
+from __future__ import annotations
+
+import json
+import weakref
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+try:
+    import anywidget
+    import traitlets
+except ImportError as exc:  # pragma: no cover - both ship with sagents_nb's dependencies
+    raise ImportError(
+        "sagents_nb.notebook needs anywidget and ipywidgets: pip install anywidget ipywidgets"
+    ) from exc
+
+from .. import kinds
+from ._controls import handle_message
+from ._projector import PendingState, Projector
+from ._render import Focus, pane_state, tree_state
+from ._target import Target
+from ._throttle import Throttle
+
+if TYPE_CHECKING:
+    from .. import Result, Run, Session
+
+STATIC = Path(__file__).parent / "static"
+
+watched: weakref.WeakSet[Session] = weakref.WeakSet()
+"""Sessions some view has followed (what `%sagents_view` looks through besides the namespace)."""
+
+
+class LiveView(anywidget.AnyWidget):  # type: ignore[misc]
+    """A live view of a session, run or result: the delegation tree, panes for the selected node,
+    and controls (step, resume, cancel, decisions at a pause, kind and preprocessor hot-swaps).
+
+    Events are folded into view state as they happen and pushed to the front end at most `rate`
+    times a second, always including the last state. Build one with `sagents_nb.notebook.view`.
+
+    Args:
+        obj: a `sn.Session`, `sn.Run` or `sn.Result`.
+        preprocessors: named preprocessors the session's selector offers (besides `none`).
+        rate: front-end updates per second at most.
+    """
+
+    _esm = STATIC / "view.js"
+    _css = STATIC / "view.css"
+
+    header = traitlets.Dict().tag(sync=True)
+    """The title, the controlled run, pending pauses, selector options and the latest notice."""
+    tree = traitlets.Dict().tag(sync=True)
+    """The delegation tree, nested."""
+    pane = traitlets.Dict().tag(sync=True)
+    """The selected node's pane (transcript, context, tools, compaction, wire or events)."""
+
+    def __init__(
+        self,
+        obj: Session | Run | Result,
+        *,
+        preprocessors: dict[str, Any] | None = None,
+        rate: float = 20.0,
+    ) -> None:
+        self.target = Target(obj)
+        self.projector = Projector()
+        self.focus = Focus()
+        self.preprocessors = dict(preprocessors or {})
+        self.forks: list[Any] = []
+        """Sessions forked from this view's `Fork here` buttons."""
+        self._notice: dict[str, Any] = {"id": 0, "text": "", "error": False}
+        self._json_cache: dict[int, str] = {}
+        self._pane_stamp: tuple[Any, ...] | None = None
+        self._ready = False
+        self._throttle = Throttle(self._push, rate=rate)
+        self.target.attach(self.projector, self._throttle.request)
+        if self.target.session is not None:
+            watched.add(self.target.session)
+        header, tree, pane = self._render()
+        super().__init__(header=header, tree=tree, pane=pane or {})
+        self.on_msg(self._on_message)
+        # From here on only the library loop thread changes this widget's traits.
+        self._ready = True
+        self._throttle.request()
+
+    def __repr__(self) -> str:
+        return f"LiveView({self.target.title()})"
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        bundle = super()._repr_mimebundle_(**kwargs)
+        if bundle is None:
+            return None
+        data, metadata = bundle
+        # Front ends without widgets (nbviewer, GitHub, consoles) pick the static rendering.
+        fallback = self.target.obj._repr_mimebundle_()
+        return {**data, **fallback}, metadata
+
+    # used by the controls
+
+    def refresh(self) -> None:
+        """Push the current state soon (from any thread)."""
+        self._throttle.request()
+
+    def notify(self, text: str, *, error: bool = False) -> None:
+        """Show `text` in the view's notice line."""
+        self._notice = {"id": self._notice["id"] + 1, "text": text, "error": error}
+        self.refresh()
+
+    def preprocessor_options(self) -> dict[str, Any]:
+        """The preprocessor selector's choices, by name."""
+        return {"none": None, **self.preprocessors}
+
+    def close(self) -> None:
+        """Stop following the session and close the widget."""
+        self._throttle.close()
+        self.target.detach()
+        super().close()
+
+    # state
+
+    def _on_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        if not isinstance(content, dict):
+            return
+        try:
+            handle_message(self, content)
+        except Exception as exc:
+            self.notify(f"{content.get('action')} failed: {type(exc).__name__}: {exc}", error=True)
+
+    def _push(self) -> None:
+        if not self._ready:
+            return
+        header, tree, pane = self._render()
+        with self.hold_sync():
+            self.header = header
+            self.tree = tree
+            if pane is not None:
+                self.pane = pane
+
+    def _render(self) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any] | None]:
+        projector = self.projector
+        with projector.lock:
+            exchanges = self.target.exchanges()
+            stamp = (self.focus.key(), self._pane_version(exchanges))
+            pane = None
+            if stamp != self._pane_stamp:
+                pane = pane_state(projector, self.focus, exchanges, self._json_cache)
+                self._pane_stamp = stamp
+            return self._header(), tree_state(projector), pane
+
+    def _pane_version(self, exchanges: Any) -> Any:
+        projector, tab = self.projector, self.focus.tab
+        if tab == "wire":
+            if not exchanges:
+                return (id(exchanges), 0)
+            last = exchanges[-1]
+            return (id(exchanges), len(exchanges), id(last), last.status, last.duration)
+        if tab == "events":
+            return projector.version
+        node = projector.nodes.get(self.focus.node or projector.root or "")
+        return node.version if node is not None else projector.version
+
+    def _header(self) -> dict[str, Any]:
+        projector, target = self.projector, self.target
+        live = target.live
+        session = target.session
+        return {
+            "title": target.title(),
+            "live": live,
+            "run": self._run_header(),
+            "pending": [_pending(p) for p in sorted(projector.pending.values(), key=_pause_id)],
+            "kinds": sorted(kinds.registry()) if live else [],
+            "agent_kinds": target.agent_kinds(),
+            "preprocessors": list(self.preprocessor_options()) if live else [],
+            "preprocessor": self._preprocessor_choice(),
+            "llm": projector.llm or (session.llm.label if session is not None else None),
+            "events": len(projector.events),
+            "seq": projector.events[-1].seq if projector.events else 0,
+            "fork": session is not None and hasattr(session, "fork"),
+            "notice": self._notice,
+        }
+
+    def _run_header(self) -> dict[str, Any] | None:
+        projector = self.projector
+        control = self.target.control_run()
+        if control is not None:
+            number = control.number
+        elif self.target.result is not None:
+            number = self.target.result.run
+        else:
+            number = max(projector.runs, default=0)
+        run = projector.runs.get(number)
+        if run is None:
+            return None if control is None else {"number": number, "status": control.status}
+        return {
+            "number": run.number,
+            "status": run.status,
+            "input": run.input,
+            "text": run.text,
+            "turns": run.turns,
+            "tokens": run.tokens,
+        }
+
+    def _preprocessor_choice(self) -> str | None:
+        session = self.target.session
+        if session is None:
+            return None
+        current = session.preprocessor
+        for name, option in self.preprocessor_options().items():
+            if option is current:
+                return name
+        return f"custom: {self.projector.preprocessor or type(current).__name__}"
+
+
+def _pause_id(pending: PendingState) -> int:
+    return pending.pause_id
+
+
+def _pending(pending: PendingState) -> dict[str, Any]:
+    arguments = None
+    if pending.arguments is not None:
+        arguments = json.dumps(pending.arguments, indent=1, ensure_ascii=False, default=str)
+    return {
+        "pause_id": pending.pause_id,
+        "action": pending.action,
+        "path": pending.path,
+        "name": pending.name,
+        "call_id": pending.call_id,
+        "arguments": arguments,
+    }

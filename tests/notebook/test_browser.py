@@ -1,0 +1,151 @@
+"""Real-browser tests: JupyterLab on loopback, Debian's chromium driven by Playwright."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from .conftest import Lab, open_notebook, run_cell, screenshot
+
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(90)]
+
+PAUSED_AT_A_TOOL = '''
+import sagents_nb as sn
+
+@sn.tool
+def get_weather(city: str) -> str:
+    """The weather in a city.
+
+    Args:
+        city: the city.
+    """
+    return f"sunny in {city}"
+
+def forecast(request):
+    if not request.tool_results:
+        return sn.reply(tool_calls=[sn.call("get_weather", city="Paris")])
+    return f"Final answer: it is {request.tool_results[-1]}."
+
+session = sn.Session(sn.Agent("forecaster", tools=[get_weather]), llm=sn.mock_llm(forecast))
+run = session.send("Weather in Paris?", pause_on=("tool",))
+run.wait()
+run
+'''
+
+
+def test_resume_a_paused_run_from_the_view(page: Any, lab: Lab) -> None:
+    open_notebook(page, lab.notebook("paused.ipynb", PAUSED_AT_A_TOOL))
+    run_cell(page, 0)
+    view = page.locator(".sagents-view")
+    view.locator(".sn-node", has_text="forecaster").wait_for()
+    pending = view.locator(".sn-pending")
+    pending.get_by_text("tool call get_weather from forecaster").wait_for()
+    assert '"city": "Paris"' in pending.locator("textarea.sn-edit").input_value()
+    screenshot(page, "live-view-paused.png")
+    view.get_by_role("button", name="Resume", exact=True).click()
+    view.locator(".sn-answer", has_text="Final answer: it is sunny in Paris.").wait_for()
+    assert view.locator(".sn-node .sn-status").first.inner_text() == "done"
+    assert pending.inner_text() == ""
+    screenshot(page, "live-view-done.png")
+
+
+TEAM = '''
+import sagents_nb as sn
+
+@sn.tool
+def read_file(path: str) -> str:
+    """Read a file.
+
+    Args:
+        path: which file.
+    """
+    return "# demo project"
+
+def handler(request):
+    if "task" in request.tools:
+        if request.last["role"] == "user":
+            return sn.reply(tool_calls=[sn.call("task", agent="explore", prompt=request.last_user)])
+        return f"Summary: {request.tool_results[-1]}"
+    if request.last["role"] == "user":
+        return sn.reply(tool_calls=[sn.call("read_file", path="README.md")])
+    return f"found {request.tool_results[-1]}"
+
+explore = sn.Agent("explore", does="reads files", tools=[read_file])
+session = sn.Session(sn.Agent("coordinator", does="delegates", team=[explore]),
+                     llm=sn.mock_llm(handler))
+session.send("What is in README.md?").wait()
+session
+'''
+
+NEXT_RUN = '''
+result = session.send("And what is in README.md now?").result()
+print("used:", [(n.id, n.kind) for n in result.tree.walk()])
+'''
+
+
+def test_kind_selector_swaps_the_next_run(page: Any, lab: Lab) -> None:
+    open_notebook(page, lab.notebook("kinds.ipynb", TEAM, NEXT_RUN))
+    run_cell(page, 0)
+    view = page.locator(".sagents-view")
+    child = view.locator('.sn-node[data-path="coordinator/explore.1"]')
+    child.locator(".sn-status", has_text="done").wait_for()
+    assert child.locator(".sn-kind").inner_text() == "worker"
+    child.locator("select.sn-kind-select").select_option("resident")
+    view.locator(".sn-notice", has_text="explore uses kind resident").wait_for()
+    run_cell(page, 1)
+    page.locator(".jp-OutputArea-output", has_text="used:").wait_for()
+    printed = page.locator(".jp-OutputArea-output", has_text="used:").inner_text()
+    assert "('coordinator/explore.2', 'resident')" in printed
+    second = view.locator('.sn-node[data-path="coordinator/explore.2"]')
+    second.locator(".sn-status", has_text="done").wait_for()
+    assert second.locator(".sn-kind").inner_text() == "resident"
+    assert second.locator("select.sn-kind-select").input_value() == "resident"
+
+
+XSS_RUN = '''
+import sagents_nb as sn
+
+PAYLOAD = "<img src=x onerror=window.__xss=1> <script>window.__xss=2</script>"
+
+@sn.tool
+def fetch(url: str) -> str:
+    """Fetch a page.
+
+    Args:
+        url: where.
+    """
+    return PAYLOAD
+
+def handler(request):
+    if not request.tool_results:
+        return sn.reply(tool_calls=[sn.call("fetch", url=PAYLOAD)])
+    return "the page says " + request.tool_results[-1]
+
+session = sn.Session(sn.Agent("reader", tools=[fetch]), llm=sn.mock_llm(handler))
+session.send(PAYLOAD).result()
+session
+'''
+
+
+def test_payloads_render_as_text(page: Any, lab: Lab) -> None:
+    payload = "<img src=x onerror=window.__xss=1> <script>window.__xss=2</script>"
+    open_notebook(page, lab.notebook("xss.ipynb", XSS_RUN))
+    run_cell(page, 0)
+    view = page.locator(".sagents-view")
+    view.locator(".sn-answer", has_text="the page says").wait_for()
+    assert payload in view.locator(".sn-answer").inner_text()
+    for tab, selector in [
+        ("Transcript", ".sn-msg"),
+        ("Tool calls", ".sn-card .sn-result"),
+        ("Context", ".sn-columns .sn-msg"),
+        ("Wire", ".sn-exchange"),
+        ("Events", ".sn-event"),
+    ]:
+        view.get_by_role("tab", name=tab).click()
+        view.locator(".sn-pane " + selector).first.wait_for()
+        view.locator(".sn-pane details").evaluate_all("nodes => nodes.forEach(n => n.open = true)")
+        assert payload in view.locator(".sn-pane").inner_text(), tab
+    assert view.locator("img, script").count() == 0
+    assert page.evaluate("typeof window.__xss") == "undefined"
+    screenshot(page, "live-view-xss-as-text.png")
