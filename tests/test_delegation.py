@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import time
 
@@ -124,9 +125,8 @@ def test_repeated_call_reattaches_without_calling_the_child_again() -> None:
         if is_parent(req):
             n = len(req.tool_results)
             if n < 3:
-                prompt = "same" if n < 2 else "same"
                 # identical calls: two in one reply, then one more in the next turn
-                calls = [sn.call("task", agent="explore", prompt=prompt)] * (2 if n == 0 else 1)
+                calls = [sn.call("task", agent="explore", prompt="same")] * (2 if n == 0 else 1)
                 return sn.reply(tool_calls=calls)
             return "|".join(req.tool_results)
         child_calls.append(req.last_user)
@@ -143,7 +143,7 @@ def test_repeated_call_reattaches_without_calling_the_child_again() -> None:
 
 def test_depth_limit_stops_a_six_level_chain_loudly() -> None:
     agents = [sn.Agent(f"level{i}", does=f"level {i}") for i in range(6)]
-    for upper, lower in zip(agents, agents[1:], strict=False):
+    for upper, lower in itertools.pairwise(agents):
         upper.team.append(lower)
 
     def handler(req: sn.ChatRequest):

@@ -68,7 +68,7 @@ def test_a_crashing_preprocessor_is_a_clear_rejection() -> None:
         raise KeyError("oops")
 
     session = sn.Session(sn.Agent("a"), llm=echo_llm(), preprocessor=broken)
-    with pytest.raises(sn.Rejected, match="failed .KeyError"):
+    with pytest.raises(sn.Rejected, match=r"failed .KeyError"):
         session.send("x")
     session.preprocessor = None
     assert session.send("y").result().status == "done"
@@ -186,6 +186,7 @@ def test_pauses_work_inside_children() -> None:
 
 def test_task_pause_and_per_agent_pause_points() -> None:
     helper = sn.Agent("helper", does="h")
+
     def handler(req: sn.ChatRequest):
         if "task" not in req.tools:
             return "ok"
@@ -280,7 +281,7 @@ def test_awaitable_run_and_control_from_another_thread() -> None:
 
 def test_agent_run_refuses_to_hang_on_a_pause() -> None:
     agent = sn.Agent("a", tools=[weather], pause_on={"tool"})
-    with pytest.raises(sn.RunPaused, match="use sn.Session"):
+    with pytest.raises(sn.RunPaused, match=r"use sn\.Session"):
         agent.run_sync("x", llm=sn.mock_llm(tool_then_answer))
 
 
