@@ -7,7 +7,9 @@ Timing method, the same for every framework: the fake model function (the mock h
 sagents_nb and the floor, the peer's fake model otherwise) calls `Clock.tick()` once per model
 call, and the run itself is timed from just before the framework's run call to just after it
 returns. A fanout result is `wall / model_calls` (µs per model turn); the long scenario's growth
-is the mean time between successive model calls at turns 901-1000 over turns 1-100.
+is the median time between successive model calls at turns 901-1000 over that at turns 1-100
+(the typical turn: a full garbage collection lands in one window or the other depending on the
+heap, so the window means, also recorded, swing with it).
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ class Clock:
     ticks: list[float] = field(default_factory=list)
     start: float = 0.0
     end: float = 0.0
+    cpu: float = 0.0
     tools: int = 0
 
     def tick(self) -> None:
@@ -59,20 +62,22 @@ class Clock:
     def begin(self) -> None:
         self.ticks = []
         self.tools = 0
+        self.cpu = time.process_time()
         self.start = time.perf_counter()
 
     def finish(self) -> None:
         self.end = time.perf_counter()
+        self.cpu = time.process_time() - self.cpu
 
     @property
     def calls(self) -> int:
         return len(self.ticks)
 
 
-def window_us(ticks: list[float], lo: int, hi: int) -> float:
-    """Mean µs between successive model calls for turns lo..hi (turn k = ticks[k] - ticks[k-1])."""
+def window_us(ticks: list[float], lo: int, hi: int, average: Callable[..., float]) -> float:
+    """µs between successive model calls for turns lo..hi (turn k = ticks[k] - ticks[k-1])."""
     deltas = [ticks[k] - ticks[k - 1] for k in range(max(1, lo), min(hi, len(ticks) - 1) + 1)]
-    return statistics.fmean(deltas) * 1e6 if deltas else float("nan")
+    return average(deltas) * 1e6 if deltas else float("nan")
 
 
 def summarise(scenario: str, n: int, clock: Clock) -> dict[str, Any]:
@@ -84,6 +89,7 @@ def summarise(scenario: str, n: int, clock: Clock) -> dict[str, Any]:
         "model_calls": clock.calls,
         "tool_calls": clock.tools,
         "us_per_turn": wall / max(1, clock.calls) * 1e6,
+        "cpu_us_per_turn": clock.cpu / max(1, clock.calls) * 1e6,
     }
     if clock.calls != want_calls or clock.tools != want_tools:
         sample["work_error"] = (
@@ -91,10 +97,13 @@ def summarise(scenario: str, n: int, clock: Clock) -> dict[str, Any]:
             f"{clock.calls} and {clock.tools}"
         )
     if scenario.startswith("long"):
-        lo, hi = late_window(n)
-        sample["early_us"] = window_us(clock.ticks, *EARLY)
-        sample["late_us"] = window_us(clock.ticks, lo, hi)
-        sample["growth"] = sample["late_us"] / sample["early_us"]
+        late = late_window(n)
+        for name, average in (("", statistics.median), ("_mean", statistics.fmean)):
+            early_us = window_us(clock.ticks, *EARLY, average)
+            late_us = window_us(clock.ticks, *late, average)
+            sample[f"early{name}_us"] = early_us
+            sample[f"late{name}_us"] = late_us
+            sample[f"growth{name}"] = late_us / early_us
     return sample
 
 
@@ -146,6 +155,7 @@ def main(framework: str, version: str, scenarios: dict[str, Scenario]) -> None:
         started = time.perf_counter()
         samples = []
         for _ in range(args.runs):
+            gc.collect()  # each run starts from a clean heap: no earlier run's garbage, for all alike
             samples.append(summarise(args.scenario, args.n, run(args.n)))
             if time.perf_counter() - started > args.budget:
                 break

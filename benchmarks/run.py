@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
 ENVS = HERE / ".envs"
 RESULTS = HERE / "results"
 README = HERE / "README.md"
@@ -109,7 +108,15 @@ def machine() -> dict[str, Any]:
         "os": f"{platform.system()} {platform.release()}",
         "python": platform.python_version(),
         "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "load_average": load_average(),
     }
+
+
+def load_average() -> str:
+    try:
+        return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "?"
 
 
 def base_python() -> str:
@@ -248,6 +255,8 @@ def summarise(fw: str, label: str, scenario: str, n: int, data: dict[str, Any]) 
         "version": data.get("version"),
         "runs": len(samples),
         "us_per_turn": med(samples, "us_per_turn"),
+        "cpu_us_per_turn": med(samples, "cpu_us_per_turn"),
+        "min_us_per_turn": min((s["us_per_turn"] for s in samples), default=None),
         "model_calls": samples[0]["model_calls"] if samples else None,
         "tool_calls": samples[0]["tool_calls"] if samples else None,
         "peak_rss_mb": data.get("peak_rss_mb"),
@@ -258,6 +267,9 @@ def summarise(fw: str, label: str, scenario: str, n: int, data: dict[str, Any]) 
             early_us=med(samples, "early_us"),
             late_us=med(samples, "late_us"),
             growth=med(samples, "growth"),
+            early_mean_us=med(samples, "early_mean_us"),
+            late_mean_us=med(samples, "late_mean_us"),
+            growth_mean=med(samples, "growth_mean"),
         )
     for key in ("error", "unavailable"):
         if data.get(key):
@@ -341,7 +353,10 @@ def plan(smoke: bool, peers: list[Framework], runs: int, rounds: int) -> list[Jo
         for fw, label, scenario in core:
             if n == 100 and scenario not in ("fanout",):
                 continue
-            jobs.append(Job(fw, label, scenario, n, runs if n == 10 else 3, rounds=rounds))
+            if n == 10:
+                jobs.append(Job(fw, label, scenario, n, runs, rounds=rounds))
+            else:
+                jobs.append(Job(fw, label, scenario, n, 3, rounds=2))
     long_core = [
         (FLOOR, "floor", "long"),
         (SAGENTS, "sagents_nb", "long"),
@@ -349,9 +364,9 @@ def plan(smoke: bool, peers: list[Framework], runs: int, rounds: int) -> list[Jo
         (SAGENTS, "sagents_nb Realtime(window=4)", "long-realtime"),
     ]
     for fw, label, scenario in long_core:
-        jobs.append(Job(fw, label, scenario, 1000, 3, rounds=1, budget=60))
+        jobs.append(Job(fw, label, scenario, 1000, 5, rounds=1, budget=60))
     for fw in peers:
-        jobs.append(Job(fw, fw.name, "fanout", 10, runs, rounds=1))
+        jobs.append(Job(fw, fw.name, "fanout", 10, 5, rounds=min(rounds, 3)))
         jobs.append(Job(fw, fw.name, "fanout", 100, 3, rounds=1, budget=60))
         jobs.append(Job(fw, fw.name, "long", 1000, 3, rounds=1, warmup=1, budget=45))
     return jobs
@@ -411,7 +426,12 @@ def targets(
     floor10 = value(find(rows, "floor", "fanout", 10), "us_per_turn")
     if sn10 and floor10:
         ratio = sn10 / floor10
-        add("fanout N=10: sagents_nb <= 2x floor", f"{ratio:.2f}x", ratio <= 2.0)
+        add(
+            "fanout N=10: sagents_nb <= 2x floor",
+            f"{ratio:.2f}x",
+            ratio <= 2.0,
+            cpu_note(rows, ("sagents_nb", "fanout"), ("floor", "fanout")),
+        )
     else:
         add("fanout N=10: sagents_nb <= 2x floor", "missing", False)
     peer_values = [
@@ -425,6 +445,7 @@ def targets(
             "fanout N=10: sagents_nb >= 3x faster than the fastest peer",
             f"{speedup:.2f}x ({name})",
             speedup >= 3.0,
+            cpu_note(rows, (name, "fanout"), ("sagents_nb", "fanout")),
         )
     else:
         add("fanout N=10: sagents_nb >= 3x faster than the fastest peer", "no peer ran", None)
@@ -433,10 +454,12 @@ def targets(
     g_sn, g_floor = value(sn_long, "growth"), value(floor_long, "growth")
     if sn_long is not None or floor_long is not None:
         ok = g_sn is not None and g_floor is not None and g_sn <= g_floor
+        m_sn, m_floor = value(sn_long, "growth_mean"), value(floor_long, "growth_mean")
         add(
             "long N=1000: growth (turns 901-1000 / 1-100) <= the floor's",
             f"{g_sn:.1f}x vs floor {g_floor:.1f}x" if g_sn and g_floor else "missing",
             ok,
+            f"window means: {m_sn:.1f}x vs {m_floor:.1f}x" if m_sn and m_floor else "",
         )
         rss = value(sn_long, "peak_rss_mb")
         add(
@@ -481,7 +504,8 @@ def targets(
             value(find(rows, base_label, base_scenario, 10), "us_per_turn"),
         )
         if a and b:
-            add(name, f"{a / b:.2f}x", a / b <= limit)
+            note = cpu_note(rows, (label, scenario), (base_label, base_scenario))
+            add(name, f"{a / b:.2f}x", a / b <= limit, note)
         else:
             add(name, "error", False, row.get("error", ""))
     for label, scenario in (
@@ -491,16 +515,24 @@ def targets(
         row = find(rows, label, scenario, 1000)
         if row is None:
             continue
-        growth = value(row, "growth")
+        growth, mean = value(row, "growth"), value(row, "growth_mean")
         add(
             f"issue 4: {label.removeprefix('sagents_nb ')} growth over 1,000 turns <= 1.5x",
             f"{growth:.2f}x" if growth else row.get("error", "missing"),
             bool(growth and growth <= 1.5),
+            f"window means: {mean:.2f}x" if mean else "",
         )
     for row in rows:
         if row.get("error"):
             add(f"{row['label']} {row['scenario']} N={row['n']} ran", "error", False, row["error"])
     return out
+
+
+def cpu_note(rows: list[dict[str, Any]], top: tuple[str, str], bottom: tuple[str, str]) -> str:
+    """The same ratio in process CPU time, which the machine's other load disturbs less."""
+    a = value(find(rows, top[0], top[1], 10), "cpu_us_per_turn")
+    b = value(find(rows, bottom[0], bottom[1], 10), "cpu_us_per_turn")
+    return f"in CPU time {a / b:.2f}x" if a and b else ""
 
 
 def fmt(v: float | None, digits: int = 0) -> str:
@@ -565,7 +597,8 @@ def report(result: dict[str, Any]) -> str:
     m = result["machine"]
     parts = [
         f"Machine: {m['cpu']}, {m['cores']} cores, {m['memory']}, {m['os']}, Python {m['python']}; "
-        f"{m['date']}; {result['mode']} run in {result['duration_s']:.0f} s.",
+        f"{m['date']}; {result['mode']} run in {result['duration_s']:.0f} s "
+        f"(load average {m['load_average']} at the start, {result['load_average_end']} at the end).",
         "",
         table(result["results"], result["imports"]),
         "",
@@ -624,7 +657,7 @@ def main() -> int:
     parser.add_argument("--no-install", action="store_true", help="use existing peer venvs")
     parser.add_argument("--install-timeout", type=float, default=600.0)
     parser.add_argument("--runs", type=int, default=7, help="runs per process, fanout N=10")
-    parser.add_argument("--rounds", type=int, default=3, help="interleaved processes, core fanout")
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved processes, fanout 10")
     parser.add_argument("--no-readme", action="store_true", help="leave README.md alone")
     args = parser.parse_args()
 
@@ -655,6 +688,7 @@ def main() -> int:
     }
     result["targets"] = targets(rows, imports, peers)
     result["duration_s"] = time.monotonic() - started
+    result["load_average_end"] = load_average()
     text = report(result)
     print(text)
     out = args.out or (None if args.smoke else RESULTS / "latest.json")

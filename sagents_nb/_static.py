@@ -26,13 +26,15 @@ def static_bundle(tree: TreeNode, text: str, status: str) -> dict[str, Any]:
         depth = node.id.count("/")
         colour = _COLOURS.get(node.status, "#57606a")
         label = html.escape(node.display_text or "")
+        extra = f" · reattached ×{node.reattached}" if node.reattached else ""
+        extra += "".join(f" · refused: {html.escape(reason)}" for reason in node.refused)
         items.append(
             f'<div style="margin-left:{depth * 1.2}em">'
             f"<b>{html.escape(node.id)}</b> "
             f'<span style="border:1px solid #ccc;border-radius:3px;padding:0 3px">'
             f"{html.escape(node.kind)}</span> "
             f'<span style="color:{colour}">{html.escape(node.status)}</span> · {node.turns} turns · '
-            f"{node.usage.total_tokens} tokens {label}</div>"
+            f"{node.usage.total_tokens} tokens {label}{extra}</div>"
         )
     body = (
         '<div class="sagents-static" style="font-family:monospace;font-size:12px">'

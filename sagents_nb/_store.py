@@ -8,6 +8,7 @@ then a filter over the rows (`SessionRows.at`), which is what reopening and fork
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol, runtime_checkable
 
@@ -31,9 +32,13 @@ class StoredSession:
     """The last committed event (0 when none)."""
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class EventRow:
-    """One event, as its JSON text."""
+    """One event, as its JSON text.
+
+    A `model_request`'s `messages` may hold message numbers (`MessageRow.n`) in place of
+    messages that are stored as rows, so a long session's views do not repeat its history.
+    """
 
     seq: int
     run: int
@@ -42,10 +47,12 @@ class EventRow:
     body: str
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class MessageRow:
     """One transcript message: live from step `added` until step `removed` (compaction)."""
 
+    n: int
+    """The message's number in its session (write order)."""
     path: str
     transcript: str
     """`llm` (the node's storage) or `display` (the top agent's display transcript)."""
@@ -54,16 +61,18 @@ class MessageRow:
     body: str
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class NodeRow:
-    """A node's state (everything but its messages) as of step `seq`, as JSON text."""
+    """Part of a node's state as of step `seq`, as JSON text: `state` (counters, status,
+    outcome...) or `kind` (what its kind keeps besides the messages, e.g. cold storage)."""
 
     path: str
+    part: str
     seq: int
     body: str
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class TaskRow:
     """A delegated task keyed by (parent, agent, prompt); `status` stays None until it settles.
 
@@ -81,19 +90,20 @@ class TaskRow:
     retired: int | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class MessageWrite:
     """Messages added to one transcript; `replace` first retires the transcript's live rows."""
 
     path: str
     transcript: str
-    bodies: list[str]
+    messages: list[tuple[int, str]]
+    """(number, JSON text) of each message."""
     replace: bool = False
 
 
 @dataclass
 class Step:
-    """What one step wrote; a store commits it as one transaction, stamping rows with `seq`."""
+    """What one step wrote; a store commits it atomically, stamping its rows with `seq`."""
 
     seq: int
     events: list[EventRow] = field(default_factory=list)
@@ -138,21 +148,21 @@ class SessionRows:
             tasks=tasks,
         )
 
-    def live_messages(self, path: str, transcript: str) -> list[str]:
-        """The bodies of a transcript's live messages, in order."""
-        return [
-            m.body
-            for m in self.messages
-            if m.path == path and m.transcript == transcript and m.removed is None
-        ]
+    def live_messages(self) -> dict[tuple[str, str], list[MessageRow]]:
+        """Each transcript's live messages in order, by (path, transcript)."""
+        live: dict[tuple[str, str], list[MessageRow]] = {}
+        for m in self.messages:
+            if m.removed is None:
+                live.setdefault((m.path, m.transcript), []).append(m)
+        return live
 
-    def latest_nodes(self) -> dict[str, NodeRow]:
-        """Each node's newest snapshot, by path, in the order nodes first appeared."""
-        latest: dict[str, NodeRow] = {}
+    def latest_nodes(self) -> dict[tuple[str, str], NodeRow]:
+        """The newest row of each node's parts, by (path, part)."""
+        latest: dict[tuple[str, str], NodeRow] = {}
         for row in self.nodes:
-            current = latest.get(row.path)
+            current = latest.get((row.path, row.part))
             if current is None or row.seq >= current.seq:
-                latest[row.path] = row
+                latest[row.path, row.part] = row
         return latest
 
 
@@ -172,8 +182,9 @@ class Store(Protocol):
         Raises `StoreError` if the id is taken.
         """
 
-    def commit(self, session_id: str, step: Step) -> None:
-        """Write one step atomically: events, message writes in order, node snapshots, tasks.
+    def commit(self, session_id: str, steps: Sequence[Step]) -> None:
+        """Write steps in order, all in one transaction. Each step writes its events, then its
+        message writes in order, node snapshots, retired tasks and tasks.
 
         A task whose key has a live (unretired) row updates it, keeping its first `seq`;
         settling stamps `settled`. Retiring stamps the live row's `retired`.
@@ -196,6 +207,9 @@ def resolve_store(target: object, *, create: bool) -> Store:
         target: what the user passed as `store=`.
         create: make the file when it does not exist (False when reopening).
     """
+    from ._store_writer import drain_all
+
+    drain_all()  # what this process queued is readable through any connection
     if isinstance(target, str | os.PathLike):
         from ._store_sqlite import SQLiteStore
 

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
+import json
 import logging
 import threading
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from ._messages import Message
 from ._store import (
     EventRow,
+    MessageRow,
     MessageWrite,
     NodeRow,
     SessionRows,
@@ -19,46 +23,58 @@ from ._store import (
     StoredSession,
     TaskRow,
 )
-from ._store_snapshot import dump_node
+from ._store_snapshot import dump_json, dump_kind_state, node_state
+from ._store_writer import StepWriter
+from .events import ModelRequest
 
 if TYPE_CHECKING:
-    from ._messages import Message
     from ._node import Node, TaskEntry
     from ._session import Session
     from .events import Event
 
-    Written = dict[tuple[str, str], tuple[TaskEntry, bool]]
+    Written = tuple[dict[tuple[str, str], TaskEntry], set[tuple[str, str]]]
+    """The task entries written for a node, and the keys of those written unsettled."""
 
 log = logging.getLogger("sagents_nb")
 
-BEFORE_WAITING = frozenset(
+STEP_ENDS = frozenset(
     {
         "model_request",
         "paused",
         "run_finished",
+        "tool_call_finished",
+        "task_finished",
         "compaction",
+        "resumed",
         "kind_swapped",
         "preprocessor_swapped",
         "llm_swapped",
         "error",
     }
 )
-"""Events committed at once, with everything before them: time may pass after them (a model
-call, a pause, the end of a run) or they change what later steps mean."""
+"""Events that end a step (as do replies and tool results reaching storage); an input and
+the events in between belong to the step that follows them."""
 
-SETTLING = frozenset({"tool_call_finished", "task_finished", "resumed"})
-"""Events committed at the end of the current loop iteration, so that the burst of work that
-follows them (e.g. the parent's next request) shares one transaction."""
+BEFORE_WAITING = frozenset({"model_request", "paused", "run_finished"})
+"""Step ends after which time passes (a model call, a person, the next run): the step is handed
+to the writer at once. Other steps are handed over `SETTLE_SECONDS` later, with whatever
+followed them at once."""
+
+SETTLE_SECONDS = 0.001
+
+KIND_EVENTS = frozenset({"cold_sink", "compaction", "context_full", "window_trim", "kind_swapped"})
+"""Events after which a node's kind state (e.g. Main's cold storage) is written again."""
 
 
 class Journal:
-    """Buffers what a session does and commits it to `store`, one transaction per step.
+    """Records what a session does and hands it to a `StepWriter`, one step at a time.
 
-    A session's `store` attribute is its journal. A step is committed before anything that
-    takes time: a model request (`BEFORE_WAITING`), or tool calls about to run (a reply with
-    calls reaching storage). What settles a step (tool results, a final answer, a finished
-    task: `SETTLING`) is committed at the end of the loop iteration, in one transaction with
-    the next step when that follows at once. A crash loses at most the step in flight.
+    A session's `store` attribute is its journal. A step (see `STEP_ENDS`) is built on the
+    loop and committed by the writer within milliseconds, in one transaction with the steps
+    that follow at once. A crash loses at most those milliseconds and the action in flight (a
+    reply whose tools were still running is asked again on resume). Reading a store in this
+    process (`Session.open`, `fork`, `export_jsonl`, `list_stored`) commits what is queued
+    first; `flush()` does so on request.
 
     Args:
         session: the session to record.
@@ -70,27 +86,40 @@ class Journal:
         self.session = session
         self.store = store
         self._lock = threading.Lock()
-        self._events: list[Event] = []
-        self._writes: list[tuple[str, str, list[Message], bool]] = []
+        self._logged = len(session.bus.log)
+        self._writes: list[MessageWrite] = []
+        self._numbers: dict[int, tuple[Message, str]] = {}
+        self._next_number = 1
         self._dirty: set[str] = set()
         self._nodes: dict[str, Node] = {session.root.path: session.root}
-        self._node_bodies: dict[str, str] = {}
+        self._states: dict[str, dict[str, Any]] = {}
+        self._kind_bodies: dict[str, str] = {}
+        self._kind_dirty: set[str] = set()
         self._tasks: dict[str, Written] = {}
-        self._unsettled: dict[str, int] = {}
-        self._scheduled = False
+        self._writer = StepWriter(store, session.id)
+        self._soon = False
         if rows is None:
             store.create(SessionRows(StoredSession(session.id, session.agent.name, time.time())))
             self._dirty.add(session.root.path)
         else:
-            self._node_bodies = {path: row.body for path, row in rows.latest_nodes().items()}
-            for node in session.root.walk():
+            for (path, part), row in rows.latest_nodes().items():
+                if part == "state":
+                    self._states[path] = json.loads(row.body)
+                else:
+                    self._kind_bodies[path] = row.body
+            self._next_number = max((m.n for m in rows.messages), default=0) + 1
+            live = rows.live_messages()
+            root = session.root
+            self._number(root.display or [], live.get((root.path, "display"), []))
+            for node in root.walk():
+                self._number(node.history, live.get((node.path, "llm"), []))
                 self._nodes[node.path] = node
-                self._remember_tasks(
-                    node.path,
-                    {key: (e, e.outcome is not None) for key, e in node.tasks.items()},
+                self._tasks[node.path] = (
+                    dict(node.tasks),
+                    {key for key, entry in node.tasks.items() if entry.outcome is None},
                 )
         session.bus.subscribe(self._on_event)
-        self.flush()
+        self._end_step()
 
     def __repr__(self) -> str:
         return f"Journal(session={self.session.id!r}, store={self.store!r})"
@@ -103,101 +132,132 @@ class Journal:
             return
         with self._lock:
             self._nodes[node.path] = node
-            self._writes.append((node.path, "llm", list(messages), False))
+            self._writes.append(self._write(node.path, "llm", messages))
             if node.display is not None:
-                self._writes.append((node.path, "display", node.display[-len(messages) :], False))
+                self._writes.append(
+                    self._write(node.path, "display", node.display[-len(messages) :])
+                )
             self._dirty.add(node.path)
-        last = messages[-1]
-        if last.role == "assistant" and last.tool_calls:
-            self._end_step()
-        elif last.role != "user":  # an input waits for its model request
+        if messages[-1].role != "user":  # an input waits for its model request
             self._end_step_soon()
 
     def history_replaced(self, node: Node) -> None:
         """Record a compaction's new storage (the old rows stay, retired, for forks)."""
         with self._lock:
             self._nodes[node.path] = node
-            self._writes.append((node.path, "llm", list(node.history), True))
+            self._writes.append(self._write(node.path, "llm", node.history, replace=True))
             self._dirty.add(node.path)
+            self._kind_dirty.add(node.path)
+
+    def _write(
+        self, path: str, transcript: str, messages: Sequence[Message], *, replace: bool = False
+    ) -> MessageWrite:
+        """Number the messages (views refer to them by number) and keep their JSON."""
+        numbered = []
+        for message in messages:
+            number = self._next_number
+            self._next_number += 1
+            self._numbers[id(message)] = (message, str(number))
+            numbered.append((number, _message_json(message)))
+        return MessageWrite(path, transcript, numbered, replace)
+
+    def _number(self, messages: list[Message], rows: list[MessageRow]) -> None:
+        for message, row in zip(messages, rows, strict=True):
+            self._numbers[id(message)] = (message, str(row.n))
+
+    def _event_json(self, event: Event) -> str:
+        """The event's JSON; a request's view names stored messages by number."""
+        if type(event) is not ModelRequest:
+            return event.__pydantic_serializer__.to_json(event).decode()
+        numbers = self._numbers
+        parts = []
+        for message in event.messages:
+            known = numbers.get(id(message))
+            if known is not None and known[0] is message:
+                parts.append(known[1])
+            else:
+                parts.append(_message_json(message))
+        head = event.model_dump_json(exclude={"messages"})
+        return f'{head[:-1]},"messages":[{",".join(parts)}]}}'
 
     def _on_event(self, event: Event) -> None:
-        if event.seq == 0:  # a subscriber's greeting (current statuses), not a logged event
-            return
-        with self._lock:
-            self._events.append(event)
-            self._dirty.add(event.path)
-        if event.type in BEFORE_WAITING:
-            self._end_step()
-        elif event.type in SETTLING:
+        """End a step at the events that end one (the events themselves are read from the
+        session's log when the step is built)."""
+        kind = event.type
+        if kind in BEFORE_WAITING:
+            if event.seq:  # not a subscriber's greeting
+                self._end_step()
+        elif kind in STEP_ENDS:
             self._end_step_soon()
 
     # committing
 
     def flush(self) -> None:
-        """Commit everything recorded so far; raises `StoreError` if the store refuses."""
-        with self._lock:
-            written: dict[str, Written] = {}
-            step = self._step(written)
-            if step is None:
-                return
-            self.store.commit(self.session.id, step)
-            self._events.clear()
-            self._writes.clear()
-            self._dirty.clear()
-            for row in step.nodes:
-                self._node_bodies[row.path] = row.body
-            for path, tasks in written.items():
-                self._remember_tasks(path, tasks)
-
-    def _remember_tasks(self, path: str, tasks: Written) -> None:
-        self._tasks[path] = tasks
-        self._unsettled[path] = sum(not settled for _, settled in tasks.values())
-
-    def _end_step(self) -> None:
-        """Commit at a step's end; a failure is logged and the step retried with the next one."""
-        try:
-            self.flush()
-        except Exception:
-            log.exception(
-                "could not write session %s to %r; the run goes on in memory and the write is "
-                "retried at the next step",
-                self.session.id,
-                self.store,
-            )
+        """Commit everything recorded so far and wait; raises `StoreError` if the store refuses."""
+        self._end_step()
+        self._writer.drain()
 
     def _end_step_soon(self) -> None:
-        """Commit at the end of this loop iteration (at once when called off the loop)."""
-        if self._scheduled:
+        """End the step `SETTLE_SECONDS` from now, unless a step ending sooner takes it along
+        (at once off the loop)."""
+        if self._soon:
             return
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             self._end_step()
             return
-        self._scheduled = True
-        loop.call_soon(self._end_deferred_step)
+        self._soon = True
+        loop.call_later(SETTLE_SECONDS, self._end_step_now)
 
-    def _end_deferred_step(self) -> None:
-        self._scheduled = False
+    def _end_step_now(self) -> None:
+        self._soon = False
         self._end_step()
 
-    def _step(self, written: dict[str, Written]) -> Step | None:
-        seq = self.session.bus.last_seq
+    def _end_step(self) -> None:
+        """Hand what was recorded since the last step to the writer (a failed commit is logged
+        and retried with the next step, never raised into the run)."""
+        with self._lock:
+            events = self.session.bus.log[self._logged :]
+            if not (events or self._writes or self._dirty):
+                return
+            for event in events:
+                self._dirty.add(event.path)
+                if event.type in KIND_EVENTS:
+                    self._kind_dirty.add(event.path)
+            written: dict[str, Written] = {}
+            states: dict[str, dict[str, Any]] = {}
+            step = self._step(events, written, states)
+            self._logged += len(events)
+            if step is not None:
+                self._writer.put(step)
+                self._writes.clear()
+                self._dirty.clear()
+                self._kind_dirty.clear()
+                self._states.update(states)
+                for row in step.nodes:
+                    if row.part == "kind":
+                        self._kind_bodies[row.path] = row.body
+                self._tasks.update(written)
+
+    def _step(
+        self, events: list[Event], written: dict[str, Written], states: dict[str, dict[str, Any]]
+    ) -> Step | None:
+        seq = events[-1].seq if events else self.session.bus.last_seq
         step = Step(seq)
-        step.events = [
-            EventRow(e.seq, e.run, e.type, e.path, e.model_dump_json()) for e in self._events
-        ]
-        step.messages = [
-            MessageWrite(path, transcript, [_message_json(m) for m in messages], replace)
-            for path, transcript, messages, replace in self._writes
-        ]
+        step.events = [EventRow(e.seq, e.run, e.type, e.path, self._event_json(e)) for e in events]
+        step.messages = list(self._writes)
         for path in sorted(self._dirty):
             node = self._node(path)
             if node is None:
                 continue
-            body = dump_node(node)
-            if self._node_bodies.get(path) != body:
-                step.nodes.append(NodeRow(path, seq, body))
+            state = node_state(node)
+            if self._states.get(path) != state:
+                states[path] = state
+                step.nodes.append(NodeRow(path, "state", seq, dump_json(state)))
+            kind = dump_kind_state(node) if path in self._kind_dirty else None
+            if kind is not None and self._kind_bodies.get(path) != kind:
+                step.nodes.append(NodeRow(path, "kind", seq, kind))
             changes = self._task_changes(node, step)
             if changes is not None:
                 written[path] = changes
@@ -214,19 +274,33 @@ class Journal:
         return node
 
     def _task_changes(self, node: Node, step: Step) -> Written | None:
-        """Add the node's new, settled and forgotten tasks to `step`; None when unchanged."""
-        before = self._tasks.get(node.path, {})
+        """Add the node's new, settled and forgotten tasks to `step`; None when unchanged.
+
+        Tasks are only added (at the end), settled once, or forgotten (the count drops), so
+        only the newest and the unsettled ones need a look unless the count dropped.
+        """
         tasks = node.tasks
-        if len(tasks) == len(before) and not self._unsettled.get(node.path):
-            return None  # tasks are only added, settled once, or forgotten (count drops)
-        now: Written = {}
-        for key, entry in list(tasks.items()):
+        known = self._tasks.get(node.path)
+        if known is None:
+            if not tasks:
+                return None
+            known = ({}, set())
+        written, unsettled = known
+        added = len(tasks) - len(written)
+        if added == 0 and not unsettled:
+            return None
+        candidates = [*unsettled, *itertools.islice(reversed(tasks), max(added, 0))]
+        full = added < 0 or any(key not in tasks for key in unsettled)
+        if full or any(key in written for key in candidates[len(unsettled) :]):
+            candidates = list(tasks)
+        now, still = dict(written), set(unsettled)
+        for key in candidates:
+            entry = tasks[key]
             outcome = entry.outcome
-            now[key] = (entry, outcome is not None)
-            known = before.get(key)
-            if known is not None and known[0] is entry and (known[1] or outcome is None):
+            known = now.get(key)
+            if known is entry and (key not in still or outcome is None):
                 continue
-            if known is not None and known[0] is not entry:
+            if known is not None and known is not entry:
                 step.retired.append((node.path, *key))
             step.tasks.append(
                 TaskRow(
@@ -239,9 +313,21 @@ class Journal:
                     step.seq if outcome is not None else None,
                 )
             )
-        step.retired.extend((node.path, *key) for key in before if key not in now)
-        return now
+            now[key] = entry
+            if outcome is None:
+                still.add(key)
+            else:
+                still.discard(key)
+        if full:
+            for key in [key for key in now if key not in tasks]:
+                step.retired.append((node.path, *key))
+                del now[key]
+                still.discard(key)
+        return now, still
+
+
+_serialize_message = Message.__pydantic_serializer__
 
 
 def _message_json(message: Message) -> str:
-    return message.model_dump_json(exclude_defaults=True)
+    return _serialize_message.to_json(message, exclude_defaults=True).decode()

@@ -47,6 +47,7 @@ def export_jsonl(session: Session, path: str | os.PathLike[str]) -> Path:
     lines.extend(
         {
             "record": "message",
+            "n": m.n,
             "path": m.path,
             "transcript": m.transcript,
             "added": m.added,
@@ -56,7 +57,13 @@ def export_jsonl(session: Session, path: str | os.PathLike[str]) -> Path:
         for m in rows.messages
     )
     lines.extend(
-        {"record": "node", "path": n.path, "seq": n.seq, "body": json.loads(n.body)}
+        {
+            "record": "node",
+            "path": n.path,
+            "part": n.part,
+            "seq": n.seq,
+            "body": json.loads(n.body),
+        }
         for n in rows.nodes
     )
     lines.extend({"record": "task", **asdict(t)} for t in rows.tasks)
@@ -127,6 +134,7 @@ def _add_record(rows: SessionRows, record: dict[str, Any]) -> None:
     elif kind == "message":
         rows.messages.append(
             MessageRow(
+                record["n"],
                 record["path"],
                 record["transcript"],
                 record["added"],
@@ -135,7 +143,9 @@ def _add_record(rows: SessionRows, record: dict[str, Any]) -> None:
             )
         )
     elif kind == "node":
-        rows.nodes.append(NodeRow(record["path"], record["seq"], _dump(record["body"])))
+        rows.nodes.append(
+            NodeRow(record["path"], record["part"], record["seq"], _dump(record["body"]))
+        )
     elif kind == "task":
         rows.tasks.append(TaskRow(**record))
     else:

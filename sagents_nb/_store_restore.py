@@ -13,13 +13,16 @@ from ._messages import Message
 from ._node import Node, Outcome, TaskEntry
 from ._result import Result
 from ._run import Run
-from ._store import SessionRows, Store, StoredSession, resolve_store
+from ._store import SessionRows, Store, StoredSession, TaskRow, resolve_store
 from ._store_journal import Journal
 from ._store_snapshot import load_node
 from .events import Event, RunFinished, StatusChanged, parse_event
 
 if TYPE_CHECKING:
     from ._session import Session
+
+UNSTORED = Message(role="system", content="[this message of the view was not stored]")
+"""Stands in a view for a message whose step never committed (a fork cut between the two)."""
 
 INTERRUPTED = (
     "the process stopped before this run finished; session.resume() continues it from its last "
@@ -91,10 +94,10 @@ def restore(session: Session, store: Store, rows: SessionRows) -> Session:
             f"session {rows.info.id!r} was saved with top agent {rows.info.agent!r}, not "
             f"{root.agent.name!r}; pass agent= the agent it was saved with"
         )
-    states = {path: json.loads(row.body) for path, row in rows.latest_nodes().items()}
-    _restore_node(root, states, rows)
-    root.display = _messages(rows, root.path, "display")
-    events = [parse_event(row.body) for row in rows.events]
+    stored = _Stored(rows)
+    stored.restore_node(root)
+    root.display = stored.transcript(root.path, "display")
+    events = stored.events()
     bus = session.bus
     bus.log = events
     bus._seq = events[-1].seq if events else 0
@@ -105,33 +108,75 @@ def restore(session: Session, store: Store, rows: SessionRows) -> Session:
     return session
 
 
-def _restore_node(node: Node, states: dict[str, dict[str, Any]], rows: SessionRows) -> None:
-    node.history = _messages(rows, node.path, "llm")
-    node.history_tokens = sum(map(node.token_count, node.history))
-    state = states.get(node.path)
-    if state is None:
-        return
-    load_node(node, state)
-    session = node.session
-    for path in state["children"]:
-        child_state = states.get(path)
-        if child_state is None:  # spawned after the event a fork branched at
-            continue
-        agent = _team_member(node.agent, child_state["agent"])
-        kind = agent.kind if agent.kind is not None else session.default_worker
-        child = Node(session, agent, kind, path=path, parent=node)
-        node.order.append(child)
-        node.kinds_seen[agent.name] = kind
-        _restore_node(child, states, rows)
-    children = {child.path: child for child in node.order}
-    node.persistent = {
-        name: children[path] for name, path in state["persistent"].items() if path in children
-    }
-    for task in rows.tasks:
-        child = children.get(task.child)
-        if task.parent == node.path and task.retired is None and child is not None:
-            outcome = Outcome(task.status, task.text or "") if task.status is not None else None
-            node.tasks[(task.agent, task.prompt)] = TaskEntry(child, task.prompt, outcome=outcome)
+class _Stored:
+    """A session's rows, parsed once: one `Message` per stored message, shared by the
+    transcripts and the views in events, and each node's newest state."""
+
+    def __init__(self, rows: SessionRows) -> None:
+        self.rows = rows
+        self.messages = {row.n: Message.model_validate_json(row.body) for row in rows.messages}
+        self.live = rows.live_messages()
+        self.tasks: dict[str, list[TaskRow]] = {}
+        for task in rows.tasks:
+            if task.retired is None:
+                self.tasks.setdefault(task.parent, []).append(task)
+        latest = rows.latest_nodes()
+        self.states = {
+            p: json.loads(row.body) for (p, part), row in latest.items() if part == "state"
+        }
+        self.kind_states = {
+            p: json.loads(row.body) for (p, part), row in latest.items() if part == "kind"
+        }
+        self.children: dict[str, list[str]] = {}
+        for path, state in sorted(self.states.items(), key=lambda item: item[1]["position"]):
+            if state["parent"] is not None:
+                self.children.setdefault(state["parent"], []).append(path)
+
+    def transcript(self, path: str, transcript: str) -> list[Message]:
+        return [self.messages[row.n] for row in self.live.get((path, transcript), ())]
+
+    def events(self) -> list[Event]:
+        """The stored events; a request's view gets its numbered messages back."""
+        events = []
+        for row in self.rows.events:
+            if row.type != "model_request":
+                events.append(parse_event(row.body))
+                continue
+            data = json.loads(row.body)
+            data["messages"] = [
+                item if isinstance(item, dict) else self.messages.get(item, UNSTORED)
+                for item in data["messages"]
+            ]
+            events.append(parse_event(data))
+        return events
+
+    def restore_node(self, node: Node) -> None:
+        """Restore `node`'s storage and state, then its children and their task entries."""
+        node.history = self.transcript(node.path, "llm")
+        node.history_tokens = sum(map(node.token_count, node.history))
+        state = self.states.get(node.path)
+        if state is None:
+            return
+        load_node(node, state, self.kind_states.get(node.path))
+        session = node.session
+        for path in self.children.get(node.path, ()):
+            agent = _team_member(node.agent, self.states[path]["agent"])
+            kind = agent.kind if agent.kind is not None else session.default_worker
+            child = Node(session, agent, kind, path=path, parent=node)
+            node.order.append(child)
+            node.kinds_seen[agent.name] = kind
+            self.restore_node(child)
+        children = {child.path: child for child in node.order}
+        node.persistent = {
+            name: children[path] for name, path in state["persistent"].items() if path in children
+        }
+        for task in self.tasks.get(node.path, ()):
+            child = children.get(task.child)
+            if child is not None:
+                outcome = Outcome(task.status, task.text or "") if task.status is not None else None
+                node.tasks[(task.agent, task.prompt)] = TaskEntry(
+                    child, task.prompt, outcome=outcome
+                )
 
 
 def _team_member(parent: Agent, name: str) -> Agent:
@@ -140,10 +185,6 @@ def _team_member(parent: Agent, name: str) -> Agent:
         if agent.name == name:
             return agent
     return Agent(name, does=f"restored from a store; {name!r} is not in {parent.name}'s team now")
-
-
-def _messages(rows: SessionRows, path: str, transcript: str) -> list[Message]:
-    return [Message.model_validate_json(body) for body in rows.live_messages(path, transcript)]
 
 
 def _restore_runs(session: Session, events: list[Event]) -> list[Run]:

@@ -2,53 +2,62 @@
 
 from __future__ import annotations
 
-import json
+import bisect
 from typing import TYPE_CHECKING, Any
+
+import pydantic_core
 
 from ._messages import Usage
 from ._node import Outcome
 from .kinds import Main, Realtime, Resident, kind_name
+from .kinds._relevance import Group
 
 if TYPE_CHECKING:
     from ._node import Node
 
 
-def dump_node(node: Node) -> str:
-    """The node's state as JSON text: counters, status, children, outcome and kind state."""
+def node_state(node: Node) -> dict[str, Any]:
+    """The node's state besides its messages and kind: status, counters, outcome (a copy)."""
     outcome = node.last_outcome
-    state = {
+    usage = node.usage
+    return {
         "agent": node.agent.name,
         "kind": kind_name(node.kind),
         "parent": node.parent.path if node.parent is not None else None,
+        "position": node.parent.order.index(node) if node.parent is not None else 0,
         "status": node.status,
         "turns": node.turns,
         "task_turns": node.task_turns,
         "task_tool_calls": node.task_tool_calls,
         "task_tokens": node.task_tokens,
-        "usage": node.usage.model_dump(),
-        "counters": node.counters,
-        "children": [child.path for child in node.order],
+        "usage": [usage.prompt_tokens, usage.completion_tokens, usage.total_tokens],
+        "counters": dict(node.counters),
         "persistent": {name: child.path for name, child in node.persistent.items()},
         "input_index": node.input_index,
         "input_text": node.input_text,
         "display_text": node.display_text,
         "reattached": node.reattached,
-        "refused": node.refused,
-        "notices": node.notices,
+        "refused": list(node.refused),
+        "notices": list(node.notices),
         "outcome": [outcome.status, outcome.text] if outcome is not None else None,
-        "kind_state": _dump_kind_state(node),
     }
-    return json.dumps(state, ensure_ascii=False, separators=(",", ":"))
 
 
-def load_node(node: Node, state: dict[str, Any]) -> None:
+def dump_kind_state(node: Node) -> str | None:
+    """What the node's (built-in) kind keeps besides the messages, as JSON; None if nothing."""
+    state = _dump_kind_state(node)
+    return dump_json({"kind": kind_name(node.kind), "state": state}) if state is not None else None
+
+
+def load_node(node: Node, state: dict[str, Any], kind_state: dict[str, Any] | None) -> None:
     """Put a snapshot's fields back on `node` (its history must already be restored)."""
     node.status = state["status"]
     node.turns = state["turns"]
     node.task_turns = state["task_turns"]
     node.task_tool_calls = state["task_tool_calls"]
     node.task_tokens = state["task_tokens"]
-    node.usage = Usage(**state["usage"])
+    prompt, completion, total = state["usage"]
+    node.usage = Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=total)
     node.counters = dict(state["counters"])
     node.input_index = state["input_index"]
     node.input_text = state["input_text"]
@@ -58,7 +67,13 @@ def load_node(node: Node, state: dict[str, Any]) -> None:
     node.notices = list(state["notices"])
     outcome = state["outcome"]
     node.last_outcome = Outcome(*outcome) if outcome is not None else None
-    _load_kind_state(node, state["kind"], state["kind_state"])
+    if kind_state is not None:
+        _load_kind_state(node, kind_state["kind"], kind_state["state"])
+
+
+def dump_json(data: dict[str, Any]) -> str:
+    """Compact JSON text, as snapshots are stored."""
+    return pydantic_core.to_json(data).decode()
 
 
 def _dump_kind_state(node: Node) -> dict[str, Any] | None:
@@ -67,7 +82,7 @@ def _dump_kind_state(node: Node) -> dict[str, Any] | None:
     if state is None:
         return None
     if isinstance(kind, Main):
-        return {"cold": [[group.start, group.end] for group in state.cold]}
+        return {"cold": _spans(state.cold)}
     if isinstance(kind, Resident):
         return {"latched": state.latched, "compactions": state.compactions}
     if isinstance(kind, Realtime):
@@ -75,16 +90,32 @@ def _dump_kind_state(node: Node) -> dict[str, Any] | None:
     return None
 
 
-def _load_kind_state(node: Node, stored_kind: str, data: dict[str, Any] | None) -> None:
+def _spans(groups: list[Group]) -> list[list[int]]:
+    """Message spans covered by `groups`, adjacent groups merged: `[[start, end], ...]`."""
+    spans: list[list[int]] = []
+    for group in sorted(groups, key=lambda g: g.start):
+        if spans and spans[-1][1] == group.start:
+            spans[-1][1] = group.end
+        else:
+            spans.append([group.start, group.end])
+    return spans
+
+
+def _within(group: Group, spans: list[list[int]]) -> bool:
+    index = bisect.bisect_right(spans, group.start, key=lambda span: span[0]) - 1
+    return index >= 0 and group.end <= spans[index][1]
+
+
+def _load_kind_state(node: Node, stored_kind: str, data: dict[str, Any]) -> None:
     """Rebuild a built-in kind's state; a kind that changed since keeps only the history."""
     kind = node.kind
-    if data is None or kind_name(kind) != stored_kind:
+    if kind_name(kind) != stored_kind:
         return
     if isinstance(kind, Main):
         main = kind._state(node)
-        cold = {(start, end) for start, end in data["cold"]}
-        main.cold = [g for g in main.hot if (g.start, g.end) in cold]
-        main.hot = [g for g in main.hot if (g.start, g.end) not in cold]
+        spans = data["cold"]
+        main.cold = [g for g in main.hot if _within(g, spans)]
+        main.hot = [g for g in main.hot if not _within(g, spans)]
     elif isinstance(kind, Resident):
         resident = kind._state(node)
         resident.latched = data["latched"]

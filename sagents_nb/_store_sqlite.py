@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -24,6 +24,7 @@ APP = "sagents_nb"
 SCHEMA_VERSION = 1
 SQLITE_MAGIC = b"SQLite format 3\x00"
 MEMORY = ":memory:"
+CHECKPOINT_PAGES = 8192
 
 SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -36,13 +37,12 @@ CREATE TABLE events (
     path TEXT NOT NULL, body TEXT NOT NULL, PRIMARY KEY (session, seq)
 ) WITHOUT ROWID;
 CREATE TABLE messages (
-    id INTEGER PRIMARY KEY, session TEXT NOT NULL, path TEXT NOT NULL, transcript TEXT NOT NULL,
-    added INTEGER NOT NULL, removed INTEGER, body TEXT NOT NULL
-);
-CREATE INDEX messages_live ON messages (session, path, transcript, removed);
+    session TEXT NOT NULL, n INTEGER NOT NULL, path TEXT NOT NULL, transcript TEXT NOT NULL,
+    added INTEGER NOT NULL, removed INTEGER, body TEXT NOT NULL, PRIMARY KEY (session, n)
+) WITHOUT ROWID;
 CREATE TABLE nodes (
-    session TEXT NOT NULL, path TEXT NOT NULL, seq INTEGER NOT NULL, body TEXT NOT NULL,
-    PRIMARY KEY (session, path, seq)
+    session TEXT NOT NULL, path TEXT NOT NULL, part TEXT NOT NULL, seq INTEGER NOT NULL,
+    body TEXT NOT NULL, PRIMARY KEY (session, seq, path, part)
 ) WITHOUT ROWID;
 CREATE TABLE tasks (
     id INTEGER PRIMARY KEY, session TEXT NOT NULL, parent TEXT NOT NULL, agent TEXT NOT NULL,
@@ -56,6 +56,11 @@ Migration = Callable[[sqlite3.Connection], None]
 MIGRATIONS: dict[int, Migration] = {}
 """`MIGRATIONS[v]` upgrades a store from schema `v` to `v + 1`; all run in one transaction."""
 
+_INSERT_MESSAGE = "INSERT INTO messages VALUES (?, ?, ?, ?, ?, NULL, ?)"
+_RETIRE_MESSAGES = """
+UPDATE messages SET removed = ?
+WHERE session = ? AND path = ? AND transcript = ? AND removed IS NULL
+"""
 _INSERT_TASK = """
 INSERT INTO tasks (session, parent, agent, prompt, child, seq, status, text, settled, retired)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -90,12 +95,14 @@ class SQLiteStore:
     # opening
 
     def _connect(self, create: bool) -> sqlite3.Connection:
-        if self.path != MEMORY:
-            _check_file(Path(self.path), create)
+        new = self.path == MEMORY or _check_file(Path(self.path), create)
         db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=5)
         try:
+            # a new file has nothing to lose yet: no fsync while its schema is written
+            db.execute(f"PRAGMA synchronous={'OFF' if new else 'NORMAL'}")
             db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute(f"PRAGMA wal_autocheckpoint={CHECKPOINT_PAGES}")
+            db.execute(f"PRAGMA journal_size_limit={4096 * CHECKPOINT_PAGES}")
             db.execute("BEGIN IMMEDIATE")
             try:
                 self._prepare(db, create)
@@ -103,6 +110,9 @@ class SQLiteStore:
                 db.execute("ROLLBACK")
                 raise
             db.execute("COMMIT")
+            # WAL commits survive a killed process; fsync happens at checkpoints, which a
+            # larger threshold makes rare (a checkpoint costs milliseconds, a commit microseconds)
+            db.execute("PRAGMA synchronous=NORMAL")
         except sqlite3.DatabaseError as exc:
             db.close()
             raise StoreError(
@@ -169,43 +179,23 @@ class SQLiteStore:
             sid = info.id
             self._insert_events(db, sid, rows.events)
             db.executemany(
-                "INSERT INTO messages (session, path, transcript, added, removed, body) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                [(sid, m.path, m.transcript, m.added, m.removed, m.body) for m in rows.messages],
+                "INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (sid, m.n, m.path, m.transcript, m.added, m.removed, m.body)
+                    for m in rows.messages
+                ],
             )
             db.executemany(
-                "INSERT OR REPLACE INTO nodes VALUES (?, ?, ?, ?)",
-                [(sid, n.path, n.seq, n.body) for n in rows.nodes],
+                "INSERT OR REPLACE INTO nodes VALUES (?, ?, ?, ?, ?)",
+                [(sid, n.path, n.part, n.seq, n.body) for n in rows.nodes],
             )
             db.executemany(_INSERT_TASK, [(sid, *_task_values(t)) for t in rows.tasks])
 
-    def commit(self, session_id: str, step: Step) -> None:
-        """Write one step in one transaction."""
-        sid, seq = session_id, step.seq
+    def commit(self, session_id: str, steps: Sequence[Step]) -> None:
+        """Write steps in order, in one transaction."""
         with self._transaction() as db:
-            self._insert_events(db, sid, step.events)
-            for write in step.messages:
-                if write.replace:
-                    db.execute(
-                        "UPDATE messages SET removed = ? WHERE session = ? AND path = ? "
-                        "AND transcript = ? AND removed IS NULL",
-                        (seq, sid, write.path, write.transcript),
-                    )
-                db.executemany(
-                    "INSERT INTO messages (session, path, transcript, added, body) "
-                    "VALUES (?, ?, ?, ?, ?)",
-                    [(sid, write.path, write.transcript, seq, body) for body in write.bodies],
-                )
-            db.executemany(
-                "INSERT OR REPLACE INTO nodes VALUES (?, ?, ?, ?)",
-                [(sid, n.path, n.seq, n.body) for n in step.nodes],
-            )
-            db.executemany(_RETIRE_TASK, [(seq, sid, *key) for key in step.retired])
-            for task in step.tasks:
-                key = (sid, task.parent, task.agent, task.prompt)
-                values = (task.child, task.status, task.text, task.settled, *key)
-                if db.execute(_UPDATE_TASK, values).rowcount == 0:
-                    db.execute(_INSERT_TASK, (sid, *_task_values(task)))
+            for step in steps:
+                _write_step(db, session_id, step)
 
     def load(self, session_id: str) -> SessionRows:
         """The session's whole record."""
@@ -231,15 +221,15 @@ class SQLiteStore:
             messages = [
                 MessageRow(*r)
                 for r in db.execute(
-                    "SELECT path, transcript, added, removed, body FROM messages "
-                    "WHERE session = ? ORDER BY id",
+                    "SELECT n, path, transcript, added, removed, body FROM messages "
+                    "WHERE session = ? ORDER BY n",
                     where,
                 )
             ]
             nodes = [
                 NodeRow(*r)
                 for r in db.execute(
-                    "SELECT path, seq, body FROM nodes WHERE session = ? ORDER BY seq, path",
+                    "SELECT path, part, seq, body FROM nodes WHERE session = ? ORDER BY seq, path",
                     where,
                 )
             ]
@@ -311,10 +301,40 @@ class SQLiteStore:
                 ) from exc
 
 
-def _check_file(path: Path, create: bool) -> None:
+def _write_step(db: sqlite3.Connection, sid: str, step: Step) -> None:
+    seq = step.seq
+    if step.events:
+        SQLiteStore._insert_events(db, sid, step.events)
+    added: list[tuple[object, ...]] = []
+    for write in step.messages:
+        if write.replace:
+            db.executemany(_INSERT_MESSAGE, added)
+            added = []
+            db.execute(_RETIRE_MESSAGES, (seq, sid, write.path, write.transcript))
+        added.extend(
+            (sid, n, write.path, write.transcript, seq, body) for n, body in write.messages
+        )
+    if added:
+        db.executemany(_INSERT_MESSAGE, added)
+    if step.nodes:
+        db.executemany(
+            "INSERT OR REPLACE INTO nodes VALUES (?, ?, ?, ?, ?)",
+            [(sid, n.path, n.part, n.seq, n.body) for n in step.nodes],
+        )
+    if step.retired:
+        db.executemany(_RETIRE_TASK, [(seq, sid, *key) for key in step.retired])
+    for task in step.tasks:
+        key = (sid, task.parent, task.agent, task.prompt)
+        values = (task.child, task.status, task.text, task.settled, *key)
+        if db.execute(_UPDATE_TASK, values).rowcount == 0:
+            db.execute(_INSERT_TASK, (sid, *_task_values(task)))
+
+
+def _check_file(path: Path, create: bool) -> bool:
+    """Whether `path` is new (missing or empty); raises `StoreError` if it cannot be a store."""
     if not path.exists():
         if create:
-            return
+            return True
         raise StoreError(
             f"no store at {path}: the file does not exist; check the path (a session is saved "
             f"with sn.Session(agent, store={str(path)!r}))"
@@ -328,6 +348,7 @@ def _check_file(path: Path, create: bool) -> None:
             f"{path} is not a sagents_nb store: it is not an SQLite database; pass the file a "
             "session was saved to, or a new file name"
         )
+    return not head
 
 
 def _task_values(task: TaskRow) -> tuple[object, ...]:

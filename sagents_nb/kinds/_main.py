@@ -22,6 +22,8 @@ class _MainState:
     input_group: Group | None = None
     query: Any = None
     query_for: int = -1
+    recall: Any = None
+    """(kind, scorer, history, tool): the recall tool, rebuilt only when what it closes over changes."""
 
 
 class Main(BaseKind):
@@ -155,7 +157,13 @@ class Main(BaseKind):
 
     def own_tools(self, child: Node) -> list[Any]:
         state = self._state(child)
-        return [self._recall_tool(child, state)] if state.cold else []
+        if not state.cold:
+            return []
+        made = state.recall  # a Tool (a pydantic model and its schema) costs ~0.5 ms: reuse it
+        fresh = (self, self.scorer, child.history)
+        if made is None or any(a is not b for a, b in zip(made, fresh, strict=False)):
+            made = state.recall = (*fresh, self._recall_tool(child, state))
+        return [made[3]]
 
     def _recall_tool(self, child: Node, state: _MainState) -> Tool:
         scorer, history = self.scorer, child.history

@@ -1,8 +1,4 @@
-"""Live notebook views of sessions, runs and results (import explicitly; needs Jupyter widgets).
-
-`view(obj)` returns the live view as a widget; leaving a `sn.Session`, `sn.Run` or `sn.Result` as
-a cell's last expression shows the same view. `%load_ext sagents_nb` adds `%sagents_view`.
-"""
+"""Live notebook views of sessions, runs and results: `view(obj)` and `%load_ext sagents_nb`."""
 
 from __future__ import annotations
 

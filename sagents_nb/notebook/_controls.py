@@ -1,8 +1,7 @@
-"""What the view's buttons and selectors do: each front-end message becomes a public API call.
+"""What the view's buttons and selectors do: each front-end message becomes a public API call."""
 
-Messages arrive on the kernel's main thread; the run's controls are thread-safe, and the view
-itself only changes on the library loop (the handlers ask it to refresh).
-"""
+# Messages arrive on the kernel's main thread. The run's controls are thread-safe; the view itself
+# only changes on the library loop, so handlers change plain attributes and ask for a refresh.
 
 from __future__ import annotations
 
@@ -10,7 +9,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from .. import kinds
-from ._render import TABS
+from ._panes import TABS
 
 if TYPE_CHECKING:
     from .._run import Run
@@ -166,19 +165,13 @@ def _fork(view: LiveView, seq: Any) -> None:
     if session is None:
         view.notify("a finished result cannot be forked; fork from a session's view", error=True)
         return
-    fork = getattr(session, "fork", None)
-    if fork is None:
-        view.notify(
-            "this version of sagents_nb has no session.fork(); nothing was forked", error=True
-        )
-        return
     try:
-        forked = fork(at=int(seq))
+        forked = session.fork(at=int(seq))
     except Exception as exc:
-        view.notify(f"fork at event {seq} failed: {type(exc).__name__}: {exc}", error=True)
+        view.notify(f"Fork here at event {seq} failed: {exc}", error=True)
         return
     view.forks.append(forked)
     view.notify(
-        f"forked at event {seq}: new session {getattr(forked, 'id', '?')}, kept in this view's "
-        "`.forks` (show it with sagents_nb.notebook.view(v.forks[-1]))"
+        f"forked at event {seq}: new session {forked.id}, kept in this view's `.forks` "
+        "(show it with sagents_nb.notebook.view(v.forks[-1]))"
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from .. import Result, Run, Session
@@ -12,11 +13,11 @@ def load_ipython_extension(ipython: Any) -> None:
 
     def sagents_view(line: str) -> None:
         """Show the live view of `expression` (a session, run or result), or of the most
-        recent run of any session in the notebook."""
+        recent run of the sessions, runs and results in the notebook's namespace."""
         from . import display_live
 
         expression = line.strip()
-        target = ipython.ev(expression) if expression else latest(ipython.user_ns.values())
+        target = ipython.ev(expression) if expression else latest(list(ipython.user_ns.values()))
         if target is None:
             print(
                 "%sagents_view found no sagents_nb session in this notebook; create one with "
@@ -28,11 +29,9 @@ def load_ipython_extension(ipython: Any) -> None:
     ipython.register_magic_function(sagents_view, "line", "sagents_view")
 
 
-def latest(candidates: Any) -> Session | Run | Result | None:
-    """The most recent run among `candidates` and the sessions views have followed."""
-    from ._widget import watched
-
-    sessions: dict[int, Session] = {id(s): s for s in list(watched)}
+def latest(candidates: Iterable[Any]) -> Session | Run | Result | None:
+    """The run (or result) among `candidates`, and their sessions, that changed last."""
+    sessions: dict[int, Session] = {}
     results: list[Result] = []
     for value in candidates:
         if isinstance(value, Session):

@@ -5,10 +5,9 @@ from __future__ import annotations
 import json
 import threading
 from collections import Counter
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .._messages import Message, ToolCall, Usage
+from .._messages import Message
 from ..events import (
     ColdSink,
     Compaction,
@@ -38,140 +37,10 @@ from ..events import (
     ToolCallStarted,
     WindowTrim,
 )
+from ._state import Mark, NodeState, PendingState, RunState, ToolCard, Turn
 
 if TYPE_CHECKING:
     from .._result import TreeNode
-
-
-@dataclass
-class Entry:
-    """One line of a node's transcript."""
-
-    role: str
-    """`user`, `assistant`, `tool`, `error`, `cli` or `reasoning`."""
-    text: str
-    seq: int
-    calls: tuple[ToolCall, ...] = ()
-    call_id: str | None = None
-    name: str | None = None
-    status: str | None = None
-    sent_as: str | None = None
-    """The LLM version of a user message, when the preprocessor changed it."""
-
-
-@dataclass
-class ToolCard:
-    """One tool call of a node, from its pause or start to its result."""
-
-    call_id: str
-    name: str
-    arguments: str
-    seq: int
-    status: str = "running"
-    result: str | None = None
-    duration: float | None = None
-    display_text: str | None = None
-    child: str | None = None
-    """The child a `task` call started or reattached to."""
-    notes: list[str] = field(default_factory=list)
-    """Pause decisions, reattach and refusal reasons."""
-
-
-@dataclass
-class Turn:
-    """One model turn of a node: the view sent beside the storage it was built from."""
-
-    number: int
-    kind: str
-    seq: int
-    view_tokens: int
-    storage_tokens: int
-    view_count: int
-    storage_count: int
-    hidden: int
-    view: list[Message] = field(default_factory=list)
-    storage: list[Message] = field(default_factory=list)
-    """The node's storage list as it was; only its first `storage_len` items belong to this turn."""
-    storage_len: int = 0
-    forgotten_len: int = 0
-    model: str = ""
-    tool_choice: str | None = None
-    reply: Message | None = None
-    usage: Usage | None = None
-    duration: float | None = None
-
-
-@dataclass
-class Mark:
-    """A context event on a node's timeline (and a marker on its context chart)."""
-
-    seq: int
-    type: str
-    at: int
-    """Turns the node had finished when it happened."""
-    title: str
-    details: dict[str, Any] = field(default_factory=dict)
-    text: str | None = None
-    previews: list[str] = field(default_factory=list)
-
-
-@dataclass
-class NodeState:
-    """Everything a view shows about one agent instance."""
-
-    path: str
-    agent: str
-    parent: str | None
-    kind: str = "?"
-    status: str = "spawned"
-    detail: str | None = None
-    turns: int = 0
-    tokens: int = 0
-    """This node's own tokens (children not included)."""
-    display_text: str | None = None
-    reattached: int = 0
-    refused: list[str] = field(default_factory=list)
-    children: list[str] = field(default_factory=list)
-    transcript: list[Entry] = field(default_factory=list)
-    streaming: list[str] = field(default_factory=list)
-    storage: list[Message] = field(default_factory=list)
-    """Storage rebuilt from events. Only ever appended to; a compaction swaps in a new list, so a
-    turn can keep a reference and a length instead of a copy."""
-    forgotten: list[tuple[str, Message]] = field(default_factory=list)
-    """Messages compaction removed from storage, with how (`summarised` or `truncated`)."""
-    turn_log: list[Turn] = field(default_factory=list)
-    cards: dict[str, ToolCard] = field(default_factory=dict)
-    timeline: list[Mark] = field(default_factory=list)
-    building: Turn | None = None
-    """A turn whose context is built and whose request is not sent yet."""
-    asking: Turn | None = None
-    """The turn waiting for its reply (None while a summary request is out)."""
-    version: int = 0
-
-
-@dataclass
-class RunState:
-    """One run of the session, as its events tell it."""
-
-    number: int
-    status: str = "running"
-    input: str | None = None
-    text: str | None = None
-    turns: int = 0
-    tokens: int = 0
-
-
-@dataclass
-class PendingState:
-    """A pause waiting for a decision."""
-
-    pause_id: int
-    action: str
-    path: str
-    seq: int
-    name: str | None = None
-    call_id: str | None = None
-    arguments: dict[str, Any] | None = None
 
 
 class Projector:
@@ -188,7 +57,8 @@ class Projector:
         self.preprocessor: str | None = None
         self.llm: str | None = None
         self.version = 0
-        self._sent_as: Message | None = None
+        self.preprocessed: dict[int, MessagePreprocessed] = {}
+        """Each run's preprocessed input, by run number."""
 
     def fold(self, event: Event) -> None:
         """Add one event to the view state."""
@@ -289,20 +159,22 @@ class Projector:
         node = self.node(event.path)
         node.agent = event.agent
         if event.input is not None:
-            sent = self._sent_as
-            llm = sent if sent is not None else Message(role="user", content=event.input)
-            node.storage.append(llm)
-            changed = sent.content if sent is not None and sent.content != event.input else None
-            node.transcript.append(Entry("user", event.input, event.seq, sent_as=changed))
-        self._sent_as = None
+            preprocessed = self.preprocessed.get(event.run)
+            node.storage.append(preprocessed.llm if preprocessed is not None else event)
+            node.transcript.append(event)
 
     def _status_changed(self, event: StatusChanged) -> None:
         node = self.node(event.path)
+        if event.status == "running" and node.status != "paused" and node.inputs:
+            # a child starts its next task (it takes inputs in the order they were delegated)
+            task = node.inputs.pop(0)
+            node.storage.append(task)
+            node.transcript.append(task)
         node.status, node.detail = event.status, event.detail
 
     def _message_preprocessed(self, event: MessagePreprocessed) -> None:
         self.preprocessor = event.preprocessor
-        self._sent_as = event.llm
+        self.preprocessed[event.run] = event
 
     def _run_finished(self, event: RunFinished) -> None:
         run = self.runs.setdefault(event.run, RunState(event.run))
@@ -328,9 +200,10 @@ class Projector:
 
     def _model_request(self, event: ModelRequest) -> None:
         node = self.node(event.path)
+        node.requests.append(event)
         turn, node.building = node.building, None
         node.asking = turn
-        node.streaming = []
+        node.streaming.clear()
         if turn is None:
             return
         if event.tool_choice == "none" and event.messages and event.messages[-1].role == "user":
@@ -351,12 +224,9 @@ class Projector:
         turn, node.asking = node.asking, None
         if turn is None:
             return
-        message = event.message
-        turn.reply, turn.usage, turn.duration = message, event.usage, event.duration
-        node.storage.append(message)
-        node.transcript.append(
-            Entry("assistant", message.content or "", event.seq, calls=message.tool_calls or ())
-        )
+        turn.reply, turn.usage, turn.duration = event.message, event.usage, event.duration
+        node.storage.append(event.message)
+        node.transcript.append(event)
 
     # tool calls
 
@@ -377,17 +247,8 @@ class Projector:
         card = self._card(node, event.call_id, event.name, event.arguments, event.seq)
         card.arguments, card.status = event.arguments, event.status
         card.result, card.duration = event.result, event.duration
-        node.storage.append(Message(role="tool", tool_call_id=event.call_id, content=event.result))
-        node.transcript.append(
-            Entry(
-                "tool",
-                event.result,
-                event.seq,
-                call_id=event.call_id,
-                name=event.name,
-                status=event.status,
-            )
-        )
+        node.storage.append(event)
+        node.transcript.append(event)
 
     def _paused(self, event: Paused) -> None:
         self.pending[event.pause_id] = PendingState(
@@ -418,7 +279,7 @@ class Projector:
             card = node.cards.get(pending.call_id)
             if card is not None:
                 reason = f": {event.reason}" if event.reason else ""
-                card.notes.append(f"{event.decision} at a pause{reason}")
+                card.notes += (f"{event.decision} at a pause{reason}",)
 
     # delegation
 
@@ -426,8 +287,7 @@ class Projector:
         parent = self.node(event.path)
         child = self.node(event.child)
         child.agent, child.kind, child.display_text = event.agent, event.kind, event.display_text
-        child.storage.append(Message(role="user", content=event.prompt))
-        child.transcript.append(Entry("user", event.prompt, event.seq))
+        child.inputs.append(event)
         if event.call_id is not None:
             card = parent.cards.get(event.call_id)
             if card is not None:
@@ -441,7 +301,7 @@ class Projector:
             card = parent.cards.get(event.call_id)
             if card is not None:
                 card.child = event.child
-                card.notes.append(f"reattached to {event.child} ({event.state})")
+                card.notes += (f"reattached to {event.child} ({event.state})",)
 
     def _task_refused(self, event: TaskRefused) -> None:
         parent = self.node(event.path)
@@ -449,7 +309,7 @@ class Projector:
         if event.call_id is not None:
             card = parent.cards.get(event.call_id)
             if card is not None:
-                card.notes.append(f"refused: {event.reason}")
+                card.notes += (f"refused: {event.reason}",)
 
     def _task_finished(self, event: TaskFinished) -> None:
         child = self.node(event.child)
@@ -549,15 +409,12 @@ class Projector:
             arguments = _json(data.get("arguments") or {})
             card = self._card(node, call_id, str(data.get("name", "?")), arguments, event.seq)
             card.status = "observed"
-            card.notes.append("called by the CLI (its own tool runner)")
+            card.notes += ("called by the CLI (its own tool runner)",)
             return
-        role = {"text": "cli", "reasoning": "reasoning", "error": "error", "done": "cli"}
-        text = data.get("text") or data.get("content") or data.get("message") or _json(data)
-        node.transcript.append(Entry(role.get(kind, "cli"), str(text), event.seq, name=kind))
+        node.transcript.append(event)
 
     def _error(self, event: ErrorOccurred) -> None:
-        node = self.node(event.path)
-        node.transcript.append(Entry("error", f"{event.error_type}: {event.message}", event.seq))
+        self.node(event.path).transcript.append(event)
 
 
 def _json(value: Any) -> str:

@@ -1,4 +1,4 @@
-"""Coalesces update requests into calls on the library loop, at a bounded rate."""
+"""Coalesces update requests into calls on the library loop thread, at a bounded rate."""
 
 from __future__ import annotations
 
@@ -14,11 +14,11 @@ log = logging.getLogger("sagents_nb")
 
 
 class Throttle:
-    """Calls `push` on the library's loop thread after each `request()`, at most `rate` times a
-    second; a request made while a call is pending joins it, so the last state always goes out.
+    """Calls `push` on the library's loop thread after `request()`, at most `rate` times a second;
+    a request that comes too soon is covered by one trailing call, so the last state always goes out.
 
     Args:
-        push: what to call; it should read the newest state when it runs.
+        push: what to call; it reads the newest state when it runs.
         rate: calls per second at most.
     """
 
@@ -29,37 +29,44 @@ class Throttle:
         self._push = push
         self._lock = threading.Lock()
         self._scheduled = False
+        """A trailing call is pending on the loop."""
         self._closed = False
-        self._last = 0.0
+        self._last = float("-inf")
 
     def request(self) -> None:
         """Ask for a call (from any thread); cheap when one is already pending."""
-        if self._scheduled or self._closed:
+        if self._closed:
+            return
+        if on_library_thread() and time.monotonic() - self._last >= self.interval:
+            # Call now: a run that never awaits (a sync mock handler) keeps the loop busy, and
+            # a timer would only fire after it ends.
+            self._call()
+            return
+        if self._scheduled:
             return
         with self._lock:
             if self._scheduled:
                 return
             self._scheduled = True
         if on_library_thread():
-            self._schedule()
+            self._fire()
         else:
-            call_soon(self._schedule)
+            call_soon(self._fire)
 
     def close(self) -> None:
         """Make no more calls."""
         self._closed = True
 
-    def _schedule(self) -> None:
-        loop = asyncio.get_running_loop()
+    def _fire(self) -> None:
         delay = self._last + self.interval - time.monotonic()
         if delay > 0:
-            loop.call_later(delay, self._run)
-        else:
-            loop.call_soon(self._run)
-
-    def _run(self) -> None:
-        # Cleared before reading the state: a request arriving during the push schedules another.
+            asyncio.get_running_loop().call_later(delay, self._fire)
+            return
+        # Cleared before the state is read: a request arriving during the call makes another.
         self._scheduled = False
+        self._call()
+
+    def _call(self) -> None:
         if self._closed:
             return
         self._last = time.monotonic()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,8 +16,10 @@ except ImportError as exc:  # pragma: no cover - both ship with sagents_nb's dep
 
 from .. import kinds
 from ._controls import handle_message
-from ._projector import PendingState, Projector
-from ._render import Focus, pane_state, tree_state
+from ._panes import Focus, pane_state
+from ._projector import Projector
+from ._render import tree_state
+from ._state import PendingState
 from ._target import Target
 from ._throttle import Throttle
 
@@ -27,11 +28,8 @@ if TYPE_CHECKING:
 
 STATIC = Path(__file__).parent / "static"
 
-watched: weakref.WeakSet[Session] = weakref.WeakSet()
-"""Sessions some view has followed (what `%sagents_view` looks through besides the namespace)."""
 
-
-class LiveView(anywidget.AnyWidget):  # type: ignore[misc]
+class LiveView(anywidget.AnyWidget):
     """A live view of a session, run or result: the delegation tree, panes for the selected node,
     and controls (step, resume, cancel, decisions at a pause, kind and preprocessor hot-swaps).
 
@@ -51,8 +49,10 @@ class LiveView(anywidget.AnyWidget):  # type: ignore[misc]
     """The title, the controlled run, pending pauses, selector options and the latest notice."""
     tree = traitlets.Dict().tag(sync=True)
     """The delegation tree, nested."""
-    pane = traitlets.Dict().tag(sync=True)
-    """The selected node's pane (transcript, context, tools, compaction, wire or events)."""
+    pane = traitlets.Unicode("{}").tag(sync=True)
+    """The selected node's pane (transcript, context, tools, compaction, wire or events), as JSON
+    text: it can be large, and ipywidgets walks dict and list state for binary buffers on every
+    send, which costs a run more than encoding it once."""
 
     def __init__(
         self,
@@ -73,10 +73,8 @@ class LiveView(anywidget.AnyWidget):  # type: ignore[misc]
         self._ready = False
         self._throttle = Throttle(self._push, rate=rate)
         self.target.attach(self.projector, self._throttle.request)
-        if self.target.session is not None:
-            watched.add(self.target.session)
         header, tree, pane = self._render()
-        super().__init__(header=header, tree=tree, pane=pane or {})
+        super().__init__(header=header, tree=tree, pane=pane or "{}")
         self.on_msg(self._on_message)
         # From here on only the library loop thread changes this widget's traits.
         self._ready = True
@@ -111,8 +109,12 @@ class LiveView(anywidget.AnyWidget):  # type: ignore[misc]
 
     def close(self) -> None:
         """Stop following the session and close the widget."""
-        self._throttle.close()
-        self.target.detach()
+        # also called by ipywidgets' __del__, possibly on a view whose __init__ failed
+        throttle, target = getattr(self, "_throttle", None), getattr(self, "target", None)
+        if throttle is not None:
+            throttle.close()
+        if target is not None:
+            target.detach()
         super().close()
 
     # state
@@ -135,14 +137,19 @@ class LiveView(anywidget.AnyWidget):  # type: ignore[misc]
             if pane is not None:
                 self.pane = pane
 
-    def _render(self) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any] | None]:
+    def current_pane(self) -> dict[str, Any]:
+        """The last pane sent to the front end, decoded."""
+        return json.loads(self.pane)  # type: ignore[no-any-return]
+
+    def _render(self) -> tuple[dict[str, Any], dict[str, Any], str | None]:
         projector = self.projector
         with projector.lock:
             exchanges = self.target.exchanges()
             stamp = (self.focus.key(), self._pane_version(exchanges))
             pane = None
             if stamp != self._pane_stamp:
-                pane = pane_state(projector, self.focus, exchanges, self._json_cache)
+                state = pane_state(projector, self.focus, exchanges, self._json_cache)
+                pane = json.dumps(state, ensure_ascii=False, separators=(",", ":"))
                 self._pane_stamp = stamp
             return self._header(), tree_state(projector), pane
 
@@ -174,7 +181,7 @@ class LiveView(anywidget.AnyWidget):  # type: ignore[misc]
             "llm": projector.llm or (session.llm.label if session is not None else None),
             "events": len(projector.events),
             "seq": projector.events[-1].seq if projector.events else 0,
-            "fork": session is not None and hasattr(session, "fork"),
+            "fork": session is not None and session.store is not None,
             "notice": self._notice,
         }
 

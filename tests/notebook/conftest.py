@@ -160,6 +160,12 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     root, config, runtime = base / "root", base / "config", base / "runtime"
     for directory in (root, config, runtime):
         directory.mkdir()
+    news = config / "lab" / "user-settings" / "@jupyterlab" / "apputils-extension"
+    news.mkdir(parents=True)
+    # no "get notified about Jupyter news?" toast over the views in screenshots
+    (news / "notification.jupyterlab-settings").write_text(
+        '{"fetchNews": "false", "checkForUpdates": false}'
+    )
     port, token = _free_port(), uuid.uuid4().hex
     env = {**os.environ, "JUPYTER_CONFIG_DIR": str(config), "JUPYTER_RUNTIME_DIR": str(runtime)}
     log = (base / "lab.log").open("wb")

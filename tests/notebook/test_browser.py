@@ -78,10 +78,10 @@ session.send("What is in README.md?").wait()
 session
 '''
 
-NEXT_RUN = '''
+NEXT_RUN = """
 result = session.send("And what is in README.md now?").result()
 print("used:", [(n.id, n.kind) for n in result.tree.walk()])
-'''
+"""
 
 
 def test_kind_selector_swaps_the_next_run(page: Any, lab: Lab) -> None:

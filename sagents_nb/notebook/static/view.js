@@ -72,9 +72,10 @@ function earlier(count, what) {
 }
 
 function render({ model, el }) {
-  const first = model.get("pane") || {};
+  const paneState = () => JSON.parse(model.get("pane") || "{}");
+  const initial = paneState();
   // `wanted`: a focus change sent to the kernel whose pane has not arrived yet.
-  const ui = { node: first.node || null, tab: first.tab || "transcript", pauseId: null, wanted: null };
+  const ui = { node: initial.node || null, tab: initial.tab || "transcript", pauseId: null, wanted: null };
   const send = (message) => model.send(message);
 
   const header = h("div", { class: "sn-header" });
@@ -192,10 +193,18 @@ function render({ model, el }) {
         h("button", { class: "sn-button sn-approve", onclick: () => decide("approve") }, "Approve"),
         h(
           "button",
-          { class: "sn-button", title: "send the text above instead", onclick: () => decide("edit", { text: editor.value }) },
+          {
+            class: "sn-button",
+            title: "send the text above instead",
+            onclick: () => decide("edit", { text: editor.value }),
+          },
           "Edit",
         ),
-        h("button", { class: "sn-button sn-reject", onclick: () => decide("reject", { reason: reason.value }) }, "Reject"),
+        h(
+          "button",
+          { class: "sn-button sn-reject", onclick: () => decide("reject", { reason: reason.value }) },
+          "Reject",
+        ),
         reason,
       ),
     );
@@ -206,7 +215,7 @@ function render({ model, el }) {
   function drawTree() {
     const state = model.get("tree") || {};
     const head = model.get("header") || {};
-    const selected = ui.node || (model.get("pane") || {}).node || state.id;
+    const selected = ui.node || state.id;
     if (!state.id) {
       fill(tree, h("div", { class: "sn-empty" }, "no runs yet"));
       return;
@@ -275,7 +284,7 @@ function render({ model, el }) {
   }
 
   function drawPane() {
-    const state = model.get("pane") || {};
+    const state = paneState();
     const wanted = ui.wanted;
     const arrived = !wanted || (wanted.tab === state.tab && (!wanted.node || wanted.node === state.node));
     if (arrived || Date.now() - wanted.at > 2000) {
@@ -306,7 +315,9 @@ function render({ model, el }) {
       (row.calls || []).map((call) =>
         h("div", { class: "sn-call" }, "→ ", h("b", {}, call.name), " ", h("code", {}, call.arguments)),
       ),
-      row.sent_as ? h("details", { class: "sn-sent-as" }, h("summary", {}, "sent to the model as"), pre(row.sent_as)) : null,
+      row.sent_as
+        ? h("details", { class: "sn-sent-as" }, h("summary", {}, "sent to the model as"), pre(row.sent_as))
+        : null,
     );
   }
 
@@ -316,7 +327,9 @@ function render({ model, el }) {
       { class: "sn-transcript" },
       earlier(state.earlier, "messages"),
       (state.entries || []).map(message),
-      state.streaming ? h("div", { class: "sn-msg sn-streaming" }, pill("streaming", "running"), state.streaming) : null,
+      state.streaming
+        ? h("div", { class: "sn-msg sn-streaming" }, pill("streaming", "running"), state.streaming)
+        : null,
       (state.entries || []).length || state.streaming ? null : h("div", { class: "sn-empty" }, "no messages yet"),
     );
   }
@@ -331,12 +344,28 @@ function render({ model, el }) {
       { class: "sn-turn-nav" },
       h("button", { class: "sn-button", disabled: state.index <= 0, onclick: () => go(state.index - 1) }, "◀"),
       h("span", {}, ` turn ${detail.turn} (${state.index + 1} of ${rows.length}) `),
-      h("button", { class: "sn-button", disabled: state.index >= rows.length - 1, onclick: () => go(state.index + 1) }, "▶"),
+      h(
+        "button",
+        { class: "sn-button", disabled: state.index >= rows.length - 1, onclick: () => go(state.index + 1) },
+        "▶",
+      ),
       h("button", { class: "sn-button", disabled: state.following, onclick: () => go(-1) }, "latest"),
-      h("span", { class: "sn-meta" }, ` kind ${detail.kind} · model ${detail.model}`, detail.tool_choice ? ` · tool_choice ${detail.tool_choice}` : ""),
+      h(
+        "span",
+        { class: "sn-meta" },
+        ` kind ${detail.kind} · model ${detail.model}`,
+        detail.tool_choice ? ` · tool_choice ${detail.tool_choice}` : "",
+      ),
     );
     const column = (title, items, more) =>
-      h("div", { class: "sn-column" }, h("div", { class: "sn-column-title" }, title), earlier(more, "items"), items.map(message));
+      h(
+        "div",
+        { class: "sn-column" },
+        h("div", { class: "sn-column-title" }, title),
+        earlier(more, "items"),
+        items.map(message),
+      );
+    const sent = detail.view.length + detail.view_earlier;
     return h(
       "div",
       { class: "sn-context" },
@@ -345,14 +374,21 @@ function render({ model, el }) {
       h(
         "div",
         { class: "sn-columns" },
-        column(`View sent · ${detail.view.length + detail.view_earlier} messages · ${detail.view_tokens} tokens`, detail.view, detail.view_earlier),
+        column(`View sent · ${sent} messages · ${detail.view_tokens} tokens`, detail.view, detail.view_earlier),
         column(
           `Storage · ${detail.storage_tokens} tokens · ${detail.hidden} not in view`,
           detail.storage,
           detail.storage_earlier,
         ),
       ),
-      detail.reply ? h("div", { class: "sn-reply" }, h("div", { class: "sn-column-title" }, `Reply · ${seconds(detail.duration)}`), message(detail.reply)) : null,
+      detail.reply
+        ? h(
+            "div",
+            { class: "sn-reply" },
+            h("div", { class: "sn-column-title" }, `Reply · ${seconds(detail.duration)}`),
+            message(detail.reply),
+          )
+        : null,
     );
   }
 
@@ -392,8 +428,18 @@ function render({ model, el }) {
     rows.forEach((r, i) => {
       const dot = s(
         "circle",
-        { class: i === index ? "sn-dot sn-dot-selected" : "sn-dot", cx: x(i), cy: y(r.view_tokens), r: i === index ? 4 : 2.5 },
-        s("title", {}, `turn ${r.turn}: view ${r.view_tokens} tokens (${r.view_messages} messages), storage ${r.storage_tokens} tokens (${r.storage_messages} messages)`),
+        {
+          class: i === index ? "sn-dot sn-dot-selected" : "sn-dot",
+          cx: x(i),
+          cy: y(r.view_tokens),
+          r: i === index ? 4 : 2.5,
+        },
+        s(
+          "title",
+          {},
+          `turn ${r.turn}: view ${r.view_tokens} tokens (${r.view_messages} messages), ` +
+            `storage ${r.storage_tokens} tokens (${r.storage_messages} messages)`,
+        ),
       );
       dot.addEventListener("click", () => go(i));
       svg.append(dot);
@@ -454,8 +500,17 @@ function render({ model, el }) {
         h(
           "li",
           { class: `sn-mark sn-mark-${token(entry.type)}` },
-          h("div", {}, h("b", {}, entry.title), h("span", { class: "sn-meta" }, ` after turn ${entry.at} · event ${entry.seq}`)),
-          h("table", { class: "sn-details" }, entry.details.map(([k, v]) => h("tr", {}, h("th", {}, k), h("td", {}, v)))),
+          h(
+            "div",
+            {},
+            h("b", {}, entry.title),
+            h("span", { class: "sn-meta" }, ` after turn ${entry.at} · event ${entry.seq}`),
+          ),
+          h(
+            "table",
+            { class: "sn-details" },
+            entry.details.map(([k, v]) => h("tr", {}, h("th", {}, k), h("td", {}, v))),
+          ),
           entry.text ? [h("div", { class: "sn-label" }, "summary"), pre(entry.text)] : null,
           entry.previews.length ? h("ul", { class: "sn-previews" }, entry.previews.map((p) => h("li", {}, p))) : null,
         ),
@@ -469,6 +524,7 @@ function render({ model, el }) {
     return h(
       "div",
       { class: "sn-wire" },
+      state.note ? h("div", { class: "sn-earlier" }, state.note) : null,
       earlier(state.earlier, "exchanges"),
       rows.map((row) =>
         h(
@@ -512,14 +568,23 @@ function render({ model, el }) {
         h(
           "label",
           { class: "sn-check" },
-          h("input", { type: "checkbox", checked: chosen.has(type), "data-type": type, onchange: (e) => toggle(type, e.target.checked) }),
+          h("input", {
+            type: "checkbox",
+            checked: chosen.has(type),
+            "data-type": type,
+            onchange: (e) => toggle(type, e.target.checked),
+          }),
           `${type} (${count})`,
         ),
       ),
       h(
         "label",
         { class: "sn-check" },
-        h("input", { type: "checkbox", checked: state.node_only, onchange: (e) => send({ action: "focus", node_only: e.target.checked }) }),
+        h("input", {
+          type: "checkbox",
+          checked: state.node_only,
+          onchange: (e) => send({ action: "focus", node_only: e.target.checked }),
+        }),
         "this node only",
       ),
       h("span", { class: "sn-meta" }, ` showing ${(state.rows || []).length} of ${state.total}`),
@@ -533,6 +598,9 @@ function render({ model, el }) {
       "div",
       { class: "sn-events" },
       filter,
+      head.live && !head.fork
+        ? h("div", { class: "sn-earlier" }, "Fork here needs a durable session: sn.Session(agent, store=...)")
+        : null,
       (state.rows || []).map((row) =>
         h(
           "details",
@@ -544,8 +612,12 @@ function render({ model, el }) {
             h("span", { class: "sn-type" }, row.type),
             h("span", { class: "sn-path" }, row.path),
             h("span", { class: "sn-headline" }, row.headline),
-            head.live
-              ? h("button", { class: "sn-link sn-fork", title: "branch a new session at this event", onclick: fork(row.seq) }, "Fork here")
+            head.fork
+              ? h(
+                  "button",
+                  { class: "sn-link sn-fork", title: "branch a new session at this event", onclick: fork(row.seq) },
+                  "Fork here",
+                )
               : null,
           ),
           pre(row.json),

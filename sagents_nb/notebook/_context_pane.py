@@ -1,0 +1,92 @@
+"""The context pane: a context-size chart of every turn, and one turn's view beside its storage."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._messages import Message
+from ._render import ROWS, message_parts, message_state
+from ._state import NodeState, Stored, Turn
+
+HIDDEN_MARK = {"main": "sunk", "realtime": "trimmed"}
+"""How a kind leaves stored items out of the view (other kinds: `hidden`)."""
+
+
+def context_pane(node: NodeState, wanted: int | None) -> dict[str, Any]:
+    """The context-size chart of every turn, and the view beside the storage of one turn."""
+    turns = node.turn_log
+    chart = [
+        {
+            "turn": t.number,
+            "view_tokens": t.view_tokens,
+            "storage_tokens": t.storage_tokens,
+            "view_messages": t.view_count,
+            "storage_messages": t.storage_count,
+        }
+        for t in turns
+    ]
+    markers = [
+        {"at": m.at, "type": m.type, "title": m.title, "seq": m.seq}
+        for m in node.timeline
+        if m.type in ("compaction", "context_full", "cold_sink", "window_trim")
+    ]
+    index = len(turns) - 1 if wanted is None or not 0 <= wanted < len(turns) else wanted
+    detail = turn_detail(node, turns[index]) if turns else None
+    return {
+        "kind": node.kind,
+        "chart": chart,
+        "markers": markers,
+        "index": index,
+        "following": wanted is None,
+        "detail": detail,
+    }
+
+
+def _key(item: Stored) -> tuple[Any, ...]:
+    role, content, call_id, calls = message_parts(item)
+    return (role, content, call_id, tuple(c.id for c in calls))
+
+
+def turn_detail(node: NodeState, turn: Turn) -> dict[str, Any]:
+    """One turn's exact view beside its storage, each item marked."""
+    storage = turn.storage[: turn.storage_len]
+    in_view = {_key(m) for m in turn.view}
+    stored = {_key(m) for m in storage}
+    hidden = HIDDEN_MARK.get(turn.kind, "hidden")
+    storage_rows = [
+        message_state(message, how) for how, message in node.forgotten[: turn.forgotten_len]
+    ]
+    for item in storage:
+        if _is_summary(item):
+            kept = "summary"
+        else:
+            kept = "in view" if _key(item) in in_view else hidden
+        storage_rows.append(message_state(item, kept))
+    view_rows = []
+    for message in turn.view:
+        if _is_summary(message):
+            sent: str | None = "summary"
+        else:
+            sent = None if _key(message) in stored else "view only"
+        view_rows.append(message_state(message, sent))
+    reply = message_state(turn.reply) if turn.reply is not None else None
+    return {
+        "turn": turn.number,
+        "kind": turn.kind,
+        "model": turn.model,
+        "tool_choice": turn.tool_choice,
+        "view_tokens": turn.view_tokens,
+        "storage_tokens": turn.storage_tokens,
+        "hidden": turn.hidden,
+        "view": view_rows[-ROWS:],
+        "view_earlier": max(0, len(view_rows) - ROWS),
+        "storage": storage_rows[-ROWS:],
+        "storage_earlier": max(0, len(storage_rows) - ROWS),
+        "reply": reply,
+        "tokens": turn.usage.total_tokens if turn.usage else None,
+        "duration": turn.duration,
+    }
+
+
+def _is_summary(item: Stored) -> bool:
+    return isinstance(item, Message) and bool(item.meta.get("summary"))

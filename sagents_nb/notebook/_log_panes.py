@@ -1,0 +1,140 @@
+"""The wire pane (the endpoint's exchanges) and the event log pane."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel
+
+from .._messages import Message
+from ..events import Event
+from ._projector import Projector
+from ._render import ROWS, as_json, clip
+from ._state import NodeState
+
+EXCHANGES = 20
+COMMON_FIELDS = frozenset({"type", "seq", "ts", "path", "run"})
+
+
+def wire_pane(exchanges: Sequence[Any] | None, node: NodeState | None) -> dict[str, Any]:
+    """The node's recent exchanges with the endpoint: request and response JSON (keys redacted)."""
+    if exchanges is None:
+        return {"exchanges": [], "earlier": 0, "note": "a finished result keeps no wire log"}
+    # An exchange is the node's when its body matches one of the node's requests: same model,
+    # tools, number of messages and last message.
+    sent: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for request in node.requests if node is not None else ():
+        if request.messages:
+            key = (request.model, tuple(request.tools), len(request.messages))
+            sent.setdefault(key, []).append(request.messages[-1].to_wire())
+    mine = []
+    for index, exchange in enumerate(list(exchanges), 1):
+        body = exchange.request
+        messages = body.get("messages") or []
+        tools = tuple(t.get("function", {}).get("name") for t in body.get("tools") or ())
+        key = (body.get("model"), tools, len(messages))
+        if messages and messages[-1] in sent.get(key, ()):
+            mine.append((index, exchange))
+    recent = mine[-EXCHANGES:]
+    rows = []
+    for index, exchange in recent:
+        data = exchange.to_dict()
+        rows.append(
+            {
+                "index": index,
+                "url": data["url"],
+                "model": data["request"].get("model"),
+                "status": data["status"],
+                "duration": data["duration"],
+                "error": data["error"],
+                "headers": as_json(data["headers"], 2000),
+                "request": as_json(data["request"]),
+                "response": as_json(data["response"]),
+            }
+        )
+    others = len(exchanges) - len(mine)
+    note = (
+        f"{others} more exchange(s) belong to other nodes: select them in the tree"
+        if others
+        else None
+    )
+    return {"exchanges": rows, "earlier": len(mine) - len(recent), "note": note}
+
+
+def events_pane(
+    projector: Projector,
+    types: set[str],
+    path: str | None,
+    json_cache: dict[int, str],
+) -> dict[str, Any]:
+    """The newest events of the given types (all when empty), of the node at `path` if given.
+
+    `json_cache` keeps each event's JSON text by seq: events never change once emitted.
+    """
+    rows: list[Event] = []
+    for event in reversed(projector.events):
+        if types and event.type not in types:
+            continue
+        if path is not None and event.path != path:
+            continue
+        rows.append(event)
+        if len(rows) == ROWS:
+            break
+    rows.reverse()
+    return {
+        "types": dict(sorted(projector.counts.items())),
+        "selected": sorted(types),
+        "node_only": path is not None,
+        "rows": [event_row(event, json_cache) for event in rows],
+        "total": len(projector.events),
+    }
+
+
+def event_row(event: Event, json_cache: dict[int, str]) -> dict[str, Any]:
+    """One line of the event log, with the event's JSON."""
+    text = json_cache.get(event.seq)
+    if text is None:
+        if len(json_cache) > 4 * ROWS:
+            json_cache.clear()
+        text = json_cache[event.seq] = clip(event.model_dump_json(indent=1), 4000)
+    return {
+        "seq": event.seq,
+        "type": event.type,
+        "path": event.path,
+        "run": event.run,
+        "headline": headline(event),
+        "json": text,
+    }
+
+
+def headline(event: Event) -> str:
+    """A short `field=value` summary of an event's own fields."""
+    parts = []
+    for name in type(event).model_fields:
+        if name in COMMON_FIELDS:
+            continue
+        value = getattr(event, name)
+        if value is None or value == [] or value == {}:
+            continue
+        parts.append(f"{name}={_short(value)}")
+    return clip(" ".join(parts), 300)
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, Message):
+        calls = ", ".join(c.name for c in value.tool_calls or ())
+        text = value.content or (f"calls {calls}" if calls else "")
+        return f"{value.role}: {clip(text, 80)!r}"
+    if isinstance(value, list):
+        return f"[{len(value)} items]"
+    if isinstance(value, BaseModel):
+        return clip(value.model_dump_json(), 80)
+    if isinstance(value, str):
+        return repr(clip(value, 80))
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    if isinstance(value, dict):
+        return clip(json.dumps(value, ensure_ascii=False, default=str), 80)
+    return str(value)

@@ -1,0 +1,159 @@
+"""Which pane the person looks at (`Focus`), and a node's transcript, tool and timeline panes."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, assert_never
+
+from ..events import (
+    ErrorOccurred,
+    HarnessEventOccurred,
+    ModelResponse,
+    RunStarted,
+    TaskSpawned,
+    ToolCallFinished,
+)
+from ._context_pane import context_pane
+from ._log_panes import events_pane, wire_pane
+from ._projector import Projector
+from ._render import ROWS, as_json, calls_state, clip
+from ._state import Mark, NodeState, Said, ToolCard
+
+TABS = ("transcript", "context", "tools", "compaction", "wire", "events")
+
+
+@dataclass
+class Focus:
+    """What the person looks at: a node, a pane, a turn, and the event-log filter."""
+
+    node: str | None = None
+    tab: str = "transcript"
+    turn: int | None = None
+    """Index into the node's turns; None follows the latest."""
+    types: list[str] = field(default_factory=list)
+    """Event types shown in the log; empty shows all."""
+    node_only: bool = False
+
+    def key(self) -> tuple[Any, ...]:
+        return (self.node, self.tab, self.turn, tuple(self.types), self.node_only)
+
+
+def pane_state(
+    projector: Projector,
+    focus: Focus,
+    exchanges: Sequence[Any] | None,
+    json_cache: dict[int, str],
+) -> dict[str, Any]:
+    """The selected node's pane named by `focus.tab`."""
+    path = focus.node if focus.node in projector.nodes else projector.root
+    pane: dict[str, Any] = {"node": path, "tab": focus.tab}
+    node = projector.nodes.get(path) if path else None
+    if focus.tab == "events":
+        only = path if focus.node_only else None
+        pane.update(events_pane(projector, set(focus.types), only, json_cache))
+    elif focus.tab == "wire":
+        pane.update(wire_pane(exchanges, node))
+    elif node is None:
+        pane["empty"] = "nothing has happened yet"
+    else:
+        pane.update(node_pane(projector, node, focus))
+    return pane
+
+
+def node_pane(projector: Projector, node: NodeState, focus: Focus) -> dict[str, Any]:
+    """A pane about one node: transcript, context, tool calls or compaction timeline."""
+    match focus.tab:
+        case "context":
+            return context_pane(node, focus.turn)
+        case "tools":
+            return _last(tools_state(node.cards.values()), "cards")
+        case "compaction":
+            return _last([mark_state(mark) for mark in node.timeline], "entries")
+        case _:
+            return transcript_pane(projector, node)
+
+
+def _last(items: list[dict[str, Any]], name: str) -> dict[str, Any]:
+    return {name: items[-ROWS:], "earlier": max(0, len(items) - ROWS)}
+
+
+def transcript_pane(projector: Projector, node: NodeState) -> dict[str, Any]:
+    """The node's conversation as a person reads it, and any text still streaming."""
+    streaming = "".join(node.streaming) if node.asking is not None else ""
+    return {
+        "entries": [transcript_row(projector, e) for e in node.transcript[-ROWS:]],
+        "earlier": max(0, len(node.transcript) - ROWS),
+        "streaming": clip(streaming),
+    }
+
+
+def transcript_row(projector: Projector, event: Said) -> dict[str, Any]:
+    """One transcript line from the event that said it."""
+    row: dict[str, Any] = {"seq": event.seq}
+    match event:
+        case RunStarted():
+            row.update(role="user", text=clip(event.input))
+            preprocessed = projector.preprocessed.get(event.run)
+            if preprocessed is not None and preprocessed.llm.content != event.input:
+                row["sent_as"] = clip(preprocessed.llm.content)
+        case TaskSpawned():
+            row.update(role="user", text=clip(event.prompt))
+        case ModelResponse():
+            row.update(role="assistant", text=clip(event.message.content))
+            if event.message.tool_calls:
+                row["calls"] = calls_state(event.message.tool_calls)
+        case ToolCallFinished():
+            row.update(role="tool", text=clip(event.result), call_id=event.call_id)
+            row.update(name=event.name, status=event.status)
+        case ErrorOccurred():
+            row.update(role="error", text=clip(f"{event.error_type}: {event.message}"))
+        case HarnessEventOccurred():
+            data = event.event
+            kind = str(data.get("type", "event"))
+            text = data.get("text") or data.get("content") or data.get("message")
+            role = {"reasoning": "reasoning", "error": "error"}.get(kind, "cli")
+            row.update(role=role, name=kind, text=clip(str(text or as_json(data))))
+        case _:
+            assert_never(event)
+    return row
+
+
+def tools_state(cards: Iterable[ToolCard]) -> list[dict[str, Any]]:
+    """Tool-call cards: arguments, result, duration, status."""
+    return [
+        {
+            "call_id": card.call_id,
+            "name": card.name,
+            "arguments": clip(_pretty(card.arguments), 8000),
+            "status": card.status,
+            "result": None if card.result is None else clip(card.result),
+            "duration": card.duration,
+            "display_text": card.display_text,
+            "child": card.child,
+            "notes": [clip(note, 1000) for note in card.notes],
+            "seq": card.seq,
+        }
+        for card in cards
+    ]
+
+
+def _pretty(arguments: str) -> str:
+    try:
+        return json.dumps(json.loads(arguments), indent=1, ensure_ascii=False)
+    except ValueError:
+        return arguments
+
+
+def mark_state(mark: Mark) -> dict[str, Any]:
+    """One entry of the compaction timeline."""
+    return {
+        "seq": mark.seq,
+        "type": mark.type,
+        "at": mark.at,
+        "title": mark.title,
+        "details": [[str(k), clip(str(v), 2000)] for k, v in mark.details.items()],
+        "text": None if mark.text is None else clip(mark.text),
+        "previews": [clip(p, 500) for p in mark.previews],
+    }

@@ -1,0 +1,41 @@
+"""Executing a notebook headless (nbclient) keeps the live view's widget state in the notebook."""
+
+from __future__ import annotations
+
+import json
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+pytestmark = [pytest.mark.kernel, pytest.mark.timeout(90)]
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+
+
+def test_saved_widget_state_renders_the_last_view() -> None:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell(
+            "import sagents_nb as sn\n"
+            "session = sn.Session(sn.Agent('solo'), llm=sn.script('hello <b>from</b> the mock'))\n"
+            "session.send('hi').result()\n"
+            "session"
+        ),
+        nbformat.v4.new_code_cell("%load_ext sagents_nb\n%sagents_view"),
+    ]
+    NotebookClient(nb, kernel_name="python3", timeout=60, store_widget_state=True).execute()
+    [shown] = nb.cells[0].outputs
+    assert shown["output_type"] == "display_data"
+    assert "hello &lt;b&gt;from&lt;/b&gt; the mock" in shown["data"]["text/html"]
+    assert "solo [main] done" in shown["data"]["text/plain"]
+    model_id = shown["data"][WIDGET_VIEW]["model_id"]
+    state = nb.metadata["widgets"][WIDGET_STATE]["state"][model_id]["state"]
+    assert state["_model_name"] == "AnyModel"
+    assert state["tree"]["agent"] == "solo" and state["tree"]["status"] == "done"
+    assert state["header"]["run"]["text"] == "hello <b>from</b> the mock"
+    assert json.loads(state["pane"])["entries"][-1]["text"] == "hello <b>from</b> the mock"
+    assert "export default" in state["_esm"]
+    [again] = nb.cells[1].outputs
+    assert WIDGET_VIEW in again["data"] and "solo [main] done" in again["data"]["text/plain"]
