@@ -662,6 +662,7 @@ def main() -> int:
     args = parser.parse_args()
 
     started = time.monotonic()
+    host = machine()
     wanted = {p.strip() for p in args.peers.split(",") if p.strip()}
     peers = [] if args.smoke else [p for p in PEERS if p.name in wanted]
     build_envs(peers, args.install_timeout, install=not args.no_install)
@@ -681,7 +682,7 @@ def main() -> int:
             notes.append(note)
     result: dict[str, Any] = {
         "mode": "smoke" if args.smoke else "full",
-        "machine": machine(),
+        "machine": host,
         "imports": imports,
         "results": rows,
         "notes": notes,

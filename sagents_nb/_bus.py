@@ -32,14 +32,14 @@ class EventBus:
 
     def emit(self, event: Event) -> Event:
         """Stamp `event` (seq, ts, run), record it and deliver it."""
-        self._seq += 1
-        event.seq = self._seq
-        event.ts = time.time()
-        event.run = self.run
-        if type(event) is StatusChanged:
-            with self._lock:
+        with self._lock:  # setters on the kernel's thread emit too (preprocessor, llm swaps)
+            self._seq += 1
+            event.seq = self._seq
+            event.ts = time.time()
+            event.run = self.run
+            if type(event) is StatusChanged:
                 self.statuses[event.path] = event.status
-        self.log.append(event)
+            self.log.append(event)
         for subscriber in self._subscribers:
             try:
                 subscriber(event)

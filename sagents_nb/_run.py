@@ -169,6 +169,8 @@ class Run:
     def cancel(self) -> None:
         """Stop the run and its children; dangling tool calls are answered as cancelled."""
         self.cancel_requested = True
+        if self.status == "paused":
+            self._stop.clear()
         call_soon(self._cancel_on_loop)
 
     def _decide(self, decision: Decision, mode: str | None = None) -> None:

@@ -23,7 +23,7 @@ from ._run import Run
 from ._store import StoredSession, resolve_store
 from ._store_journal import Journal
 from ._store_jsonl import export_jsonl, import_jsonl
-from ._store_restore import fork_session, open_session
+from ._store_restore import endpoint_or_none, fork_session, open_session
 from ._store_resume import enqueue_resume
 from ._turns import run_task
 from ._wire import LLM
@@ -214,14 +214,15 @@ class Session:
         """Reopen a stored session (e.g. after a kernel restart): transcripts, events, tree.
 
         Configuration stays in code: pass the same `agent` (its tools, team and kinds) and an
-        endpoint; `options` are the other `Session` arguments. A run the interruption cut short
-        shows as `incomplete`; `session.resume()` continues it.
+        endpoint (needed only to send or resume); `options` are the other `Session` arguments.
+        A run the interruption cut short shows as `incomplete`; `session.resume()` continues it.
 
         Raises:
             StoreError: no such file, not a sagents_nb store, an unknown id (the error lists the
                 ids there are), or a store written by an incompatible version.
         """
-        return open_session(cls, store, session_id, agent, {"llm": llm, **options})
+        options["llm"] = endpoint_or_none(llm)
+        return open_session(cls, store, session_id, agent, options)
 
     @staticmethod
     def list_stored(store: Any) -> list[StoredSession]:
@@ -241,8 +242,9 @@ class Session:
     ) -> Session:
         """Add a session exported by `export_jsonl` to `store` (under its id, or `session_id`)
         and open it."""
+        options["llm"] = endpoint_or_none(llm)
         target = resolve_store(store, create=True)
-        return import_jsonl(cls, path, target, agent, session_id, {"llm": llm, **options})
+        return import_jsonl(cls, path, target, agent, session_id, options)
 
     def export_jsonl(self, path: str | os.PathLike[str]) -> Path:
         """Write this durable session (events, transcripts, node state) to `path` as JSON lines."""

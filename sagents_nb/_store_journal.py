@@ -9,6 +9,7 @@ import logging
 import threading
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ._messages import Message
@@ -23,7 +24,7 @@ from ._store import (
     StoredSession,
     TaskRow,
 )
-from ._store_snapshot import dump_json, dump_kind_state, node_state
+from ._store_snapshot import dump_json, kind_state, node_state
 from ._store_writer import StepWriter
 from .events import ModelRequest
 
@@ -62,6 +63,9 @@ followed them at once."""
 
 SETTLE_SECONDS = 0.001
 
+CHILD_EVENTS = frozenset({"task_spawned", "task_reattached", "task_finished"})
+"""Events at a parent's path that name a child (`event.child`)."""
+
 KIND_EVENTS = frozenset({"cold_sink", "compaction", "context_full", "window_trim", "kind_swapped"})
 """Events after which a node's kind state (e.g. Main's cold storage) is written again."""
 
@@ -87,26 +91,30 @@ class Journal:
         self.store = store
         self._lock = threading.Lock()
         self._logged = len(session.bus.log)
-        self._writes: list[MessageWrite] = []
+        self._writes: list[tuple[str, str, list[tuple[int, Message]], bool]] = []
         self._numbers: dict[int, tuple[Message, str]] = {}
         self._next_number = 1
         self._dirty: set[str] = set()
         self._nodes: dict[str, Node] = {session.root.path: session.root}
         self._states: dict[str, dict[str, Any]] = {}
-        self._kind_bodies: dict[str, str] = {}
+        self._kinds: dict[str, dict[str, Any]] = {}
         self._kind_dirty: set[str] = set()
         self._tasks: dict[str, Written] = {}
         self._writer = StepWriter(store, session.id)
         self._soon = False
         if rows is None:
-            store.create(SessionRows(StoredSession(session.id, session.agent.name, time.time())))
-            self._dirty.add(session.root.path)
+            root = session.root
+            state = node_state(root)
+            self._states[root.path] = state
+            store.create(
+                SessionRows(
+                    StoredSession(session.id, session.agent.name, time.time()),
+                    nodes=[NodeRow(root.path, "state", 0, dump_json(state))],
+                )
+            )
         else:
             for (path, part), row in rows.latest_nodes().items():
-                if part == "state":
-                    self._states[path] = json.loads(row.body)
-                else:
-                    self._kind_bodies[path] = row.body
+                (self._states if part == "state" else self._kinds)[path] = json.loads(row.body)
             self._next_number = max((m.n for m in rows.messages), default=0) + 1
             live = rows.live_messages()
             root = session.root
@@ -119,7 +127,6 @@ class Journal:
                     {key for key, entry in node.tasks.items() if entry.outcome is None},
                 )
         session.bus.subscribe(self._on_event)
-        self._end_step()
 
     def __repr__(self) -> str:
         return f"Journal(session={self.session.id!r}, store={self.store!r})"
@@ -151,42 +158,26 @@ class Journal:
 
     def _write(
         self, path: str, transcript: str, messages: Sequence[Message], *, replace: bool = False
-    ) -> MessageWrite:
-        """Number the messages (views refer to them by number) and keep their JSON."""
+    ) -> tuple[str, str, list[tuple[int, Message]], bool]:
+        """Number the messages: a view in an event names a stored message by its number."""
         numbered = []
         for message in messages:
             number = self._next_number
             self._next_number += 1
             self._numbers[id(message)] = (message, str(number))
-            numbered.append((number, _message_json(message)))
-        return MessageWrite(path, transcript, numbered, replace)
+            numbered.append((number, message))
+        return path, transcript, numbered, replace
 
     def _number(self, messages: list[Message], rows: list[MessageRow]) -> None:
         for message, row in zip(messages, rows, strict=True):
             self._numbers[id(message)] = (message, str(row.n))
-
-    def _event_json(self, event: Event) -> str:
-        """The event's JSON; a request's view names stored messages by number."""
-        if type(event) is not ModelRequest:
-            return event.__pydantic_serializer__.to_json(event).decode()
-        numbers = self._numbers
-        parts = []
-        for message in event.messages:
-            known = numbers.get(id(message))
-            if known is not None and known[0] is message:
-                parts.append(known[1])
-            else:
-                parts.append(_message_json(message))
-        head = event.model_dump_json(exclude={"messages"})
-        return f'{head[:-1]},"messages":[{",".join(parts)}]}}'
 
     def _on_event(self, event: Event) -> None:
         """End a step at the events that end one (the events themselves are read from the
         session's log when the step is built)."""
         kind = event.type
         if kind in BEFORE_WAITING:
-            if event.seq:  # not a subscriber's greeting
-                self._end_step()
+            self._end_step()
         elif kind in STEP_ENDS:
             self._end_step_soon()
 
@@ -223,46 +214,38 @@ class Journal:
                 return
             for event in events:
                 self._dirty.add(event.path)
-                if event.type in KIND_EVENTS:
+                if event.type in CHILD_EVENTS:  # they change the child's counters too
+                    self._dirty.add(event.child)  # type: ignore[attr-defined]
+                elif event.type in KIND_EVENTS:
                     self._kind_dirty.add(event.path)
             written: dict[str, Written] = {}
-            states: dict[str, dict[str, Any]] = {}
-            step = self._step(events, written, states)
+            step = self._step(events, written)
             self._logged += len(events)
-            if step is not None:
+            if step.events or step.messages or step.nodes or step.tasks or step.retired:
                 self._writer.put(step)
-                self._writes.clear()
-                self._dirty.clear()
-                self._kind_dirty.clear()
-                self._states.update(states)
-                for row in step.nodes:
-                    if row.part == "kind":
-                        self._kind_bodies[row.path] = row.body
-                self._tasks.update(written)
+            self._writes = []
+            self._dirty.clear()
+            self._kind_dirty.clear()
+            for path, part, data in step.nodes:
+                (self._states if part == "state" else self._kinds)[path] = data
+            self._tasks.update(written)
 
-    def _step(
-        self, events: list[Event], written: dict[str, Written], states: dict[str, dict[str, Any]]
-    ) -> Step | None:
+    def _step(self, events: list[Event], written: dict[str, Written]) -> PendingStep:
         seq = events[-1].seq if events else self.session.bus.last_seq
-        step = Step(seq)
-        step.events = [EventRow(e.seq, e.run, e.type, e.path, self._event_json(e)) for e in events]
-        step.messages = list(self._writes)
+        step = PendingStep(seq, events, self._writes, self._numbers)
         for path in sorted(self._dirty):
             node = self._node(path)
             if node is None:
                 continue
             state = node_state(node)
             if self._states.get(path) != state:
-                states[path] = state
-                step.nodes.append(NodeRow(path, "state", seq, dump_json(state)))
-            kind = dump_kind_state(node) if path in self._kind_dirty else None
-            if kind is not None and self._kind_bodies.get(path) != kind:
-                step.nodes.append(NodeRow(path, "kind", seq, kind))
+                step.nodes.append((path, "state", state))
+            kind = kind_state(node) if path in self._kind_dirty else None
+            if kind is not None and self._kinds.get(path) != kind:
+                step.nodes.append((path, "kind", kind))
             changes = self._task_changes(node, step)
             if changes is not None:
                 written[path] = changes
-        if not (step.events or step.messages or step.nodes or step.tasks or step.retired):
-            return None
         return step
 
     def _node(self, path: str) -> Node | None:
@@ -273,7 +256,7 @@ class Journal:
                 self._nodes[path] = node
         return node
 
-    def _task_changes(self, node: Node, step: Step) -> Written | None:
+    def _task_changes(self, node: Node, step: PendingStep) -> Written | None:
         """Add the node's new, settled and forgotten tasks to `step`; None when unchanged.
 
         Tasks are only added (at the end), settled once, or forgotten (the count drops), so
@@ -297,10 +280,10 @@ class Journal:
         for key in candidates:
             entry = tasks[key]
             outcome = entry.outcome
-            known = now.get(key)
-            if known is entry and (key not in still or outcome is None):
+            previous = now.get(key)
+            if previous is entry and (key not in still or outcome is None):
                 continue
-            if known is not None and known is not entry:
+            if previous is not None and previous is not entry:
                 step.retired.append((node.path, *key))
             step.tasks.append(
                 TaskRow(
@@ -324,6 +307,50 @@ class Journal:
                 del now[key]
                 still.discard(key)
         return now, still
+
+
+@dataclass
+class PendingStep:
+    """A step as recorded on the loop: the objects themselves. The writer encodes them (JSON)
+    off the loop; events and messages are immutable, node states are copies."""
+
+    seq: int
+    events: list[Event]
+    messages: list[tuple[str, str, list[tuple[int, Message]], bool]]
+    numbers: dict[int, tuple[Message, str]]
+    """The journal's message numbers (only ever added to), for the views in requests."""
+    nodes: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
+    tasks: list[TaskRow] = field(default_factory=list)
+    retired: list[tuple[str, str, str]] = field(default_factory=list)
+
+    def encode(self) -> Step:
+        """The step's rows, as a store writes them."""
+        return Step(
+            self.seq,
+            [EventRow(e.seq, e.run, e.type, e.path, self._event_json(e)) for e in self.events],
+            [
+                MessageWrite(path, transcript, [(n, _message_json(m)) for n, m in numbered], swap)
+                for path, transcript, numbered, swap in self.messages
+            ],
+            [NodeRow(path, part, self.seq, dump_json(data)) for path, part, data in self.nodes],
+            self.tasks,
+            self.retired,
+        )
+
+    def _event_json(self, event: Event) -> str:
+        """The event's JSON; a request's view names stored messages by number."""
+        if type(event) is not ModelRequest:
+            return event.__pydantic_serializer__.to_json(event).decode()
+        numbers = self.numbers
+        parts = []
+        for message in event.messages:
+            known = numbers.get(id(message))
+            if known is not None and known[0] is message:
+                parts.append(known[1])
+            else:
+                parts.append(_message_json(message))
+        head = event.model_dump_json(exclude={"messages"})
+        return f'{head[:-1]},"messages":[{",".join(parts)}]}}'
 
 
 _serialize_message = Message.__pydantic_serializer__

@@ -7,8 +7,10 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
+import httpx
+
 from ._agent import Agent, member_agent
-from ._errors import StoreError
+from ._errors import ConfigurationError, StoreError
 from ._messages import Message
 from ._node import Node, Outcome, TaskEntry
 from ._result import Result
@@ -16,6 +18,7 @@ from ._run import Run
 from ._store import SessionRows, Store, StoredSession, TaskRow, resolve_store
 from ._store_journal import Journal
 from ._store_snapshot import load_node
+from ._wire import LLM
 from .events import Event, RunFinished, StatusChanged, parse_event
 
 if TYPE_CHECKING:
@@ -37,6 +40,24 @@ def open_session(
     backend = resolve_store(store, create=False)
     rows = backend.load(session_id)
     return restore(cls(agent, session_id=session_id, **options), backend, rows)
+
+
+def endpoint_or_none(llm: LLM | None) -> LLM:
+    """`llm`, else the environment's endpoint, else one that tells what to do when it is used:
+    reopening a session to look at it needs no endpoint."""
+    if llm is not None:
+        return llm
+    try:
+        return LLM()
+    except ConfigurationError:
+        return LLM("http://no-endpoint.invalid/v1", transport=httpx.MockTransport(_no_endpoint))
+
+
+def _no_endpoint(request: httpx.Request) -> httpx.Response:
+    raise httpx.ConnectError(
+        "this session was reopened without an endpoint; set session.llm = sn.mock_llm(...) "
+        "or sn.LLM(...) before sending or resuming"
+    )
 
 
 def fork_session(session: Session, at: int | None) -> Session:
@@ -94,10 +115,16 @@ def restore(session: Session, store: Store, rows: SessionRows) -> Session:
             f"session {rows.info.id!r} was saved with top agent {rows.info.agent!r}, not "
             f"{root.agent.name!r}; pass agent= the agent it was saved with"
         )
-    stored = _Stored(rows)
-    stored.restore_node(root)
-    root.display = stored.transcript(root.path, "display")
-    events = stored.events()
+    try:
+        stored = _Stored(rows)
+        stored.restore_node(root)
+        root.display = stored.transcript(root.path, "display")
+        events = stored.events()
+    except (ValueError, KeyError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
+        raise StoreError(
+            f"session {rows.info.id!r} could not be read back ({type(exc).__name__}: {exc}); "
+            "the store is damaged or was written by another program"
+        ) from exc
     bus = session.bus
     bus.log = events
     bus._seq = events[-1].seq if events else 0
@@ -171,11 +198,11 @@ class _Stored:
             name: children[path] for name, path in state["persistent"].items() if path in children
         }
         for task in self.tasks.get(node.path, ()):
-            child = children.get(task.child)
-            if child is not None:
+            owner = children.get(task.child)
+            if owner is not None:
                 outcome = Outcome(task.status, task.text or "") if task.status is not None else None
                 node.tasks[(task.agent, task.prompt)] = TaskEntry(
-                    child, task.prompt, outcome=outcome
+                    owner, task.prompt, outcome=outcome
                 )
 
 

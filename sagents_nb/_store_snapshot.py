@@ -43,10 +43,10 @@ def node_state(node: Node) -> dict[str, Any]:
     }
 
 
-def dump_kind_state(node: Node) -> str | None:
-    """What the node's (built-in) kind keeps besides the messages, as JSON; None if nothing."""
+def kind_state(node: Node) -> dict[str, Any] | None:
+    """What the node's (built-in) kind keeps besides the messages; None if nothing."""
     state = _dump_kind_state(node)
-    return dump_json({"kind": kind_name(node.kind), "state": state}) if state is not None else None
+    return {"kind": kind_name(node.kind), "state": state} if state is not None else None
 
 
 def load_node(node: Node, state: dict[str, Any], kind_state: dict[str, Any] | None) -> None:

@@ -177,7 +177,7 @@ class SQLiteStore:
                     "pass another session id"
                 ) from exc
             sid = info.id
-            self._insert_events(db, sid, rows.events)
+            _insert_events(db, sid, rows.events)
             db.executemany(
                 "INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?)",
                 [
@@ -241,8 +241,9 @@ class SQLiteStore:
                     where,
                 )
             ]
+        sid, agent, created, parent, fork_seq = found
         last = events[-1].seq if events else 0
-        info = StoredSession(*found, last_seq=last)
+        info = StoredSession(sid, agent, created, parent, fork_seq, last)
         return SessionRows(info, events, messages, nodes, tasks)
 
     def sessions(self) -> list[StoredSession]:
@@ -260,20 +261,7 @@ class SQLiteStore:
         with self._lock:
             self._db.close()
 
-    # helpers
-
-    @staticmethod
-    def _insert_events(db: sqlite3.Connection, sid: str, events: list[EventRow]) -> None:
-        try:
-            db.executemany(
-                "INSERT INTO events VALUES (?, ?, ?, ?, ?, ?)",
-                [(sid, e.seq, e.run, e.type, e.path, e.body) for e in events],
-            )
-        except sqlite3.IntegrityError as exc:
-            raise StoreError(
-                f"session {sid!r} already has events with these numbers: another process (or "
-                "another Session object) is writing it; use one live Session per stored session"
-            ) from exc
+    # transactions
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
@@ -286,7 +274,10 @@ class SQLiteStore:
                 if db.in_transaction:
                     db.execute("ROLLBACK")
                 if isinstance(exc, sqlite3.Error):
-                    raise StoreError(f"writing to {self.path} failed ({exc})") from exc
+                    raise StoreError(
+                        f"writing to {self.path} failed ({exc}); check the disk space and the "
+                        "file's permissions"
+                    ) from exc
                 raise
             db.execute("COMMIT")
 
@@ -301,10 +292,23 @@ class SQLiteStore:
                 ) from exc
 
 
+def _insert_events(db: sqlite3.Connection, sid: str, events: list[EventRow]) -> None:
+    try:
+        db.executemany(
+            "INSERT INTO events VALUES (?, ?, ?, ?, ?, ?)",
+            [(sid, e.seq, e.run, e.type, e.path, e.body) for e in events],
+        )
+    except sqlite3.IntegrityError as exc:
+        raise StoreError(
+            f"session {sid!r} already has events with these numbers: another process (or "
+            "another Session object) is writing it; keep one live Session per stored session"
+        ) from exc
+
+
 def _write_step(db: sqlite3.Connection, sid: str, step: Step) -> None:
     seq = step.seq
     if step.events:
-        SQLiteStore._insert_events(db, sid, step.events)
+        _insert_events(db, sid, step.events)
     added: list[tuple[object, ...]] = []
     for write in step.messages:
         if write.replace:

@@ -8,12 +8,19 @@ import logging
 import threading
 import time
 import weakref
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ._errors import StoreError
 
 if TYPE_CHECKING:
     from ._store import Step, Store
+
+
+class Encodable(Protocol):
+    """A step recorded on the loop, encoded to rows by the writer (off the loop)."""
+
+    def encode(self) -> Step: ...
+
 
 log = logging.getLogger("sagents_nb")
 
@@ -40,11 +47,11 @@ class StepWriter:
     def __init__(self, store: Store, session_id: str) -> None:
         self.store = store
         self.session_id = session_id
-        self._pending: list[Step] = []
+        self._pending: list[Encodable] = []
         self._writing = False
         _writers.add(self)
 
-    def put(self, step: Step) -> None:
+    def put(self, step: Encodable) -> None:
         """Queue `step` for the next commit."""
         global _thread
         with _lock:
@@ -72,12 +79,13 @@ class StepWriter:
                 "goes on in memory; free the disk or fix the file, then call session.store.flush()"
             ) from error
 
-    def _commit(self, steps: list[Step]) -> Exception | None:
-        """Commit `steps` (the caller set `_writing`); on failure put them back first in line."""
+    def _commit(self, steps: list[Encodable]) -> Exception | None:
+        """Encode and commit `steps` (the caller set `_writing`); on failure put them back
+        first in line."""
         error = None
         if steps:
             try:
-                self.store.commit(self.session_id, steps)
+                self.store.commit(self.session_id, [step.encode() for step in steps])
             except Exception as exc:
                 error = exc
         with _lock:

@@ -104,6 +104,9 @@ async def run_task(node: Node, message: Message | None, *, resume: bool = False)
 async def _turns(node: Node) -> Outcome:
     agent = node.agent
     while True:
+        # let the loop breathe between turns: controls (cancel, step) and other runs get a turn
+        # even when the endpoint and the tools never suspend (an in-process mock)
+        await asyncio.sleep(0)
         kind = resolve_kind(node)
         limit = kind.turn_limit(agent.max_turns)
         if node.task_turns >= limit:
@@ -249,7 +252,7 @@ async def call_model(
                 storage_messages=len(node.history),
                 view_tokens=sum(map(node.token_count, view)),
                 storage_tokens=node.context_tokens(),
-                hidden=max(0, len(node.history) + len(node.system_messages()) - len(view)),
+                hidden=len(node.history) - sum(1 for m in view if _from_storage(m)),
             )
         )
     node.emit(
@@ -293,6 +296,12 @@ async def call_model(
         )
     )
     return completion
+
+
+def _from_storage(message: Message) -> bool:
+    # view-only messages are system notes (the prompt, cold-storage notes, notices); a
+    # resident's summary is a system message that does live in storage
+    return message.role != "system" or bool(message.meta.get("summary"))
 
 
 def _emit_retry(node: Node, notice: RetryNotice) -> None:

@@ -209,3 +209,35 @@ def test_cancel_a_queued_run_never_runs_it() -> None:
     assert first.result().text == "first"
     assert second.wait(5) == "cancelled"
     assert [m.content for m in session.llm_messages if m.role == "user"] == ["one"]
+
+
+def test_cancel_reaches_a_run_whose_mock_and_tools_never_suspend() -> None:
+    @sn.tool
+    def spin() -> str:
+        return "again"
+
+    llm = sn.mock_llm(lambda req: sn.reply(tool_calls=[sn.call("spin")]))
+    session = sn.Session(sn.Agent("a", tools=[spin], max_turns=100_000), llm=llm)
+    run = session.send("loop forever")
+    run.wait(timeout=0.3)
+    run.cancel()
+    assert run.wait(10) == "cancelled"
+    assert len(llm.exchanges) < 100_000
+
+
+def test_cancel_a_paused_run() -> None:
+    @sn.tool
+    def t() -> str:
+        return "ok"
+
+    session = sn.Session(
+        sn.Agent("a", tools=[t]),
+        llm=sn.mock_llm(
+            lambda req: sn.reply(tool_calls=[sn.call("t")]) if req.last["role"] == "user" else "end"
+        ),
+    )
+    run = session.send("x", pause_on={"tool"})
+    assert run.wait(5) == "paused"
+    run.cancel()
+    assert run.result(timeout=5).status == "cancelled"
+    assert session.send("y").result().text == "end"

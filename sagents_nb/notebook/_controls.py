@@ -40,7 +40,7 @@ def _focus(view: LiveView, message: dict[str, Any]) -> None:
     focus = view.focus
     with view.projector.lock:
         if "node" in message:
-            node = message["node"]
+            node = message["node"] if isinstance(message["node"], str) else None
             if node != focus.node:
                 focus.turn = None
             focus.node = node

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -152,7 +153,7 @@ def _require_chromium() -> None:
         pytest.skip(message)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     """JupyterLab on a free loopback port with a token and its own config and runtime dirs."""
     _require_chromium()
@@ -215,9 +216,13 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         log.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(lab: Lab) -> Iterator[Any]:
-    """Debian's chromium driven by Playwright; every process it started is gone afterwards."""
+    """Debian's chromium driven by Playwright; every process it started is gone afterwards.
+
+    Module-scoped: Playwright's sync API keeps an asyncio loop marked running on this thread
+    until it stops, which would break later tests that call `asyncio.run`.
+    """
     from playwright.sync_api import sync_playwright
 
     before = _children(os.getpid())
@@ -268,8 +273,6 @@ def page(browser: Any, lab: Lab, request: pytest.FixtureRequest) -> Iterator[Any
 
 
 def _shutdown_kernels(lab: Lab) -> None:
-    import json
-
     request = urllib.request.Request(f"{lab.url}/api/kernels?token={lab.token}")
     with urllib.request.urlopen(request, timeout=5) as response:
         kernels = json.load(response)

@@ -128,7 +128,7 @@ def test_updates_are_throttled_and_the_last_state_always_arrives() -> None:
     assert events > 900
     assert len(pushes) <= elapsed * 10 + 3, (len(pushes), elapsed)
     gaps = [b - a for a, b in itertools.pairwise(pushes)]
-    assert min(gaps) >= 0.09
+    assert min(gaps) >= 0.06  # 0.1 s apart, less the difference in render times
     assert threads == {"sagents_nb-loop"}
     assert widget.header["events"] == events
     assert widget.tree["turns"] == 201

@@ -1,0 +1,269 @@
+"""Durable sessions: what a store keeps, and reopening it (transcripts, events, tree, kinds)."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import httpx
+import pytest
+
+import sagents_nb as sn
+
+pytestmark = pytest.mark.timeout(30)
+
+
+@sn.tool
+def lookup(x: int) -> str:
+    """Look a number up.
+
+    Args:
+        x: the number.
+    """
+    return f"value-{x}"
+
+
+WORKER = sn.Agent("worker", does="does one job", tools=[lookup])
+BOSS = sn.Agent("boss", does="delegates", tools=[lookup], team=[WORKER])
+
+
+def boss_handler(req: sn.ChatRequest) -> sn.Reply | str:
+    """The boss looks something up, delegates two jobs (then one again: a reattach), answers;
+    workers look up once, then answer."""
+    if "task" in req.tools:
+        done = len(req.tool_results)
+        if done == 0:
+            return sn.reply(tool_calls=[sn.call("lookup", x=1)])
+        if done == 1:
+            return sn.reply(
+                tool_calls=[
+                    sn.call("task", agent="worker", prompt="job A"),
+                    sn.call("task", agent="worker", prompt="job B"),
+                ]
+            )
+        if done == 3:
+            return sn.reply(tool_calls=[sn.call("task", agent="worker", prompt="job A")])
+        return "boss done: " + " | ".join(req.tool_results)
+    if not req.tool_results:
+        return sn.reply(tool_calls=[sn.call("lookup", x=len(req.last_user))])
+    return f"{req.last_user} -> {req.tool_results[-1]}"
+
+
+def dumps(messages: list[sn.Message]) -> list[dict[str, object]]:
+    return [m.model_dump() for m in messages]
+
+
+def test_reopen_restores_transcripts_events_tree_and_tasks(tmp_path: Path) -> None:
+    db = tmp_path / "runs.db"
+    session = sn.Session(BOSS, llm=sn.mock_llm(boss_handler), store=db)
+    result = session.send("go").result()
+    assert result.status == "done"
+
+    again = sn.Session.open(db, session.id, agent=BOSS, llm=sn.mock_llm(boss_handler))
+    assert again.id == session.id
+    assert dumps(again.llm_messages) == dumps(session.llm_messages)
+    assert dumps(again.display_messages) == dumps(session.display_messages)
+    assert [e.model_dump() for e in again.events] == [e.model_dump() for e in session.events]
+    assert again.tree.to_dict() == session.tree.to_dict()
+    child = again.node("boss/worker.1")
+    assert child is not None
+    assert dumps(child.history) == dumps(session.node("boss/worker.1").history)
+    entry = again.root.tasks[("worker", "job A")]
+    assert entry.child is child
+    assert entry.outcome is not None and entry.outcome.text == "job A -> value-5"
+    assert [r.status for r in again.runs] == ["done"]
+    assert again.runs[0].result().text == result.text
+
+
+def test_a_reopened_session_goes_on_and_keeps_recording(tmp_path: Path) -> None:
+    db = tmp_path / "runs.db"
+    session = sn.Session(BOSS, llm=sn.mock_llm(boss_handler), store=db)
+    session.send("go").result()
+    llm = sn.mock_llm(lambda req: "second answer")
+    again = sn.Session.open(db, session.id, agent=BOSS, llm=llm)
+    second = again.send("and now?").result()
+    assert second.text == "second answer" and second.run == 2
+    # the new run saw the whole restored transcript
+    assert llm.exchanges[0].request["messages"][0]["content"] == "go"
+    third = sn.Session.open(db, session.id, agent=BOSS, llm=llm)
+    assert [r.status for r in third.runs] == ["done", "done"]
+    assert third.llm_messages[-1].content == "second answer"
+    seqs = [e.seq for e in third.events]
+    assert seqs == list(range(1, len(seqs) + 1))
+
+
+def test_a_settled_task_reattaches_after_reopening(tmp_path: Path) -> None:
+    db = tmp_path / "runs.db"
+    session = sn.Session(BOSS, llm=sn.mock_llm(boss_handler), store=db)
+    session.send("go").result()
+    llm = sn.mock_llm(
+        lambda req: (
+            sn.reply(tool_calls=[sn.call("task", agent="worker", prompt="job B")])
+            if req.last["role"] == "user"
+            else f"again: {req.tool_results[-1]}"
+        )
+    )
+    again = sn.Session.open(db, session.id, agent=BOSS, llm=llm)
+    result = again.send("job B once more").result()
+    assert result.text == "again: job B -> value-5"
+    assert len(llm.exchanges) == 2  # the worker was not asked again
+    reattached = [e for e in again.events if e.type == "task_reattached" and e.run == 2]
+    assert [(e.child, e.state) for e in reattached] == [("boss/worker.2", "settled")]
+
+
+def test_main_cold_storage_and_resident_compaction_are_restored(tmp_path: Path) -> None:
+    db = tmp_path / "runs.db"
+    memo = sn.Agent(
+        "memo",
+        does="remembers",
+        kind=sn.kinds.Resident(window_tokens=60, keep_recent=1),
+    )
+    chief = sn.Agent("chief", does="leads", team=[memo], kind=sn.kinds.Main(top_k=1, recent=1))
+
+    def handler(req: sn.ChatRequest) -> sn.Reply | str:
+        if req.system.startswith("You compress"):
+            return "summary of the memo's past"
+        if "task" in req.tools and req.last["role"] == "user":
+            return sn.reply(
+                tool_calls=[sn.call("task", agent="memo", prompt=f"note {req.last_user}")]
+            )
+        if "task" in req.tools:
+            return f"noted {req.last_user}"
+        return f"memo keeps {req.last_user} " + "x" * 120
+
+    session = sn.Session(chief, llm=sn.mock_llm(handler), store=db)
+    for word in ("alpha", "bravo", "charlie", "delta"):
+        assert session.send(word).result().status == "done"
+    root, resident = session.root, session.node("chief/memo.1")
+    assert resident is not None
+    cold = chief.kind.cold_messages(root)
+    assert cold, "the scenario should sink something to cold storage"
+    assert any(e.type == "compaction" for e in session.events)
+
+    again = sn.Session.open(db, session.id, agent=chief, llm=sn.mock_llm(handler))
+    assert dumps(chief.kind.cold_messages(again.root)) == dumps(cold)
+    restored = again.node("chief/memo.1")
+    assert restored is not None and again.root.persistent["memo"] is restored
+    assert dumps(restored.history) == dumps(resident.history)
+    assert restored.history[0].meta == {"summary": True}
+    kept = ("compactions", "context_full", "messages", "status")
+    assert {k: memo.kind.describe(restored)[k] for k in kept} == {
+        k: memo.kind.describe(resident)[k] for k in kept
+    }
+
+
+def test_the_api_key_is_never_written(tmp_path: Path) -> None:
+    secret = "sk-planted-secret-4f1d9c"
+
+    def serve(request: httpx.Request) -> httpx.Response:
+        assert request.headers["authorization"] == f"Bearer {secret}"
+        return httpx.Response(
+            200,
+            json={
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": "hello"},
+                        "finish_reason": "stop",
+                    }
+                ],
+                "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
+            },
+        )
+
+    llm = sn.LLM("http://keyed.local/v1", api_key=secret, transport=httpx.MockTransport(serve))
+    db = tmp_path / "runs.db"
+    session = sn.Session(sn.Agent("a"), llm=llm, store=db)
+    assert session.send("hi").result().text == "hello"
+    session.llm = sn.mock_llm(lambda req: "swapped")
+    session.send("again").result()
+    exported = session.export_jsonl(tmp_path / "session.jsonl")
+    session.store.flush()
+    for path in [*tmp_path.iterdir(), exported]:
+        assert secret.encode() not in path.read_bytes(), path.name
+
+
+def test_list_stored_names_sessions_and_forks(tmp_path: Path) -> None:
+    db = tmp_path / "runs.db"
+    first = sn.Session(BOSS, llm=sn.mock_llm(boss_handler), store=db)
+    first.send("go").result()
+    second = sn.Session(sn.Agent("solo"), llm=sn.mock_llm(lambda req: "ok"), store=db)
+    second.send("hi").result()
+    fork = first.fork(at=10)
+    stored = {s.id: s for s in sn.Session.list_stored(db)}
+    assert set(stored) == {first.id, second.id, fork.id}
+    assert stored[first.id].agent == "boss" and stored[first.id].parent is None
+    assert stored[second.id].agent == "solo"
+    assert (stored[fork.id].parent, stored[fork.id].fork_seq) == (first.id, 10)
+    assert stored[fork.id].last_seq == 10
+    assert stored[first.id].last_seq == first.events[-1].seq
+
+
+def test_steps_are_written_in_transactions_of_the_store_file(tmp_path: Path) -> None:
+    db = tmp_path / "runs.db"
+    session = sn.Session(BOSS, llm=sn.mock_llm(boss_handler), store=str(db))
+    session.send("go").result()
+    session.store.flush()
+    with sqlite3.connect(db) as con:
+        assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        count = con.execute("SELECT count(*) FROM events WHERE session = ?", (session.id,))
+        assert count.fetchone()[0] == len(session.events)
+        assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_an_in_memory_store_forks_and_exports(tmp_path: Path) -> None:
+    session = sn.Session(BOSS, llm=sn.mock_llm(boss_handler), store=":memory:")
+    session.send("go").result()
+    fork = session.fork()
+    assert [e.model_dump() for e in fork.events] == [e.model_dump() for e in session.events]
+    assert session.export_jsonl(tmp_path / "s.jsonl").exists()
+
+
+def test_reopening_to_look_needs_no_endpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    db = tmp_path / "runs.db"
+    session = sn.Session(BOSS, llm=sn.mock_llm(boss_handler), store=db)
+    session.send("go").result()
+    looking = sn.Session.open(db, session.id, agent=BOSS)
+    assert looking.tree.to_dict() == session.tree.to_dict()
+    result = looking.send("more").result()
+    assert result.status == "error"
+    assert "reopened without an endpoint; set session.llm" in result.text
+
+
+def test_a_run_paused_when_the_kernel_died_resumes_after_reopening(tmp_path: Path) -> None:
+    sent: list[int] = []
+
+    @sn.tool
+    def transfer(amount: int) -> str:
+        """Send money.
+
+        Args:
+            amount: how much.
+        """
+        sent.append(amount)
+        return f"sent {amount}"
+
+    bank = sn.Agent("bank", tools=[transfer])
+
+    def model(req: sn.ChatRequest) -> sn.Reply | str:
+        if req.last["role"] == "user":
+            return sn.reply(tool_calls=[sn.call("transfer", amount=5)])
+        return f"ok, {req.tool_results[-1]}"
+
+    db = tmp_path / "runs.db"
+    session = sn.Session(bank, llm=sn.mock_llm(model), store=db)
+    assert session.send("pay", pause_on={"tool"}).wait() == "paused"
+    # as after a kernel restart: the paused object is left alone, the store is opened again
+    llm = sn.mock_llm(model)
+    again = sn.Session.open(db, session.id, agent=bank, llm=llm)
+    assert [e.type for e in again.events][-1] == "paused"
+    assert [r.status for r in again.runs] == ["incomplete"]
+    run = again.resume(pause_on={"tool"})
+    assert run.wait() == "paused" and run.paused_at.name == "transfer"
+    run.approve()
+    assert run.result().text == "ok, sent 5"
+    assert sent == [5] and len(llm.exchanges) == 1
