@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
@@ -65,6 +66,12 @@ class Message(BaseModel):
                 wire["name"] = self.name
             private["_wire"] = wire
         return wire
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Message:
+        """A copy with `update` applied; the wire and token caches start afresh."""
+        copy = super().model_copy(update=update, deep=deep)
+        copy.__pydantic_private__ = {"_wire": None, "_tokens": None}
+        return copy
 
     @property
     def text(self) -> str:

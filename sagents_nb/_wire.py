@@ -188,6 +188,17 @@ class LLM:
         base = self.backoff * (2**attempt)
         return base / 2 + random.random() * base / 2
 
+    async def _send(self, client: httpx.AsyncClient, content: bytes) -> httpx.Response:
+        """POST `content`; the response is returned unread (so a stream can be followed)."""
+        request = client.build_request("POST", self._http_url, content=content)
+        if self._transport is None:
+            return await client.send(request, stream=True)
+        # An explicit transport (a mock, a recorder) is called directly: the client's cookie,
+        # redirect and auth machinery has nothing to do there and costs a third of a mock turn.
+        response = await self._transport.handle_async_request(request)
+        response.request = request
+        return response
+
     async def _attempt(
         self, body: dict[str, Any], on_delta: Callable[[str], None] | None
     ) -> Completion:
@@ -198,22 +209,22 @@ class LLM:
         started = time.perf_counter()
         try:
             content = json.dumps(body, ensure_ascii=False).encode()
-            if body.get("stream"):
-                async with client.stream("POST", self._http_url, content=content) as response:
-                    exchange.status = response.status_code
-                    if response.status_code >= 400:
-                        await response.aread()
-                        raise self._status_error(response)
+            response = await self._send(client, content)
+            try:
+                exchange.status = response.status_code
+                if response.status_code >= 400:
+                    await response.aread()
+                    raise self._status_error(response)
+                if body.get("stream"):
                     completion, chunks = await _read_stream(response, on_delta)
                     exchange.response = {"chunks": chunks, "truncated": completion.truncated}
                     return completion
-            response = await client.post(self._http_url, content=content)
-            exchange.status = response.status_code
-            if response.status_code >= 400:
-                raise self._status_error(response)
-            data = _json_body(response, self.base_url)
-            exchange.response = data
-            return parse_completion(data, self.base_url)
+                await response.aread()
+                data = _json_body(response, self.base_url)
+                exchange.response = data
+                return parse_completion(data, self.base_url)
+            finally:
+                await response.aclose()
         except httpx.TimeoutException as exc:
             exchange.error = f"timeout: {exc}"
             raise TransportError(

@@ -80,3 +80,13 @@ def test_events_round_trip_through_json() -> None:
         again = parse_event(event.model_dump_json())
         assert type(again) is type(event)
         assert again == event
+
+
+def test_message_copies_do_not_keep_stale_wire_or_token_caches() -> None:
+    from sagents_nb._messages import estimate_tokens
+
+    original = sn.Message(role="user", content="short")
+    assert original.to_wire()["content"] == "short" and estimate_tokens(original) == 5
+    copy = original.model_copy(update={"content": "a much longer message than before"})
+    assert copy.to_wire()["content"] == "a much longer message than before"
+    assert estimate_tokens(copy) == 12
