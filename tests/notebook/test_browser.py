@@ -149,3 +149,75 @@ def test_payloads_render_as_text(page: Any, lab: Lab) -> None:
     assert view.locator("img, script").count() == 0
     assert page.evaluate("typeof window.__xss") == "undefined"
     screenshot(page, "live-view-xss-as-text.png")
+
+
+XSS_CORPUS_RUN = '''
+import sagents_nb as sn
+from sagents_nb.events import HarnessEventOccurred
+
+CORPUS = [
+    "<img src=x onerror=window.__xss=11>",
+    "<script>window.__xss=12</script>",
+    "<svg onload=window.__xss=13>",
+    "\\"><iframe src=javascript:window.__xss=14>",
+    "<a href=javascript:window.__xss=15>click</a>",
+    "{{constructor.constructor('window.__xss=16')()}}",
+]
+BLOB = " ".join(CORPUS)
+NAME = "<img src=x onerror=window.__xss=17>"
+
+class Probe(sn.Task):
+    task_name = "probe"
+    description = BLOB
+    instructions = BLOB
+    display_text = BLOB
+
+@sn.tool
+def fetch(url: str) -> str:
+    """Fetch a page.
+
+    Args:
+        url: where.
+    """
+    return BLOB
+
+def handler(request):
+    if "task" in request.tools:
+        if request.last["role"] == "user":
+            return sn.reply(BLOB, tool_calls=[sn.call("task", agent="probe", prompt=BLOB),
+                                              sn.call("task", agent=NAME, prompt=BLOB)])
+        return "parent says " + BLOB
+    if request.last["role"] == "user":
+        return sn.reply(tool_calls=[sn.call("fetch", url=BLOB)])
+    return "child says " + BLOB
+
+agent = sn.Agent(NAME, does=BLOB, instructions=BLOB, team=[Probe], tools=[fetch])
+Probe.as_agent().tools = [fetch]
+session = sn.Session(agent, llm=sn.mock_llm(handler), preprocessor=sn.Mentions({"x": BLOB}))
+session.send(BLOB + " @x").result()
+session.bus.emit(HarnessEventOccurred(path=NAME + "/probe.1", event={"type": "text", "text": BLOB}))
+session
+'''
+
+
+def test_an_xss_corpus_through_every_rendered_field_stays_text(page: Any, lab: Lab) -> None:
+    open_notebook(page, lab.notebook("xss_corpus.ipynb", XSS_CORPUS_RUN))
+    run_cell(page, 0)
+    view = page.locator(".sagents-view")
+    view.locator(".sn-answer", has_text="parent says").wait_for()
+    view.locator(".sn-node", has_text="<img src=x onerror=window.__xss=17>").first.wait_for()
+    for path in (
+        "<img src=x onerror=window.__xss=17>",
+        "<img src=x onerror=window.__xss=17>/probe.1",
+    ):
+        view.locator(f'.sn-node[data-path="{path}"]').click()
+        for tab in ("Transcript", "Tool calls", "Context", "Wire", "Events"):
+            view.get_by_role("tab", name=tab).click()
+            view.locator(".sn-pane details").evaluate_all(
+                "nodes => nodes.forEach(n => n.open = true)"
+            )
+            text = view.locator(".sn-pane").inner_text()
+            assert "window.__xss=1" in text, (path, tab)
+    assert view.locator("img, script, svg:not(.sn-chart), iframe, a[href^=javascript]").count() == 0
+    assert page.evaluate("typeof window.__xss") == "undefined"
+    screenshot(page, "live-view-xss-corpus.png")
