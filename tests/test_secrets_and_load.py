@@ -55,8 +55,26 @@ def test_a_planted_key_appears_nowhere(tmp_path: Path, caplog: pytest.LogCapture
         *(e.model_dump_json() for e in session.events),
         *(json.dumps(x.to_dict()) for x in session.llm.exchanges),
     ]
+    places += _widget_states(session)
     leaks = [p[:80] for p in places if KEY in p]
     assert leaks == []
+
+
+def _widget_states(session: sn.Session) -> list[str]:
+    """Every pane of a live view of `session`, as the front end would receive it."""
+    from sagents_nb.notebook import view
+    from sagents_nb.notebook._panes import TABS
+
+    widget = view(session)
+    states = []
+    for tab in TABS:
+        widget.focus.node, widget.focus.tab = session.root.path, tab
+        widget._push()
+        assert widget.current_pane()
+        states.append(json.dumps([widget.header, widget.tree, widget.pane]))
+    assert "Bearer ***" in states[TABS.index("wire")]
+    widget.close()
+    return states
 
 
 def test_two_hundred_concurrent_runs_account_for_every_event() -> None:
