@@ -7,9 +7,10 @@ in its session). `parse_event` and `event_adapter` turn JSON back into the right
 
 from __future__ import annotations
 
+import functools
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from ._messages import Message, Usage
 
@@ -18,6 +19,9 @@ ToolStatus = Literal["ok", "error", "denied", "refused", "cancelled"]
 
 class Event(BaseModel):
     """Fields every event carries."""
+
+    # schemas are built on first use, not at import: most sessions use a handful of event types
+    model_config = ConfigDict(defer_build=True)
 
     type: str
     seq: int = 0
@@ -321,14 +325,23 @@ AnyEvent = Annotated[
     Field(discriminator="type"),
 ]
 
-event_adapter: TypeAdapter[AnyEvent] = TypeAdapter(AnyEvent)
+@functools.cache
+def _adapter() -> TypeAdapter[AnyEvent]:
+    return TypeAdapter(AnyEvent)
+
+
+def __getattr__(name: str) -> Any:
+    # `event_adapter` is built on first use: it compiles every event's schema
+    if name == "event_adapter":
+        return _adapter()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def parse_event(data: str | bytes | dict[str, Any]) -> Event:
     """Rebuild an event from its JSON text or dict."""
     if isinstance(data, dict):
-        return event_adapter.validate_python(data)
-    return event_adapter.validate_json(data)
+        return _adapter().validate_python(data)
+    return _adapter().validate_json(data)
 
 
 __all__ = [
