@@ -2,7 +2,7 @@
 
 Every event has `type` (its discriminator), `seq` (monotonic per session), `ts` (unix time),
 `path` (the id of the node it concerns, e.g. `coordinator/explore.1`) and `run` (the run's number
-in its session). `parse_event` and `event_adapter` turn JSON back into the right class.
+in its session). `parse_event` (or `event_adapter()`) turns JSON back into the right class.
 """
 
 from __future__ import annotations
@@ -326,22 +326,16 @@ AnyEvent = Annotated[
 ]
 
 @functools.cache
-def _adapter() -> TypeAdapter[AnyEvent]:
+def event_adapter() -> TypeAdapter[AnyEvent]:
+    """The TypeAdapter for any event (built on first use: it compiles every event's schema)."""
     return TypeAdapter(AnyEvent)
-
-
-def __getattr__(name: str) -> Any:
-    # `event_adapter` is built on first use: it compiles every event's schema
-    if name == "event_adapter":
-        return _adapter()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def parse_event(data: str | bytes | dict[str, Any]) -> Event:
     """Rebuild an event from its JSON text or dict."""
     if isinstance(data, dict):
-        return _adapter().validate_python(data)
-    return _adapter().validate_json(data)
+        return event_adapter().validate_python(data)
+    return event_adapter().validate_json(data)
 
 
 __all__ = [
