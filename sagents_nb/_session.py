@@ -23,7 +23,7 @@ from ._run import Run
 from ._store import StoredSession, resolve_store
 from ._store_journal import Journal
 from ._store_jsonl import export_jsonl, import_jsonl
-from ._store_restore import endpoint_or_none, fork_session, open_session
+from ._store_restore import fork_session, open_session, reopening_endpoint
 from ._store_resume import enqueue_resume
 from ._turns import run_task
 from ._wire import LLM
@@ -221,7 +221,7 @@ class Session:
             StoreError: no such file, not a sagents_nb store, an unknown id (the error lists the
                 ids there are), or a store written by an incompatible version.
         """
-        options["llm"] = endpoint_or_none(llm)
+        options["llm"] = reopening_endpoint(llm)
         return open_session(cls, store, session_id, agent, options)
 
     @staticmethod
@@ -242,7 +242,7 @@ class Session:
     ) -> Session:
         """Add a session exported by `export_jsonl` to `store` (under its id, or `session_id`)
         and open it."""
-        options["llm"] = endpoint_or_none(llm)
+        options["llm"] = reopening_endpoint(llm)
         target = resolve_store(store, create=True)
         return import_jsonl(cls, path, target, agent, session_id, options)
 

@@ -207,9 +207,10 @@ def resolve_store(target: object, *, create: bool) -> Store:
         target: what the user passed as `store=`.
         create: make the file when it does not exist (False when reopening).
     """
-    from ._store_writer import drain_all
+    if not create:  # reading: what this process queued must be readable first
+        from ._store_writer import drain_all
 
-    drain_all()  # what this process queued is readable through any connection
+        drain_all()
     if isinstance(target, str | os.PathLike):
         from ._store_sqlite import SQLiteStore
 

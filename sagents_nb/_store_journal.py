@@ -1,11 +1,10 @@
-"""`Journal`: records a live session into its `Store`, one transaction per step."""
+"""`Journal`: records a live session step by step, and hands each step to its writer."""
 
 from __future__ import annotations
 
 import asyncio
 import itertools
 import json
-import logging
 import threading
 import time
 from collections.abc import Sequence
@@ -35,8 +34,6 @@ if TYPE_CHECKING:
 
     Written = tuple[dict[tuple[str, str], TaskEntry], set[tuple[str, str]]]
     """The task entries written for a node, and the keys of those written unsettled."""
-
-log = logging.getLogger("sagents_nb")
 
 STEP_ENDS = frozenset(
     {
@@ -71,14 +68,16 @@ KIND_EVENTS = frozenset({"cold_sink", "compaction", "context_full", "window_trim
 
 
 class Journal:
-    """Records what a session does and hands it to a `StepWriter`, one step at a time.
+    """Records what a session does, step by step, for its `Store`.
 
-    A session's `store` attribute is its journal. A step (see `STEP_ENDS`) is built on the
-    loop and committed by the writer within milliseconds, in one transaction with the steps
-    that follow at once. A crash loses at most those milliseconds and the action in flight (a
-    reply whose tools were still running is asked again on resume). Reading a store in this
-    process (`Session.open`, `fork`, `export_jsonl`, `list_stored`) commits what is queued
-    first; `flush()` does so on request.
+    A session's `store` attribute is its journal. The runtime reports storage writes to it
+    (`messages_appended`, `history_replaced`) and it follows the event log. A step (see
+    `STEP_ENDS`) is cut on the loop, with the events, messages, node states and task entries
+    since the last one, and handed to a `StepWriter`, which encodes and commits it off the
+    loop in one transaction with the steps that follow at once. A crash loses at most those
+    last moments and the action in flight (a reply whose tools were still running is asked
+    again on resume). Reading a store in this process (`Session.open`, `list_stored`) commits
+    what is queued first; `fork`, `export_jsonl` and `flush()` do so for their session.
 
     Args:
         session: the session to record.
@@ -206,8 +205,8 @@ class Journal:
         self._end_step()
 
     def _end_step(self) -> None:
-        """Hand what was recorded since the last step to the writer (a failed commit is logged
-        and retried with the next step, never raised into the run)."""
+        """Cut a step from what was recorded since the last one and hand it to the writer (a
+        failed commit is logged and retried with the next step, never raised into the run)."""
         with self._lock:
             events = self.session.bus.log[self._logged :]
             if not (events or self._writes or self._dirty):
@@ -233,7 +232,7 @@ class Journal:
     def _step(self, events: list[Event], written: dict[str, Written]) -> PendingStep:
         seq = events[-1].seq if events else self.session.bus.last_seq
         step = PendingStep(seq, events, self._writes, self._numbers)
-        for path in sorted(self._dirty):
+        for path in self._dirty:
             node = self._node(path)
             if node is None:
                 continue

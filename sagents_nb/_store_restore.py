@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 UNSTORED = Message(role="system", content="[this message of the view was not stored]")
 """Stands in a view for a message whose step never committed (a fork cut between the two)."""
 
+NEVER_STARTED = "cancelled before it started"
+
 INTERRUPTED = (
     "the process stopped before this run finished; session.resume() continues it from its last "
     "committed step"
@@ -42,7 +44,7 @@ def open_session(
     return restore(cls(agent, session_id=session_id, **options), backend, rows)
 
 
-def endpoint_or_none(llm: LLM | None) -> LLM:
+def reopening_endpoint(llm: LLM | None) -> LLM:
     """`llm`, else the environment's endpoint, else one that tells what to do when it is used:
     reopening a session to look at it needs no endpoint."""
     if llm is not None:
@@ -225,13 +227,17 @@ def _restore_runs(session: Session, events: list[Event]) -> list[Run]:
                 lasts[event.run] = index
     runs = []
     tree = session.tree
-    for number in sorted(firsts):
-        first, last = firsts[number], lasts[number] + 1
-        end = events[last - 1]
-        if isinstance(end, RunFinished):
-            result = Result(end.text, end.status, end.turns, end.usage, [], tree, number)
+    for number in range(1, max(firsts, default=0) + 1):
+        if number not in firsts:  # cancelled while queued: it left no event
+            first = last = 0
+            result = Result(NEVER_STARTED, "cancelled", 0, session.run_usage, [], tree, number)
         else:
-            result = Result(INTERRUPTED, "incomplete", 0, session.run_usage, [], tree, number)
+            first, last = firsts[number], lasts[number] + 1
+            end = events[last - 1]
+            if isinstance(end, RunFinished):
+                result = Result(end.text, end.status, end.turns, end.usage, [], tree, number)
+            else:
+                result = Result(INTERRUPTED, "incomplete", 0, session.run_usage, [], tree, number)
         result.events = events[first:last]
         run = Run(session, number)
         run._first, run._last = first, last

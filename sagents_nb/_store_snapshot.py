@@ -1,4 +1,5 @@
-"""Node snapshots: a node's state besides its messages, to JSON and back (built-in kinds' too)."""
+"""Node snapshots: a node's state besides its messages, as plain data and back (built-in
+kinds' state too)."""
 
 from __future__ import annotations
 
@@ -45,7 +46,7 @@ def node_state(node: Node) -> dict[str, Any]:
 
 def kind_state(node: Node) -> dict[str, Any] | None:
     """What the node's (built-in) kind keeps besides the messages; None if nothing."""
-    state = _dump_kind_state(node)
+    state = _kind_data(node)
     return {"kind": kind_name(node.kind), "state": state} if state is not None else None
 
 
@@ -76,7 +77,7 @@ def dump_json(data: dict[str, Any]) -> str:
     return pydantic_core.to_json(data).decode()
 
 
-def _dump_kind_state(node: Node) -> dict[str, Any] | None:
+def _kind_data(node: Node) -> dict[str, Any] | None:
     kind = node.kind
     state = node.kind_state.get(kind_name(kind))
     if state is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,6 +20,7 @@ from ._store import (
     StoredSession,
     TaskRow,
 )
+from ._store_writer import later
 
 APP = "sagents_nb"
 SCHEMA_VERSION = 1
@@ -87,16 +89,27 @@ class SQLiteStore:
     def __init__(self, path: str | os.PathLike[str], *, create: bool = True) -> None:
         self.path = str(path)
         self._lock = threading.Lock()
-        self._db = self._connect(create)
+        new = self.path == MEMORY or _check_file(Path(self.path), create)
+        self._db = self._connect(new, create)
+        # Sessions hold their store in reference cycles, so the garbage collector drops it at
+        # any moment; closing checkpoints and syncs the file, so it is left to the store thread.
+        self._closer = weakref.finalize(self, later, self._db.close)
+        self._closer.atexit = False
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r})"
 
     # opening
 
-    def _connect(self, create: bool) -> sqlite3.Connection:
-        new = self.path == MEMORY or _check_file(Path(self.path), create)
-        db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=5)
+    def _connect(self, new: bool, create: bool) -> sqlite3.Connection:
+        try:
+            db = sqlite3.connect(
+                self.path, check_same_thread=False, isolation_level=None, timeout=5
+            )
+        except sqlite3.Error as exc:
+            raise StoreError(
+                f"cannot open {self.path} ({exc}); check that its folder exists and is writable"
+            ) from exc
         try:
             # a new file has nothing to lose yet: no fsync while its schema is written
             db.execute(f"PRAGMA synchronous={'OFF' if new else 'NORMAL'}")
@@ -164,38 +177,14 @@ class SQLiteStore:
 
     def create(self, rows: SessionRows) -> None:
         """Add a new session with its rows in one transaction."""
-        info = rows.info
-        with self._transaction() as db:
-            try:
-                db.execute(
-                    "INSERT INTO sessions VALUES (?, ?, ?, ?, ?)",
-                    (info.id, info.agent, info.created, info.parent, info.fork_seq),
-                )
-            except sqlite3.IntegrityError as exc:
-                raise StoreError(
-                    f"a session with id {info.id!r} already exists in {self.path}; "
-                    "pass another session id"
-                ) from exc
-            sid = info.id
-            _insert_events(db, sid, rows.events)
-            db.executemany(
-                "INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (sid, m.n, m.path, m.transcript, m.added, m.removed, m.body)
-                    for m in rows.messages
-                ],
-            )
-            db.executemany(
-                "INSERT OR REPLACE INTO nodes VALUES (?, ?, ?, ?, ?)",
-                [(sid, n.path, n.part, n.seq, n.body) for n in rows.nodes],
-            )
-            db.executemany(_INSERT_TASK, [(sid, *_task_values(t)) for t in rows.tasks])
+        with self._lock, _transaction(self._db, self.path):
+            _create(self._db, rows)
 
     def commit(self, session_id: str, steps: Sequence[Step]) -> None:
         """Write steps in order, in one transaction."""
-        with self._transaction() as db:
+        with self._lock, _transaction(self._db, self.path):
             for step in steps:
-                _write_step(db, session_id, step)
+                _write_step(self._db, session_id, step)
 
     def load(self, session_id: str) -> SessionRows:
         """The session's whole record."""
@@ -259,27 +248,8 @@ class SQLiteStore:
     def close(self) -> None:
         """Close the connection (the file stays consistent whether or not this is called)."""
         with self._lock:
+            self._closer.detach()
             self._db.close()
-
-    # transactions
-
-    @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            db = self._db
-            try:
-                db.execute("BEGIN IMMEDIATE")
-                yield db
-            except BaseException as exc:
-                if db.in_transaction:
-                    db.execute("ROLLBACK")
-                if isinstance(exc, sqlite3.Error):
-                    raise StoreError(
-                        f"writing to {self.path} failed ({exc}); check the disk space and the "
-                        "file's permissions"
-                    ) from exc
-                raise
-            db.execute("COMMIT")
 
     @contextmanager
     def _reading(self) -> Iterator[sqlite3.Connection]:
@@ -290,6 +260,47 @@ class SQLiteStore:
                 raise StoreError(
                     f"reading {self.path} failed ({exc}); the file may be damaged"
                 ) from exc
+
+
+@contextmanager
+def _transaction(db: sqlite3.Connection, path: str) -> Iterator[None]:
+    """One write transaction (the caller holds the store's lock)."""
+    try:
+        db.execute("BEGIN IMMEDIATE")
+        yield
+    except BaseException as exc:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        if isinstance(exc, sqlite3.Error):
+            raise StoreError(
+                f"writing to {path} failed ({exc}); check the disk space and the file's permissions"
+            ) from exc
+        raise
+    db.execute("COMMIT")
+
+
+def _create(db: sqlite3.Connection, rows: SessionRows) -> None:
+    info = rows.info
+    try:
+        db.execute(
+            "INSERT INTO sessions VALUES (?, ?, ?, ?, ?)",
+            (info.id, info.agent, info.created, info.parent, info.fork_seq),
+        )
+    except sqlite3.IntegrityError as exc:
+        raise StoreError(
+            f"a session with id {info.id!r} already exists in this store; pass another session id"
+        ) from exc
+    sid = info.id
+    _insert_events(db, sid, rows.events)
+    db.executemany(
+        "INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [(sid, m.n, m.path, m.transcript, m.added, m.removed, m.body) for m in rows.messages],
+    )
+    db.executemany(
+        "INSERT OR REPLACE INTO nodes VALUES (?, ?, ?, ?, ?)",
+        [(sid, n.path, n.part, n.seq, n.body) for n in rows.nodes],
+    )
+    db.executemany(_INSERT_TASK, [(sid, *_task_values(t)) for t in rows.tasks])
 
 
 def _insert_events(db: sqlite3.Connection, sid: str, events: list[EventRow]) -> None:
@@ -338,6 +349,12 @@ def _check_file(path: Path, create: bool) -> bool:
     """Whether `path` is new (missing or empty); raises `StoreError` if it cannot be a store."""
     if not path.exists():
         if create:
+            folder = path.parent
+            if not folder.is_dir() or not os.access(folder, os.W_OK):
+                raise StoreError(
+                    f"cannot create {path}: the folder {folder} does not exist or is not "
+                    "writable; create it or pick another path"
+                )
             return True
         raise StoreError(
             f"no store at {path}: the file does not exist; check the path (a session is saved "

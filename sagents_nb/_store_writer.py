@@ -1,19 +1,40 @@
-"""`StepWriter`: commits a session's steps off the event loop; steps that pile up share a
-transaction. One library thread serves every writer."""
+"""`StepWriter`: commits a session's steps off the event loop, in groups; one library thread
+(the store thread) serves every writer."""
 
 from __future__ import annotations
 
 import atexit
+import collections
 import logging
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from ._errors import StoreError
 
 if TYPE_CHECKING:
     from ._store import Step, Store
+
+log = logging.getLogger("sagents_nb")
+
+QUIET_SECONDS = 0.002
+"""Steps are committed once their session has handed over nothing new for this long..."""
+
+MAX_DELAY_SECONDS = 0.05
+"""...or at the latest this long after the first of them. A crash loses at most this much
+finished work besides the action in flight; a session waiting for a model or a tool is quiet,
+so its steps are committed within `QUIET_SECONDS`."""
+
+IDLE_CHECK_SECONDS = 1.0
+"""How often an idle store thread looks for chores queued without waking it."""
+
+_lock = threading.Condition()
+_waiting: list[StepWriter] = []
+_chores: collections.deque[Callable[[], None]] = collections.deque()
+_thread: threading.Thread | None = None
+_writers: weakref.WeakSet[StepWriter] = weakref.WeakSet()
 
 
 class Encodable(Protocol):
@@ -22,20 +43,8 @@ class Encodable(Protocol):
     def encode(self) -> Step: ...
 
 
-log = logging.getLogger("sagents_nb")
-
-COMMIT_DELAY = 0.002
-"""Seconds a handed-over step waits for the steps that follow it, to share their transaction.
-A crash loses at most this much finished work besides the action in flight."""
-
-_lock = threading.Condition()
-_waiting: list[StepWriter] = []
-_thread: threading.Thread | None = None
-_writers: weakref.WeakSet[StepWriter] = weakref.WeakSet()
-
-
 class StepWriter:
-    """Commits one session's steps in order, within `COMMIT_DELAY` of their hand-over.
+    """Commits one session's steps in order, in groups that share a transaction.
 
     A failed commit is logged and retried with the session's next step; `drain` raises it.
 
@@ -49,25 +58,28 @@ class StepWriter:
         self.session_id = session_id
         self._pending: list[Encodable] = []
         self._writing = False
+        self._first = self._last = 0.0
         _writers.add(self)
 
     def put(self, step: Encodable) -> None:
         """Queue `step` for the next commit."""
-        global _thread
+        now = time.monotonic()
         with _lock:
             self._pending.append(step)
+            self._last = now
             if self in _waiting:
-                return  # the store thread already counts down to this writer's commit
+                return  # the store thread already watches this writer
+            self._first = now
             _waiting.append(self)
-            if _thread is None:
-                _thread = threading.Thread(target=_serve, name="sagents_nb-store", daemon=True)
-                _thread.start()
-            if len(_waiting) == 1:
-                _lock.notify_all()
+            _wake()
+
+    def due(self) -> float:
+        """When this writer's queued steps should be committed (monotonic time)."""
+        return min(self._last + QUIET_SECONDS, self._first + MAX_DELAY_SECONDS)
 
     def drain(self) -> None:
-        """Commit every queued step now, on this thread, and wait; raise `StoreError` if the store
-        refuses."""
+        """Commit every queued step now, on this thread, and wait; raise `StoreError` if the
+        store refuses."""
         with _lock:
             _lock.wait_for(lambda: not self._writing)
             steps, self._pending = self._pending, []
@@ -96,36 +108,61 @@ class StepWriter:
         return error
 
 
+def later(chore: Callable[[], None]) -> None:
+    """Run `chore` on the store thread, e.g. closing a connection (SQLite then checkpoints and
+    syncs the file, which takes milliseconds nobody should wait for).
+
+    Safe from a garbage-collection finalizer on any thread, the store thread included: the
+    chore waits in a deque until the thread next looks.
+    """
+    _chores.append(chore)
+    with _lock:
+        _wake()
+
+
+def _wake() -> None:
+    """Start the store thread, or wake it (the caller holds `_lock`)."""
+    global _thread
+    if _thread is None:
+        _thread = threading.Thread(target=_serve, name="sagents_nb-store", daemon=True)
+        _thread.start()
+    _lock.notify_all()
+
+
 def _serve() -> None:
-    """The store thread: `COMMIT_DELAY` after a step arrives, commit what each writer has queued
-    (a writer whose commit failed waits for its next step, or a drain, to try again)."""
+    """The store thread: run chores; commit each waiting writer's steps when they are due (a
+    writer whose commit failed waits for its next step, or a drain, to try again)."""
     while True:
         with _lock:
-            _lock.wait_for(lambda: _waiting)
-            deadline = time.monotonic() + COMMIT_DELAY
-            while (left := deadline - time.monotonic()) > 0:
-                _lock.wait(left)
-        _commit_waiting()
-
-
-def _commit_waiting() -> None:
-    """Commit every waiting writer's steps (a writer being drained elsewhere waits its turn)."""
-    with _lock:
-        ready = [w for w in _waiting if not w._writing]
-        _waiting[:] = [w for w in _waiting if w._writing]
-        batches = [(w, w._pending) for w in ready]
-        for writer in ready:
-            writer._pending, writer._writing = [], True
-    for writer, steps in batches:
-        error = writer._commit(steps)
-        if error is not None:
-            log.error(
-                "could not write session %s to %r (%s); the run goes on in memory and the "
-                "write is retried with the next step",
-                writer.session_id,
-                writer.store,
-                error,
-            )
+            while not _chores:
+                ready = [w for w in _waiting if not w._writing]
+                left = min(w.due() for w in ready) - time.monotonic() if ready else None
+                if left is not None and left <= 0:
+                    break
+                _lock.wait(IDLE_CHECK_SECONDS if left is None else left)  # or woken early
+            chores = [_chores.popleft() for _ in range(len(_chores))]
+            now = time.monotonic()
+            due = [w for w in _waiting if not w._writing and w.due() <= now]
+            _waiting[:] = [w for w in _waiting if w not in due]
+            batches = [(w, w._pending) for w in due]
+            for writer in due:
+                writer._pending, writer._writing = [], True
+        for chore in chores:
+            try:
+                chore()
+            except Exception:
+                log.exception("a store chore failed: %r", chore)
+        for writer, steps in batches:
+            error = writer._commit(steps)
+            if error is not None:
+                log.error(
+                    "could not write session %s to %r (%s); the run goes on in memory and "
+                    "the write is retried with the next step",
+                    writer.session_id,
+                    writer.store,
+                    error,
+                )
+        del chores, batches, due  # nothing of a session outlives its turn here
 
 
 def drain_all() -> None:

@@ -234,36 +234,18 @@ def test_reopening_to_look_needs_no_endpoint(
     assert "reopened without an endpoint; set session.llm" in result.text
 
 
-def test_a_run_paused_when_the_kernel_died_resumes_after_reopening(tmp_path: Path) -> None:
-    sent: list[int] = []
-
-    @sn.tool
-    def transfer(amount: int) -> str:
-        """Send money.
-
-        Args:
-            amount: how much.
-        """
-        sent.append(amount)
-        return f"sent {amount}"
-
-    bank = sn.Agent("bank", tools=[transfer])
-
-    def model(req: sn.ChatRequest) -> sn.Reply | str:
-        if req.last["role"] == "user":
-            return sn.reply(tool_calls=[sn.call("transfer", amount=5)])
-        return f"ok, {req.tool_results[-1]}"
-
+def test_run_numbers_stay_unique_after_a_queued_run_was_cancelled(tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
-    session = sn.Session(bank, llm=sn.mock_llm(model), store=db)
-    assert session.send("pay", pause_on={"tool"}).wait() == "paused"
-    # as after a kernel restart: the paused object is left alone, the store is opened again
-    llm = sn.mock_llm(model)
-    again = sn.Session.open(db, session.id, agent=bank, llm=llm)
-    assert [e.type for e in again.events][-1] == "paused"
-    assert [r.status for r in again.runs] == ["incomplete"]
-    run = again.resume(pause_on={"tool"})
-    assert run.wait() == "paused" and run.paused_at.name == "transfer"
-    run.approve()
-    assert run.result().text == "ok, sent 5"
-    assert sent == [5] and len(llm.exchanges) == 1
+    llm = sn.mock_llm(lambda req: f"re: {req.last_user}")
+    session = sn.Session(sn.Agent("a"), llm=llm, store=db)
+    first = session.send("first", pause_on={"model"})
+    assert first.wait() == "paused"
+    queued = session.send("second")
+    queued.cancel()
+    assert queued.wait() == "cancelled"
+    first.resume()
+    assert first.result().text == "re: first"
+    assert session.send("third").result().run == 3
+    again = sn.Session.open(db, session.id, agent=sn.Agent("a"), llm=llm)
+    assert [r.status for r in again.runs] == ["done", "cancelled", "done"]
+    assert again.send("fourth").result().run == 4

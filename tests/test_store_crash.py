@@ -105,14 +105,21 @@ def sequential(req):
     return "sequential done: " + " | ".join(req.tool_results)
 
 
-HANDLERS = {"delegating": delegating, "two_tools": two_tools, "sequential": sequential}
+HANDLERS = {
+    "delegating": delegating,
+    "two_tools": two_tools,
+    "sequential": sequential,
+    "paused": two_tools,
+}
 
 
 if __name__ == "__main__":
     BLOCK["blocking"] = True
     session = sn.Session(BOSS, llm=sn.mock_llm(HANDLERS[sys.argv[3]]), store=sys.argv[1])
     print(session.id, flush=True)
-    session.send("go").wait()
+    pause_on = {"tool"} if sys.argv[3] == "paused" else ()
+    session.send("go", pause_on=pause_on).wait()
+    time.sleep(3600)  # paused: the kernel dies while someone looks
 '''
 
 
@@ -271,3 +278,22 @@ def test_killed_inside_a_blocking_sync_model_call(tmp_path: Path) -> None:
     assert result.text == "sequential done: value-1 | value-2"
     assert len(llm.exchanges) == 1
     assert log.read_text().split() == ["lookup", "1", "lookup", "2"]
+
+
+def test_killed_while_paused_resumes_from_the_pause(tmp_path: Path) -> None:
+    child, session_id, db, log = start(tmp_path, "paused")
+    kill_when(  # both calls of the reply wait at their pause
+        child, db, lambda con: count(con, "SELECT count(*) FROM events WHERE type = 'paused'") == 2
+    )
+    script = definitions(tmp_path, log)
+    llm = sn.mock_llm(script["two_tools"])
+    session = sn.Session.open(db, session_id, agent=script["BOSS"], llm=llm)
+    assert session.events[-1].type == "paused"
+    assert [r.status for r in session.runs] == ["incomplete"]
+    run = session.resume(pause_on={"tool"})
+    assert run.wait(timeout=20) == "paused"
+    assert {p.name for p in run.pending} == {"lookup", "slow"}
+    run.resume()
+    assert run.result(timeout=20).text == "tools done: value-7 | slow-8"
+    assert len(llm.exchanges) == 1  # the reply with the calls was not asked again
+    assert log.read_text().split() == ["lookup", "7", "slow", "8"]
