@@ -27,7 +27,6 @@ from ._result import Result, TreeNode
 from ._run import Run
 from ._session import Session
 from ._store import Store, StoredSession
-from ._store_sqlite import SQLiteStore
 from ._tools import Tool, ToolError, ToolResult, tool
 from ._wire import LLM
 
@@ -80,11 +79,15 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    # `sn.harness` loads on first use: it is only needed for native CLI children.
+    # loaded on first use: `sn.harness` is only needed for native CLI children
     if name == "harness":
         import importlib
 
         return importlib.import_module(".harness", __name__)
+    if name == "SQLiteStore":  # sqlite3 loads with the first durable session, not at import
+        from ._store_sqlite import SQLiteStore
+
+        return SQLiteStore
     raise AttributeError(f"module 'sagents_nb' has no attribute {name!r}")
 
 

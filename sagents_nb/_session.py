@@ -8,7 +8,7 @@ import os
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._agent import Agent
 from ._bus import EventBus
@@ -21,10 +21,6 @@ from ._preprocess import PreprocessContext, preprocessor_name
 from ._result import Result, TreeNode
 from ._run import Run
 from ._store import StoredSession, resolve_store
-from ._store_journal import Journal
-from ._store_jsonl import export_jsonl, import_jsonl
-from ._store_restore import fork_session, open_session, reopening_endpoint
-from ._store_resume import enqueue_resume
 from ._turns import run_task
 from ._wire import LLM
 from .events import (
@@ -36,6 +32,9 @@ from .events import (
     RunStarted,
 )
 from .kinds import Main, Worker
+
+if TYPE_CHECKING:
+    from ._store_journal import Journal
 
 
 class Session:
@@ -95,6 +94,8 @@ class Session:
         self._tail: asyncio.Task[Any] | None = None
         self._slots: dict[str, asyncio.Semaphore] = {}
         if store is not None:
+            from ._store_journal import Journal
+
             self.store = Journal(self, resolve_store(store, create=True))
 
     def __repr__(self) -> str:
@@ -221,6 +222,8 @@ class Session:
             StoreError: no such file, not a sagents_nb store, an unknown id (the error lists the
                 ids there are), or a store written by an incompatible version.
         """
+        from ._store_restore import open_session, reopening_endpoint
+
         options["llm"] = reopening_endpoint(llm)
         return open_session(cls, store, session_id, agent, options)
 
@@ -242,12 +245,17 @@ class Session:
     ) -> Session:
         """Add a session exported by `export_jsonl` to `store` (under its id, or `session_id`)
         and open it."""
+        from ._store_jsonl import import_jsonl
+        from ._store_restore import reopening_endpoint
+
         options["llm"] = reopening_endpoint(llm)
         target = resolve_store(store, create=True)
         return import_jsonl(cls, path, target, agent, session_id, options)
 
     def export_jsonl(self, path: str | os.PathLike[str]) -> Path:
         """Write this durable session (events, transcripts, node state) to `path` as JSON lines."""
+        from ._store_jsonl import export_jsonl
+
         return export_jsonl(self, path)
 
     def resume(self, *, pause_on: Iterable[str] = ()) -> Run:
@@ -257,6 +265,8 @@ class Session:
         children are reattached by their task key, a child cut mid-task continues from its own
         last step. Returns the `Run` at once, like `send`.
         """
+        from ._store_resume import enqueue_resume
+
         return block_on(submit(enqueue_resume(self, pause_on)), what="session.resume()")
 
     def fork(self, at: int | None = None) -> Session:
@@ -266,6 +276,8 @@ class Session:
         session's agent kinds, preprocessor and endpoint as they are now; this session is
         untouched. A fork taken mid-run continues with `fork.resume()`.
         """
+        from ._store_restore import fork_session
+
         return fork_session(self, at)
 
     async def _run_through(self, text: str, pause_on: Iterable[str]) -> Result:
