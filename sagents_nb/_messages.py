@@ -67,6 +67,15 @@ class Message(BaseModel):
             private["_wire"] = wire
         return wire
 
+    def __eq__(self, other: object) -> bool:
+        # fields only: the private wire/token caches must not make equal messages differ
+        if not isinstance(other, Message):
+            return NotImplemented
+        return self.__dict__ == other.__dict__
+
+    def __hash__(self) -> int:
+        return hash((self.role, self.content, self.tool_calls, self.tool_call_id, self.name))
+
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Message:
         """A copy with `update` applied; the wire and token caches start afresh."""
         copy = super().model_copy(update=update, deep=deep)

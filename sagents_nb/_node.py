@@ -112,7 +112,7 @@ class Node:
     def set_status(self, status: str, detail: str | None = None) -> None:
         """Change the status and emit `status_changed`."""
         self.status = status
-        self.emit(StatusChanged(status=status, detail=detail))
+        self.emit(StatusChanged.model_construct(status=status, detail=detail))
 
     # storage
 

@@ -243,23 +243,26 @@ async def call_model(
             body["tool_choice"] = tool_choice
     if stream:
         body["stream"] = True
+    # Events of the hot path are built without re-validation (`model_construct`): their fields
+    # come from typed runtime objects, and validating a long view would cost O(view) per turn.
     if count_turn:
+        view_tokens, in_storage = _measure(view, node.token_count)
         node.emit(
-            ContextBuilt(
+            ContextBuilt.model_construct(
                 turn=node.turns + 1,
                 kind=kind_name(node.kind),
                 view_messages=len(view),
                 storage_messages=len(node.history),
-                view_tokens=sum(map(node.token_count, view)),
+                view_tokens=view_tokens,
                 storage_tokens=node.context_tokens(),
-                hidden=len(node.history) - sum(1 for m in view if _from_storage(m)),
+                hidden=len(node.history) - in_storage,
             )
         )
     node.emit(
-        ModelRequest(
+        ModelRequest.model_construct(
             turn=node.turns + 1,
             model=model,
-            messages=view,
+            messages=list(view),
             tools=[t.name for t in tools],
             tool_choice=tool_choice,
             stream=stream,
@@ -286,7 +289,7 @@ async def call_model(
             len(node.history) + 1,
         )
     node.emit(
-        ModelResponse(
+        ModelResponse.model_construct(
             turn=node.turns,
             message=completion.message,
             usage=completion.usage,
@@ -298,10 +301,18 @@ async def call_model(
     return completion
 
 
-def _from_storage(message: Message) -> bool:
-    # view-only messages are system notes (the prompt, cold-storage notes, notices); a
-    # resident's summary is a system message that does live in storage
-    return message.role != "system" or bool(message.meta.get("summary"))
+def _measure(view: list[Message], count: Any) -> tuple[int, int]:
+    """The view's tokens, and how many of its messages come from storage.
+
+    View-only messages are system notes (the prompt, cold-storage notes, notices); a resident's
+    summary is a system message that does live in storage.
+    """
+    tokens = in_storage = 0
+    for message in view:
+        tokens += count(message)
+        if message.role != "system" or message.meta.get("summary"):
+            in_storage += 1
+    return tokens, in_storage
 
 
 def _emit_retry(node: Node, notice: RetryNotice) -> None:

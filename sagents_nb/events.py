@@ -325,6 +325,7 @@ AnyEvent = Annotated[
     Field(discriminator="type"),
 ]
 
+
 @functools.cache
 def event_adapter() -> TypeAdapter[AnyEvent]:
     """The TypeAdapter for any event (built on first use: it compiles every event's schema)."""

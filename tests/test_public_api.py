@@ -90,3 +90,10 @@ def test_message_copies_do_not_keep_stale_wire_or_token_caches() -> None:
     copy = original.model_copy(update={"content": "a much longer message than before"})
     assert copy.to_wire()["content"] == "a much longer message than before"
     assert estimate_tokens(copy) == 12
+
+
+def test_equal_messages_compare_equal_whatever_their_caches() -> None:
+    a, b = sn.Message(role="user", content="x"), sn.Message(role="user", content="x")
+    a.to_wire()
+    assert a == b and hash(a) == hash(b)
+    assert a != sn.Message(role="user", content="y")

@@ -1,0 +1,74 @@
+"""The store under arbitrary text and under cancellation: what was written reads back the same."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import tempfile
+import threading
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import sagents_nb as sn
+
+
+@sn.tool
+def echo(text: str) -> str:
+    """Echo text back."""
+    return text
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.text(max_size=300), min_size=1, max_size=3), st.text(max_size=300))
+def test_any_text_round_trips_through_the_store(prompts: list[str], tool_text: str) -> None:
+    def handler(req: sn.ChatRequest):
+        if req.last["role"] == "user":
+            return sn.reply(tool_calls=[sn.call("echo", text=tool_text)])
+        return req.tool_results[-1]
+
+    agent = sn.Agent("a", tools=[echo])
+    with tempfile.TemporaryDirectory() as folder:
+        path = str(Path(folder) / "runs.db")
+        session = sn.Session(agent, llm=sn.mock_llm(handler), store=path)
+        for prompt in prompts:
+            assert session.send(prompt).result().text == tool_text
+        session.store.flush()
+        again = sn.Session.open(path, session.id, agent=agent)
+        assert again.llm_messages == session.llm_messages
+        assert again.display_messages == session.display_messages
+        assert [e.model_dump() for e in again.events] == [e.model_dump() for e in session.events]
+
+
+def test_cancel_mid_tool_leaves_the_store_consistent_and_the_session_usable(
+    tmp_path: Path,
+) -> None:
+    started = threading.Event()
+
+    @sn.tool
+    async def slow() -> str:
+        started.set()
+        await asyncio.sleep(30)
+        return "never"
+
+    def handler(req: sn.ChatRequest):
+        if req.last["role"] == "user" and req.last_user == "go":
+            return sn.reply(tool_calls=[sn.call("slow")])
+        return "fine"
+
+    agent = sn.Agent("a", tools=[slow])
+    path = tmp_path / "runs.db"
+    session = sn.Session(agent, llm=sn.mock_llm(handler), store=str(path))
+    run = session.send("go")
+    assert started.wait(5)
+    run.cancel()
+    assert run.wait(5) == "cancelled"
+    session.store.flush()
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    again = sn.Session.open(str(path), session.id, agent=agent, llm=sn.mock_llm(handler))
+    history = again.llm_messages
+    calls = {c.id for m in history for c in m.tool_calls or ()}
+    assert calls == {m.tool_call_id for m in history if m.role == "tool"}
+    assert again.send("next").result().text == "fine"
