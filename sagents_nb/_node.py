@@ -106,13 +106,13 @@ class Node:
 
     def emit(self, event: Event) -> Event:
         """Emit `event` on the session's bus, stamped with this node's path."""
-        event.path = self.path
+        event.__dict__["path"] = self.path  # plain dict write: pydantic's __setattr__ is slow
         return self.session.bus.emit(event)
 
     def set_status(self, status: str, detail: str | None = None) -> None:
         """Change the status and emit `status_changed`."""
         self.status = status
-        self.emit(StatusChanged.model_construct(status=status, detail=detail))
+        self.emit(StatusChanged(status=status, detail=detail))
 
     # storage
 

@@ -82,7 +82,7 @@ async def execute_call(node: Node, call: ToolCall) -> ToolResult:
         name=name, arguments=arguments, path=node.path, id=call.id, agent=node.agent.name
     )
     node.emit(
-        ToolCallStarted.model_construct(
+        ToolCallStarted(
             call_id=call.id,
             name=name,
             arguments=_dump(arguments),
@@ -131,7 +131,7 @@ def _finish(
 ) -> ToolResult:
     result.duration = duration
     node.emit(
-        ToolCallFinished.model_construct(
+        ToolCallFinished(
             call_id=call.id,
             name=call.name,
             arguments=arguments,

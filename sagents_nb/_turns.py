@@ -243,12 +243,10 @@ async def call_model(
             body["tool_choice"] = tool_choice
     if stream:
         body["stream"] = True
-    # Events of the hot path are built without re-validation (`model_construct`): their fields
-    # come from typed runtime objects, and validating a long view would cost O(view) per turn.
     if count_turn:
         view_tokens, in_storage = _measure(view, node.token_count)
         node.emit(
-            ContextBuilt.model_construct(
+            ContextBuilt(
                 turn=node.turns + 1,
                 kind=kind_name(node.kind),
                 view_messages=len(view),
@@ -258,6 +256,7 @@ async def call_model(
                 hidden=len(node.history) - in_storage,
             )
         )
+    # built without re-validation: validating a long view would cost O(view) per turn
     node.emit(
         ModelRequest.model_construct(
             turn=node.turns + 1,
@@ -289,7 +288,7 @@ async def call_model(
             len(node.history) + 1,
         )
     node.emit(
-        ModelResponse.model_construct(
+        ModelResponse(
             turn=node.turns,
             message=completion.message,
             usage=completion.usage,
