@@ -59,6 +59,9 @@ def reply(
     return Reply(text, tuple(tool_calls), dict(usage) if usage else None, stream)
 
 
+_JSON = {"content-type": "application/json"}
+
+
 class ChatRequest:
     """A request as the mock handler sees it."""
 
@@ -181,22 +184,20 @@ class MockLLM(LLM):
         message: dict[str, Any] = {"role": "assistant", "content": answer.text}
         if calls:
             message["tool_calls"] = calls
-        return httpx.Response(
-            200,
-            json={
-                "id": "chatcmpl-mock",
-                "object": "chat.completion",
-                "model": chat.model,
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": message,
-                        "finish_reason": "tool_calls" if calls else "stop",
-                    }
-                ],
-                "usage": usage,
-            },
-        )
+        body = {
+            "id": "chatcmpl-mock",
+            "object": "chat.completion",
+            "model": chat.model,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "finish_reason": "tool_calls" if calls else "stop",
+                }
+            ],
+            "usage": usage,
+        }
+        return httpx.Response(200, content=json.dumps(body).encode(), headers=_JSON)
 
 
 def _estimated_usage(request_size: int, text: str) -> dict[str, int]:

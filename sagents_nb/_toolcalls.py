@@ -78,19 +78,25 @@ async def execute_call(node: Node, call: ToolCall) -> ToolResult:
         )
     if decision.kind == "edit":
         arguments = decision.edited_arguments(arguments)
-    info = ToolCallInfo(
-        name=name, arguments=arguments, path=node.path, id=call.id, agent=node.agent.name
+    hooks = _hooks(node)
+    info = ToolCallInfo(  # hooks get a copy, so a rewrite in place still shows in the events
+        name=name,
+        arguments=dict(arguments) if hooks else arguments,
+        path=node.path,
+        id=call.id,
+        agent=node.agent.name,
     )
+    # the model's own argument text, unless a pause edit changed the arguments
+    shown = _dump(arguments) if decision.kind == "edit" else call.arguments
     node.emit(
         ToolCallStarted(
             call_id=call.id,
             name=name,
-            arguments=_dump(arguments),
+            arguments=shown,
             display_text=_display_text(node, name, arguments),
         )
     )
     started = time.perf_counter()
-    hooks = _hooks(node)
     denied = await apply_before(hooks, info) if hooks else None
     if denied is not None:
         result = ToolResult(call.id, name, f"call rejected: {denied.reason}", "denied")
@@ -103,7 +109,9 @@ async def execute_call(node: Node, call: ToolCall) -> ToolResult:
         result = await _invoke(node, tool, call.id, info.arguments)
     if hooks and denied is None:
         result = await apply_after(hooks, info, result)
-    return _finish(node, call, _dump(info.arguments), time.perf_counter() - started, result)
+    if hooks and info.arguments != arguments:  # a hook rewrote them
+        shown = _dump(info.arguments)
+    return _finish(node, call, shown, time.perf_counter() - started, result)
 
 
 async def _invoke(node: Node, tool: Any, call_id: str, arguments: dict[str, Any]) -> ToolResult:
