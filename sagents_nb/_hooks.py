@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ._tools import ToolResult
@@ -26,7 +26,6 @@ class ToolCallInfo:
     path: str
     id: str
     agent: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class ToolHook(Protocol):

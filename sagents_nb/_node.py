@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ._messages import Message, Usage, estimate_tokens, system, tool_message
@@ -49,7 +49,6 @@ class QueuedInput:
 
     prompt: str
     future: asyncio.Future[Outcome]
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class Node:

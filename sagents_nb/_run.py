@@ -61,7 +61,6 @@ class Run:
         self._first = 0
         self._last: int | None = None
         self._pause_ids = itertools.count(1)
-        self.cancel_requested = False
 
     def __repr__(self) -> str:
         at = f", paused_at={self.paused_at}" if self.paused_at else ""
@@ -168,7 +167,6 @@ class Run:
 
     def cancel(self) -> None:
         """Stop the run and its children; dangling tool calls are answered as cancelled."""
-        self.cancel_requested = True
         if self.status == "paused":
             self._stop.clear()
         call_soon(self._cancel_on_loop)

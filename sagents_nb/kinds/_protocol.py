@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from .._messages import Message, ToolCall
@@ -29,7 +29,6 @@ class CompactionReport:
     removed: int
     summary: str | None = None
     error: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 @runtime_checkable
