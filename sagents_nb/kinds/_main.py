@@ -87,6 +87,8 @@ class Main(BaseKind):
 
     def prepare(self, child: Node) -> None:
         state = self._state(child)
+        if self.top_k is None and self.budget_tokens is None:
+            return  # nothing can sink: skip the walk over the groups
         protected = set(map(id, state.hot[-self.recent :])) if self.recent else set()
         if state.input_group is not None:
             protected.add(id(state.input_group))
