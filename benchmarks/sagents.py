@@ -8,7 +8,8 @@ Scenarios:
 - `fanout`: `parent.run_sync(...)` delegating N times; the headline.
 - `fanout-session` / `fanout-view`: the same run through `sn.Session(...).send(...).result()`,
   without and with `sagents_nb.notebook.view(session)` attached (no front end).
-- `fanout-store`: `run_sync(..., store=path)` with the SQLite store (n/a until it exists).
+- `fanout-store`: `run_sync(..., store=store)`: each run a new durable session in one SQLite
+  file opened once per process (n/a until the store exists).
 - `long`: one agent, N tool calls, `Main(top_k=None)` (full history, like the floor and peers).
 - `long-main64`: the same with the default `Main(top_k=64)` relevance view (issue 4).
 - `long-realtime`: a `Realtime(window=4)` agent fed N/2 messages, each answered after one tool
@@ -17,7 +18,9 @@ Scenarios:
 
 from __future__ import annotations
 
+import atexit
 import importlib.util
+import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -139,18 +142,25 @@ def store_supported() -> str | None:
     return None
 
 
+_stores: list[Any] = []
+
+
 def fanout_store(n: int) -> Clock:
+    """The fanout with each run a new durable session in one SQLite file, opened once per
+    process as a notebook does (`store = sn.SQLiteStore("runs.db")`, then `store=store`)."""
     reason = store_supported()
     if reason:
         raise Unavailable(reason)
-    with tempfile.TemporaryDirectory(prefix="sn-bench-") as folder:
-        path = str(Path(folder) / "runs.db")
-        llm = sn.mock_llm(fanout_handler(n))
-        _clock.begin()
-        result = PARENT.run_sync("go", llm=llm, store=path)
-        _clock.finish()
-        check(result)
-        _clock.tools += count_tasks(result)
+    if not _stores:
+        folder = tempfile.mkdtemp(prefix="sn-bench-")
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        _stores.append(sn.SQLiteStore(str(Path(folder) / "runs.db")))
+    llm = sn.mock_llm(fanout_handler(n))
+    _clock.begin()
+    result = PARENT.run_sync("go", llm=llm, store=_stores[0])
+    _clock.finish()
+    check(result)
+    _clock.tools += count_tasks(result)
     return _clock
 
 

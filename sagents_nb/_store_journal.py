@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import json
 import threading
@@ -11,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ._loop import library_loop, on_library_thread
 from ._messages import Message
 from ._store import (
     EventRow,
@@ -24,7 +24,7 @@ from ._store import (
     TaskRow,
 )
 from ._store_snapshot import dump_json, kind_state, node_state
-from ._store_writer import StepWriter
+from ._store_writer import MAX_DELAY_SECONDS, QUIET_SECONDS, StepWriter
 from .events import ModelRequest
 
 if TYPE_CHECKING:
@@ -54,11 +54,9 @@ STEP_ENDS = frozenset(
 the events in between belong to the step that follows them."""
 
 BEFORE_WAITING = frozenset({"model_request", "paused", "run_finished"})
-"""Step ends after which time passes (a model call, a person, the next run): the step is handed
-to the writer at once. Other steps are handed over `SETTLE_SECONDS` later, with whatever
-followed them at once."""
-
-SETTLE_SECONDS = 0.001
+"""Step ends after which the library loop may stay busy for long (a model call whose handler
+blocks it, a person, another session's run): the step is cut at once. Other steps are cut
+once the session is quiet (see `_step_ended`)."""
 
 CHILD_EVENTS = frozenset({"task_spawned", "task_reattached", "task_finished"})
 """Events at a parent's path that name a child (`event.child`)."""
@@ -99,8 +97,9 @@ class Journal:
         self._kinds: dict[str, dict[str, Any]] = {}
         self._kind_dirty: set[str] = set()
         self._tasks: dict[str, Written] = {}
-        self._writer = StepWriter(store, session.id)
-        self._soon = False
+        self._writer = StepWriter(store, session.id, cut=self._end_step)
+        self._ended = self._seen = 0
+        self._cut_at: float | None = None
         if rows is None:
             root = session.root
             state = node_state(root)
@@ -145,7 +144,7 @@ class Journal:
                 )
             self._dirty.add(node.path)
         if messages[-1].role != "user":  # an input waits for its model request
-            self._end_step_soon()
+            self._step_ended()
 
     def history_replaced(self, node: Node) -> None:
         """Record a compaction's new storage (the old rows stay, retired, for forks)."""
@@ -172,36 +171,43 @@ class Journal:
             self._numbers[id(message)] = (message, str(row.n))
 
     def _on_event(self, event: Event) -> None:
-        """End a step at the events that end one (the events themselves are read from the
-        session's log when the step is built)."""
+        """Note the events that end a step (the events themselves are read from the session's
+        log when the step is cut)."""
         kind = event.type
         if kind in BEFORE_WAITING:
             self._end_step()
         elif kind in STEP_ENDS:
-            self._end_step_soon()
+            self._step_ended()
 
     # committing
 
     def flush(self) -> None:
         """Commit everything recorded so far and wait; raises `StoreError` if the store refuses."""
-        self._end_step()
         self._writer.drain()
 
-    def _end_step_soon(self) -> None:
-        """End the step `SETTLE_SECONDS` from now, unless a step ending sooner takes it along
-        (at once off the loop)."""
-        if self._soon:
+    def _step_ended(self) -> None:
+        """A step ended: cut it once the session is quiet (`QUIET_SECONDS`), taking along the
+        steps that end meanwhile, at the latest `MAX_DELAY_SECONDS` later. Steps are cut on the
+        library loop, between its callbacks; off it they are cut at once."""
+        self._ended += 1
+        if self._cut_at is not None:
             return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
+        if not on_library_thread():
             self._end_step()
             return
-        self._soon = True
-        loop.call_later(SETTLE_SECONDS, self._end_step_now)
+        now = time.monotonic()
+        self._cut_at = now + MAX_DELAY_SECONDS
+        self._seen = self._ended
+        library_loop().call_later(QUIET_SECONDS, self._cut_when_quiet)
 
-    def _end_step_now(self) -> None:
-        self._soon = False
+    def _cut_when_quiet(self) -> None:
+        if self._ended != self._seen:  # not quiet: look again later, up to the deadline
+            left = self._cut_at - time.monotonic() if self._cut_at is not None else 0.0
+            if left > 0:
+                self._seen = self._ended
+                library_loop().call_later(min(QUIET_SECONDS, left), self._cut_when_quiet)
+                return
+        self._cut_at = None
         self._end_step()
 
     def _end_step(self) -> None:

@@ -183,8 +183,7 @@ class SQLiteStore:
     def commit(self, session_id: str, steps: Sequence[Step]) -> None:
         """Write steps in order, in one transaction."""
         with self._lock, _transaction(self._db, self.path):
-            for step in steps:
-                _write_step(self._db, session_id, step)
+            _write_steps(self._db, session_id, steps)
 
     def load(self, session_id: str) -> SessionRows:
         """The session's whole record."""
@@ -291,7 +290,7 @@ def _create(db: sqlite3.Connection, rows: SessionRows) -> None:
             f"a session with id {info.id!r} already exists in this store; pass another session id"
         ) from exc
     sid = info.id
-    _insert_events(db, sid, rows.events)
+    _insert_events(db, sid, [(sid, e.seq, e.run, e.type, e.path, e.body) for e in rows.events])
     db.executemany(
         "INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?)",
         [(sid, m.n, m.path, m.transcript, m.added, m.removed, m.body) for m in rows.messages],
@@ -303,12 +302,9 @@ def _create(db: sqlite3.Connection, rows: SessionRows) -> None:
     db.executemany(_INSERT_TASK, [(sid, *_task_values(t)) for t in rows.tasks])
 
 
-def _insert_events(db: sqlite3.Connection, sid: str, events: list[EventRow]) -> None:
+def _insert_events(db: sqlite3.Connection, sid: str, rows: list[tuple[object, ...]]) -> None:
     try:
-        db.executemany(
-            "INSERT INTO events VALUES (?, ?, ?, ?, ?, ?)",
-            [(sid, e.seq, e.run, e.type, e.path, e.body) for e in events],
-        )
+        db.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?)", rows)
     except sqlite3.IntegrityError as exc:
         raise StoreError(
             f"session {sid!r} already has events with these numbers: another process (or "
@@ -316,33 +312,35 @@ def _insert_events(db: sqlite3.Connection, sid: str, events: list[EventRow]) -> 
         ) from exc
 
 
-def _write_step(db: sqlite3.Connection, sid: str, step: Step) -> None:
-    seq = step.seq
-    if step.events:
-        _insert_events(db, sid, step.events)
+def _write_steps(db: sqlite3.Connection, sid: str, steps: Sequence[Step]) -> None:
+    """Write steps in order; rows whose order does not matter share one statement."""
+    events = [(sid, e.seq, e.run, e.type, e.path, e.body) for step in steps for e in step.events]
+    if events:
+        _insert_events(db, sid, events)
+    db.executemany(
+        "INSERT OR REPLACE INTO nodes VALUES (?, ?, ?, ?, ?)",
+        [(sid, n.path, n.part, n.seq, n.body) for step in steps for n in step.nodes],
+    )
     added: list[tuple[object, ...]] = []
-    for write in step.messages:
-        if write.replace:
-            db.executemany(_INSERT_MESSAGE, added)
-            added = []
-            db.execute(_RETIRE_MESSAGES, (seq, sid, write.path, write.transcript))
-        added.extend(
-            (sid, n, write.path, write.transcript, seq, body) for n, body in write.messages
-        )
+    for step in steps:
+        seq = step.seq
+        for write in step.messages:
+            if write.replace:  # retires the rows added so far: write those first
+                db.executemany(_INSERT_MESSAGE, added)
+                added = []
+                db.execute(_RETIRE_MESSAGES, (seq, sid, write.path, write.transcript))
+            added.extend(
+                (sid, n, write.path, write.transcript, seq, body) for n, body in write.messages
+            )
+        if step.retired:
+            db.executemany(_RETIRE_TASK, [(seq, sid, *key) for key in step.retired])
+        for task in step.tasks:
+            key = (sid, task.parent, task.agent, task.prompt)
+            values = (task.child, task.status, task.text, task.settled, *key)
+            if db.execute(_UPDATE_TASK, values).rowcount == 0:
+                db.execute(_INSERT_TASK, (sid, *_task_values(task)))
     if added:
         db.executemany(_INSERT_MESSAGE, added)
-    if step.nodes:
-        db.executemany(
-            "INSERT OR REPLACE INTO nodes VALUES (?, ?, ?, ?, ?)",
-            [(sid, n.path, n.part, n.seq, n.body) for n in step.nodes],
-        )
-    if step.retired:
-        db.executemany(_RETIRE_TASK, [(seq, sid, *key) for key in step.retired])
-    for task in step.tasks:
-        key = (sid, task.parent, task.agent, task.prompt)
-        values = (task.child, task.status, task.text, task.settled, *key)
-        if db.execute(_UPDATE_TASK, values).rowcount == 0:
-            db.execute(_INSERT_TASK, (sid, *_task_values(task)))
 
 
 def _check_file(path: Path, create: bool) -> bool:

@@ -51,11 +51,15 @@ class StepWriter:
     Args:
         store: where to write.
         session_id: the session the steps belong to.
+        cut: called first by `drain`, to queue the step being recorded.
     """
 
-    def __init__(self, store: Store, session_id: str) -> None:
+    def __init__(
+        self, store: Store, session_id: str, cut: Callable[[], None] | None = None
+    ) -> None:
         self.store = store
         self.session_id = session_id
+        self._cut = cut
         self._pending: list[Encodable] = []
         self._writing = False
         self._first = self._last = 0.0
@@ -78,8 +82,10 @@ class StepWriter:
         return min(self._last + QUIET_SECONDS, self._first + MAX_DELAY_SECONDS)
 
     def drain(self) -> None:
-        """Commit every queued step now, on this thread, and wait; raise `StoreError` if the
-        store refuses."""
+        """Commit every queued step (and the one being recorded) now, on this thread, and
+        wait; raise `StoreError` if the store refuses."""
+        if self._cut is not None:
+            self._cut()
         with _lock:
             _lock.wait_for(lambda: not self._writing)
             steps, self._pending = self._pending, []
