@@ -23,7 +23,7 @@ from ._store import (
     StoredSession,
     TaskRow,
 )
-from ._store_snapshot import dump_json, kind_state, node_state
+from ._store_snapshot import NODE_FIELDS, dump_json, kind_state, node_state, node_values
 from ._store_writer import MAX_DELAY_SECONDS, QUIET_SECONDS, StepWriter
 from .events import ModelRequest
 
@@ -93,7 +93,7 @@ class Journal:
         self._next_number = 1
         self._dirty: set[str] = set()
         self._nodes: dict[str, Node] = {session.root.path: session.root}
-        self._states: dict[str, dict[str, Any]] = {}
+        self._states: dict[str, tuple[Any, ...]] = {}
         self._kinds: dict[str, dict[str, Any]] = {}
         self._kind_dirty: set[str] = set()
         self._tasks: dict[str, Written] = {}
@@ -102,17 +102,21 @@ class Journal:
         self._cut_at: float | None = None
         if rows is None:
             root = session.root
-            state = node_state(root)
+            state = node_values(root)
             self._states[root.path] = state
             store.create(
                 SessionRows(
                     StoredSession(session.id, session.agent.name, time.time()),
-                    nodes=[NodeRow(root.path, "state", 0, dump_json(state))],
+                    nodes=[NodeRow(root.path, "state", 0, dump_json(node_state(state)))],
                 )
             )
         else:
             for (path, part), row in rows.latest_nodes().items():
-                (self._states if part == "state" else self._kinds)[path] = json.loads(row.body)
+                data = json.loads(row.body)
+                if part == "state":
+                    self._states[path] = tuple(data[name] for name in NODE_FIELDS)
+                else:
+                    self._kinds[path] = data
             self._next_number = max((m.n for m in rows.messages), default=0) + 1
             live = rows.live_messages()
             root = session.root
@@ -232,7 +236,10 @@ class Journal:
             self._dirty.clear()
             self._kind_dirty.clear()
             for path, part, data in step.nodes:
-                (self._states if part == "state" else self._kinds)[path] = data
+                if part == "state":
+                    self._states[path] = data
+                else:
+                    self._kinds[path] = data
             self._tasks.update(written)
 
     def _step(self, events: list[Event], written: dict[str, Written]) -> PendingStep:
@@ -242,7 +249,7 @@ class Journal:
             node = self._node(path)
             if node is None:
                 continue
-            state = node_state(node)
+            state = node_values(node)
             if self._states.get(path) != state:
                 step.nodes.append((path, "state", state))
             kind = kind_state(node) if path in self._kind_dirty else None
@@ -275,8 +282,10 @@ class Journal:
             known = ({}, set())
         written, unsettled = known
         added = len(tasks) - len(written)
-        if added == 0 and not unsettled:
-            return None
+        if added == 0 and all(
+            tasks.get(key) is written[key] and written[key].outcome is None for key in unsettled
+        ):
+            return None  # e.g. a child still running: nothing new
         candidates = [*unsettled, *itertools.islice(reversed(tasks), max(added, 0))]
         full = added < 0 or any(key not in tasks for key in unsettled)
         if full or any(key in written for key in candidates[len(unsettled) :]):
@@ -324,7 +333,8 @@ class PendingStep:
     messages: list[tuple[str, str, list[tuple[int, Message]], bool]]
     numbers: dict[int, tuple[Message, str]]
     """The journal's message numbers (only ever added to), for the views in requests."""
-    nodes: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
+    nodes: list[tuple[str, str, Any]] = field(default_factory=list)
+    """(path, "state", `node_values` tuple) or (path, "kind", `kind_state` dict)."""
     tasks: list[TaskRow] = field(default_factory=list)
     retired: list[tuple[str, str, str]] = field(default_factory=list)
 
@@ -337,7 +347,12 @@ class PendingStep:
                 MessageWrite(path, transcript, [(n, _message_json(m)) for n, m in numbered], swap)
                 for path, transcript, numbered, swap in self.messages
             ],
-            [NodeRow(path, part, self.seq, dump_json(data)) for path, part, data in self.nodes],
+            [
+                NodeRow(
+                    path, part, self.seq, dump_json(node_state(data) if part == "state" else data)
+                )
+                for path, part, data in self.nodes
+            ],
             self.tasks,
             self.retired,
         )

@@ -17,31 +17,62 @@ if TYPE_CHECKING:
     from ._node import Node
 
 
-def node_state(node: Node) -> dict[str, Any]:
-    """The node's state besides its messages and kind: status, counters, outcome (a copy)."""
+NODE_FIELDS = (
+    "agent",
+    "kind",
+    "parent",
+    "position",
+    "status",
+    "turns",
+    "task_turns",
+    "task_tool_calls",
+    "task_tokens",
+    "usage",
+    "counters",
+    "persistent",
+    "input_index",
+    "input_text",
+    "display_text",
+    "reattached",
+    "refused",
+    "notices",
+    "outcome",
+)
+"""The keys of a node snapshot, in the order of `node_values`."""
+
+
+def node_values(node: Node) -> tuple[Any, ...]:
+    """The node's state besides its messages and kind, as a tuple in `NODE_FIELDS` order (a
+    copy: cheap to take and compare on the loop; `node_state` makes the stored dict)."""
     outcome = node.last_outcome
     usage = node.usage
-    return {
-        "agent": node.agent.name,
-        "kind": kind_name(node.kind),
-        "parent": node.parent.path if node.parent is not None else None,
-        "position": node.parent.order.index(node) if node.parent is not None else 0,
-        "status": node.status,
-        "turns": node.turns,
-        "task_turns": node.task_turns,
-        "task_tool_calls": node.task_tool_calls,
-        "task_tokens": node.task_tokens,
-        "usage": [usage.prompt_tokens, usage.completion_tokens, usage.total_tokens],
-        "counters": dict(node.counters),
-        "persistent": {name: child.path for name, child in node.persistent.items()},
-        "input_index": node.input_index,
-        "input_text": node.input_text,
-        "display_text": node.display_text,
-        "reattached": node.reattached,
-        "refused": list(node.refused),
-        "notices": list(node.notices),
-        "outcome": [outcome.status, outcome.text] if outcome is not None else None,
-    }
+    parent = node.parent
+    return (
+        node.agent.name,
+        kind_name(node.kind),
+        parent.path if parent is not None else None,
+        parent.order.index(node) if parent is not None else 0,
+        node.status,
+        node.turns,
+        node.task_turns,
+        node.task_tool_calls,
+        node.task_tokens,
+        [usage.prompt_tokens, usage.completion_tokens, usage.total_tokens],
+        dict(node.counters),
+        {name: child.path for name, child in node.persistent.items()},
+        node.input_index,
+        node.input_text,
+        node.display_text,
+        node.reattached,
+        list(node.refused),
+        list(node.notices),
+        [outcome.status, outcome.text] if outcome is not None else None,
+    )
+
+
+def node_state(values: tuple[Any, ...]) -> dict[str, Any]:
+    """A snapshot from `node_values`: status, counters, outcome..."""
+    return dict(zip(NODE_FIELDS, values, strict=True))
 
 
 def kind_state(node: Node) -> dict[str, Any] | None:
