@@ -256,9 +256,8 @@ async def call_model(
                 hidden=len(node.history) - in_storage,
             )
         )
-    # built without re-validation: validating a long view would cost O(view) per turn
     node.emit(
-        ModelRequest.model_construct(
+        _model_request(
             turn=node.turns + 1,
             model=model,
             messages=list(view),
@@ -331,3 +330,16 @@ async def summarise(node: Node, messages: list[Message]) -> str:
     view = [system(SUMMARY_INSTRUCTIONS), user("\n".join(lines))]
     completion = await call_model(node, view, [], count_turn=False)
     return (completion.message.content or "") if completion is not None else ""
+
+
+def _model_request(**fields: Any) -> ModelRequest:
+    """A `ModelRequest` from already-valid fields, without validation: validating a long view
+    would cost O(view) a turn. Like `model_construct`, minus its per-field default lookup (every
+    field is given here; the bus stamps `seq`, `ts` and `run`)."""
+    event = ModelRequest.__new__(ModelRequest)
+    values = {"type": "model_request", "seq": 0, "ts": 0.0, "path": "", "run": 0, **fields}
+    object.__setattr__(event, "__dict__", values)
+    object.__setattr__(event, "__pydantic_fields_set__", set(values))
+    object.__setattr__(event, "__pydantic_extra__", None)
+    object.__setattr__(event, "__pydantic_private__", None)
+    return event
