@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import events, kinds
 from ._agent import Agent, Task
-from ._cassette import record, replay
 from ._errors import (
     ConfigurationError,
     EndpointError,
@@ -20,7 +19,6 @@ from ._errors import (
 )
 from ._hooks import Deny, ToolCallInfo
 from ._messages import Message, ToolCall, Usage
-from ._mock import ChatRequest, call, mock_llm, reply, script
 from ._pausing import PendingAction
 from ._preprocess import Mentions, MessagePreprocessor, PreprocessContext
 from ._result import Result, TreeNode
@@ -29,6 +27,11 @@ from ._session import Session
 from ._store import Store, StoredSession
 from ._tools import Tool, ToolError, ToolResult, tool
 from ._wire import LLM
+
+if TYPE_CHECKING:
+    from ._cassette import record, replay
+    from ._mock import ChatRequest, call, mock_llm, reply, script
+    from ._store_sqlite import SQLiteStore
 
 __version__ = "0.1.0"
 
@@ -78,17 +81,35 @@ __all__ = [
 ]
 
 
+# Public names whose modules load on first use, not at import: the mocks and cassettes need
+# httpx (which loads its CLI's click, rich and pygments when installed, ~30 ms), SQLiteStore
+# needs sqlite3 (it loads with the first durable session).
+_LAZY = {
+    "ChatRequest": "._mock",
+    "SQLiteStore": "._store_sqlite",
+    "call": "._mock",
+    "mock_llm": "._mock",
+    "record": "._cassette",
+    "replay": "._cassette",
+    "reply": "._mock",
+    "script": "._mock",
+}
+
+
 def __getattr__(name: str) -> Any:
-    # loaded on first use: `sn.harness` is only needed for native CLI children
-    if name == "harness":
-        import importlib
+    import importlib
 
+    if name == "harness":  # only needed for native CLI children
         return importlib.import_module(".harness", __name__)
-    if name == "SQLiteStore":  # sqlite3 loads with the first durable session, not at import
-        from ._store_sqlite import SQLiteStore
-
-        return SQLiteStore
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+        globals()[name] = value  # later look-ups skip this function
+        return value
     raise AttributeError(f"module 'sagents_nb' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
 
 
 def load_ipython_extension(ipython: Any) -> None:

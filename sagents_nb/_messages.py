@@ -13,7 +13,9 @@ Role = Literal["system", "user", "assistant", "tool"]
 class ToolCall(BaseModel):
     """One tool call requested by the model."""
 
-    model_config = ConfigDict(frozen=True)
+    # Schemas here build on first use, not at import: pydantic's first schema build also loads
+    # importlib.metadata and scans every installed package for pydantic plugins (~15 ms).
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     id: str
     """The call id the model gave; tool results answer it."""
@@ -34,7 +36,7 @@ class ToolCall(BaseModel):
 class Message(BaseModel):
     """One chat message, as stored in transcripts and sent on the wire."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     role: Role
     """Who speaks: `system`, `user`, `assistant` or `tool`."""
@@ -90,6 +92,8 @@ class Message(BaseModel):
 
 class Usage(BaseModel):
     """Token usage as reported by the endpoint (or estimated)."""
+
+    model_config = ConfigDict(defer_build=True)
 
     prompt_tokens: int = 0
     completion_tokens: int = 0

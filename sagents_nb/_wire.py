@@ -11,12 +11,15 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from ._errors import ConfigurationError, EndpointError, MalformedReply, TransportError
 from ._messages import Message, ToolCall, Usage
+
+# httpx is imported where a request is made, not at import: `import httpx` also loads its CLI
+# (click, rich, pygments when installed), ~30 ms that `import sagents_nb` need not pay.
+if TYPE_CHECKING:
+    import httpx
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 DEFAULT_MODEL = "gpt-4o-mini"
@@ -128,6 +131,8 @@ class LLM:
     @cached_property
     def _http_url(self) -> httpx.URL:
         """`_url` parsed once: httpx parses a str URL again on every request."""
+        import httpx
+
         return httpx.URL(self._url)
 
     @property
@@ -142,6 +147,8 @@ class LLM:
     def _http(self) -> httpx.AsyncClient:
         loop = asyncio.get_running_loop()
         if self._client is None or self._client_loop is not loop:
+            import httpx
+
             headers = {"Content-Type": "application/json"}
             if self._api_key:
                 headers["Authorization"] = f"Bearer {self._api_key}"
@@ -202,6 +209,8 @@ class LLM:
     async def _attempt(
         self, body: dict[str, Any], on_delta: Callable[[str], None] | None
     ) -> Completion:
+        import httpx
+
         client = self._http()
         headers = {"Authorization": "Bearer ***"} if self._api_key else {}
         exchange = Exchange(url=self._url, request=body, headers=headers)
@@ -419,6 +428,8 @@ class StreamAssembler:
 async def _read_stream(
     response: httpx.Response, on_delta: Callable[[str], None] | None
 ) -> tuple[Completion, list[Any]]:
+    import httpx
+
     assembler = StreamAssembler(on_delta)
     try:
         async for line in response.aiter_lines():

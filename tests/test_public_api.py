@@ -60,14 +60,37 @@ def test_all_is_sorted_and_exact() -> None:
         assert getattr(sn, name) is not None
 
 
-def test_import_loads_no_jupyter_package() -> None:
+def _loaded_by_import() -> set[str]:
+    """The top-level names of the modules `import sagents_nb` adds in a fresh interpreter."""
     code = (
-        "import sys, sagents_nb; "
-        "print([m for m in ('ipywidgets', 'anywidget', 'IPython', 'ipykernel') "
-        "if m in sys.modules])"
+        "import sys; before = set(sys.modules); import sagents_nb; "
+        "print(' '.join(sorted(set(sys.modules) - before)))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
+    return set(out.stdout.split())
+
+
+def test_import_loads_no_jupyter_package() -> None:
+    jupyter = {"IPython", "ipykernel", "ipywidgets", "anywidget", "comm", "traitlets", "zmq"}
+    jupyter |= {"jupyter_client", "jupyter_core", "jupyterlab", "nbformat", "nbclient"}
+    assert {m.split(".")[0] for m in _loaded_by_import()} & jupyter == set()
+
+
+def test_import_defers_the_http_stack_plugin_scan_and_sqlite() -> None:
+    # Each loads on first use instead (issue 10, `import sagents_nb` <= 150 ms): httpx with the
+    # first mock, cassette or request (it loads its CLI's click, rich and pygments when they are
+    # installed); importlib.metadata with pydantic's first schema build, which scans every
+    # installed package for plugins; sqlite3 with the first durable session.
+    deferred = {"httpx", "click", "rich", "pygments", "importlib.metadata", "sqlite3"}
+    assert _loaded_by_import() & deferred == set()
+
+
+def test_lazy_public_names_are_listed_and_resolve_on_first_use() -> None:
+    assert set(sn.__all__) <= set(dir(sn))  # tab completion sees them before first use
+    from sagents_nb import ChatRequest, mock_llm, record
+
+    assert (mock_llm.__module__, record.__module__) == ("sagents_nb._mock", "sagents_nb._cassette")
+    assert sn.ChatRequest is ChatRequest
 
 
 def test_events_round_trip_through_json() -> None:
