@@ -197,11 +197,21 @@ class LLM:
 
     async def _send(self, client: httpx.AsyncClient, content: bytes) -> httpx.Response:
         """POST `content`; the response is returned unread (so a stream can be followed)."""
-        request = client.build_request("POST", self._http_url, content=content)
         if self._transport is None:
+            request = client.build_request("POST", self._http_url, content=content)
             return await client.send(request, stream=True)
         # An explicit transport (a mock, a recorder) is called directly: the client's cookie,
         # redirect and auth machinery has nothing to do there and costs a third of a mock turn.
+        # The request carries the client's headers and timeout, as `build_request` would make it.
+        import httpx
+
+        request = httpx.Request(
+            "POST",
+            self._http_url,
+            content=content,
+            headers=client.headers,
+            extensions={"timeout": client.timeout.as_dict()},
+        )
         response = await self._transport.handle_async_request(request)
         response.request = request
         return response

@@ -57,13 +57,19 @@ def test_requests_carry_bearer_key_and_path() -> None:
     def handler(request: httpx.Request) -> httpx.Response:
         seen["auth"] = request.headers["authorization"]
         seen["url"] = str(request.url)
+        seen["type"] = request.headers["content-type"]
+        seen["agent"] = request.headers["user-agent"].split("/")[0]
+        seen["timeout"] = request.extensions["timeout"]["read"]
         return httpx.Response(200, json={"choices": [{"message": {"content": "hi"}}]})
 
-    result = sn.Agent("a").run_sync("x", llm=_llm(handler))
+    result = sn.Agent("a").run_sync("x", llm=_llm(handler, timeout=7.0))
     assert result.text == "hi"
     assert seen == {
         "auth": f"Bearer {SECRET}",
         "url": "https://api.example.test/v1/chat/completions",
+        "type": "application/json",
+        "agent": "python-httpx",
+        "timeout": 7.0,
     }
 
 
