@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+
+M = TypeVar("M", bound=BaseModel)
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -100,11 +102,26 @@ class Usage(BaseModel):
     total_tokens: int = 0
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
-            completion_tokens=self.completion_tokens + other.completion_tokens,
-            total_tokens=self.total_tokens + other.total_tokens,
+        return trusted(
+            Usage,
+            {
+                "prompt_tokens": self.prompt_tokens + other.prompt_tokens,
+                "completion_tokens": self.completion_tokens + other.completion_tokens,
+                "total_tokens": self.total_tokens + other.total_tokens,
+            },
         )
+
+
+def trusted(cls: type[M], values: dict[str, Any]) -> M:
+    """An instance of the pydantic model `cls` (one without private attributes) from
+    `values`, which must be valid and give every field: like `model_construct`, minus its
+    per-field default lookup (for objects built on every turn)."""
+    instance = cls.__new__(cls)
+    object.__setattr__(instance, "__dict__", values)
+    object.__setattr__(instance, "__pydantic_fields_set__", set(values))
+    object.__setattr__(instance, "__pydantic_extra__", None)
+    object.__setattr__(instance, "__pydantic_private__", None)
+    return instance
 
 
 def system(text: str) -> Message:

@@ -7,7 +7,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from ._errors import LLMError
-from ._messages import Message, ToolCall, system, tool_message, user
+from ._messages import Message, ToolCall, system, tool_message, trusted, user
 from ._node import Node, Outcome
 from ._store_resume import resume_open_turn
 from ._wire import Completion, RetryNotice
@@ -333,13 +333,7 @@ async def summarise(node: Node, messages: list[Message]) -> str:
 
 
 def _model_request(**fields: Any) -> ModelRequest:
-    """A `ModelRequest` from already-valid fields, without validation: validating a long view
-    would cost O(view) a turn. Like `model_construct`, minus its per-field default lookup (every
-    field is given here; the bus stamps `seq`, `ts` and `run`)."""
-    event = ModelRequest.__new__(ModelRequest)
+    """A `ModelRequest` without validation: validating a long view would cost O(view) a turn
+    (the bus stamps `seq`, `ts` and `run`)."""
     values = {"type": "model_request", "seq": 0, "ts": 0.0, "path": "", "run": 0, **fields}
-    object.__setattr__(event, "__dict__", values)
-    object.__setattr__(event, "__pydantic_fields_set__", set(values))
-    object.__setattr__(event, "__pydantic_extra__", None)
-    object.__setattr__(event, "__pydantic_private__", None)
-    return event
+    return trusted(ModelRequest, values)

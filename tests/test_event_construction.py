@@ -1,4 +1,4 @@
-"""Events the runtime builds without validation must equal the validated ones."""
+"""Objects the runtime builds without validation (`_messages.trusted`) must equal validated ones."""
 
 from __future__ import annotations
 
@@ -21,3 +21,10 @@ def test_model_request_fast_path_matches_validation() -> None:
     assert fast == checked
     assert fast.model_dump_json() == checked.model_dump_json()
     assert parse_event(fast.model_dump_json()) == checked
+
+
+def test_usage_sums_match_validation() -> None:
+    a = sn.Usage(prompt_tokens=1, completion_tokens=2, total_tokens=3)
+    total = a + sn.Usage(prompt_tokens=10, completion_tokens=20, total_tokens=30)
+    assert total == sn.Usage(prompt_tokens=11, completion_tokens=22, total_tokens=33)
+    assert total.model_dump() == {"prompt_tokens": 11, "completion_tokens": 22, "total_tokens": 33}
