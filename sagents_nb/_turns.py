@@ -236,7 +236,7 @@ async def call_model(
         view = list(decision.changes["messages"])
     llm = node.session.llm
     model = model_name(node)
-    body: dict[str, Any] = {"model": model, "messages": [m.to_wire() for m in view]}
+    body: dict[str, Any] = {"model": model, "messages": list(map(Message.to_wire, view))}
     if tools:
         body["tools"] = [t.to_wire() for t in tools]
         if tool_choice:
@@ -305,12 +305,8 @@ def _measure(view: list[Message], count: Any) -> tuple[int, int]:
     View-only messages are system notes (the prompt, cold-storage notes, notices); a resident's
     summary is a system message that does live in storage.
     """
-    tokens = in_storage = 0
-    for message in view:
-        tokens += count(message)
-        if message.role != "system" or message.meta.get("summary"):
-            in_storage += 1
-    return tokens, in_storage
+    view_only = sum(1 for m in view if m.role == "system" and not m.meta.get("summary"))
+    return sum(map(count, view)), len(view) - view_only
 
 
 def _emit_retry(node: Node, notice: RetryNotice) -> None:
