@@ -96,7 +96,9 @@ class Session:
         if store is not None:
             from ._store_journal import Journal
 
-            self.store = Journal(self, resolve_store(store, create=True))
+            self.store = Journal(
+                self, resolve_store(store, create=True), fresh_id=session_id is None
+            )
 
     def __repr__(self) -> str:
         return (

@@ -81,9 +81,19 @@ class Journal:
         session: the session to record.
         store: where to write.
         rows: the session's stored record when it was reopened or forked; None for a new one.
+        fresh_id: a new session's id was generated here, so nobody else can have taken it:
+            its record is created by the store thread with its first step. A chosen id is
+            created at once, so that a taken one raises `StoreError` here.
     """
 
-    def __init__(self, session: Session, store: Store, *, rows: SessionRows | None = None):
+    def __init__(
+        self,
+        session: Session,
+        store: Store,
+        *,
+        rows: SessionRows | None = None,
+        fresh_id: bool = False,
+    ):
         self.session = session
         self.store = store
         self._lock = threading.Lock()
@@ -97,20 +107,22 @@ class Journal:
         self._kinds: dict[str, dict[str, Any]] = {}
         self._kind_dirty: set[str] = set()
         self._tasks: dict[str, Written] = {}
-        self._writer = StepWriter(store, session.id, cut=self._end_step)
         self._ended = self._seen = 0
         self._cut_at: float | None = None
+        created = None
         if rows is None:
             root = session.root
             state = node_values(root)
             self._states[root.path] = state
-            store.create(
-                SessionRows(
-                    StoredSession(session.id, session.agent.name, time.time()),
-                    nodes=[NodeRow(root.path, "state", 0, dump_json(node_state(state)))],
-                )
+            created = SessionRows(
+                StoredSession(session.id, session.agent.name, time.time()),
+                nodes=[NodeRow(root.path, "state", 0, dump_json(node_state(state)))],
             )
-        else:
+            if not fresh_id:  # a chosen id may be taken: say so now
+                store.create(created)
+                created = None
+        self._writer = StepWriter(store, session.id, cut=self._end_step, create=created)
+        if rows is not None:
             for (path, part), row in rows.latest_nodes().items():
                 data = json.loads(row.body)
                 if part == "state":

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Protocol
 from ._errors import StoreError
 
 if TYPE_CHECKING:
-    from ._store import Step, Store
+    from ._store import SessionRows, Step, Store
 
 log = logging.getLogger("sagents_nb")
 
@@ -52,18 +52,30 @@ class StepWriter:
         store: where to write.
         session_id: the session the steps belong to.
         cut: called first by `drain`, to queue the step being recorded.
+        create: the new session's rows, written (`Store.create`) before its first step, by
+            the store thread like the steps.
     """
 
     def __init__(
-        self, store: Store, session_id: str, cut: Callable[[], None] | None = None
+        self,
+        store: Store,
+        session_id: str,
+        cut: Callable[[], None] | None = None,
+        create: SessionRows | None = None,
     ) -> None:
         self.store = store
         self.session_id = session_id
         self._cut = cut
+        self._create = create
         self._pending: list[Encodable] = []
         self._writing = False
         self._first = self._last = 0.0
         _writers.add(self)
+        if create is not None:
+            with _lock:
+                self._first = self._last = time.monotonic()
+                _waiting.append(self)
+                _wake()
 
     def put(self, step: Encodable) -> None:
         """Queue `step` for the next commit."""
@@ -101,11 +113,14 @@ class StepWriter:
         """Encode and commit `steps` (the caller set `_writing`); on failure put them back
         first in line."""
         error = None
-        if steps:
-            try:
+        try:
+            if self._create is not None:
+                self.store.create(self._create)
+                self._create = None
+            if steps:
                 self.store.commit(self.session_id, [step.encode() for step in steps])
-            except Exception as exc:
-                error = exc
+        except Exception as exc:
+            error = exc
         with _lock:
             self._writing = False
             if error is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import time
 from pathlib import Path
 
 import httpx
@@ -197,6 +198,25 @@ def test_list_stored_names_sessions_and_forks(tmp_path: Path) -> None:
     assert (stored[fork.id].parent, stored[fork.id].fork_seq) == (first.id, 10)
     assert stored[fork.id].last_seq == 10
     assert stored[first.id].last_seq == first.events[-1].seq
+
+
+def test_a_new_session_is_stored_before_it_runs(tmp_path: Path) -> None:
+    db = tmp_path / "runs.db"
+    fresh = sn.Session(sn.Agent("solo"), llm=sn.mock_llm(lambda req: "ok"), store=db)
+    named = sn.Session(
+        sn.Agent("solo"), llm=sn.mock_llm(lambda req: "ok"), store=db, session_id="mine"
+    )
+    deadline = time.monotonic() + 5  # another process sees it once the store thread wrote it
+    while time.monotonic() < deadline:
+        with sqlite3.connect(db) as con:
+            ids = {r[0] for r in con.execute("SELECT id FROM sessions")}
+        if fresh.id in ids:
+            break
+        time.sleep(0.01)
+    assert ids == {fresh.id, named.id}
+    assert {s.id for s in sn.Session.list_stored(db)} == {fresh.id, "mine"}
+    with pytest.raises(sn.StoreError, match="already exists"):  # a chosen id is checked at once
+        sn.Session(sn.Agent("solo"), llm=sn.mock_llm(lambda req: "ok"), store=db, session_id="mine")
 
 
 def test_steps_are_written_in_transactions_of_the_store_file(tmp_path: Path) -> None:
