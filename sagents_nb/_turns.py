@@ -19,7 +19,7 @@ from .events import (
     ModelResponse,
     Retry,
 )
-from .kinds import kind_name
+from .kinds import View, kind_name
 
 if TYPE_CHECKING:
     from ._pausing import Decision
@@ -260,7 +260,7 @@ async def call_model(
         _model_request(
             turn=node.turns + 1,
             model=model,
-            messages=list(view),
+            messages=view if type(view) is View else list(view),  # a View is fresh
             tools=[t.name for t in tools],
             tool_choice=tool_choice,
             stream=stream,
@@ -300,11 +300,15 @@ async def call_model(
 
 
 def _measure(view: list[Message], count: Any) -> tuple[int, int]:
-    """The view's tokens, and how many of its messages come from storage.
+    """The view's tokens, and how many of its messages come from storage (as its kind measured
+    them, if it did: see `kinds.View`).
 
-    View-only messages are system notes (the prompt, cold-storage notes, notices); a resident's
-    summary is a system message that does live in storage.
+    Otherwise view-only messages are taken to be the system notes (the prompt, cold-storage
+    notes, notices); a resident's summary is a system message that does live in storage.
     """
+    known = getattr(view, "measure", None)
+    if known is not None:
+        return known  # type: ignore[no-any-return]
     view_only = sum(1 for m in view if m.role == "system" and not m.meta.get("summary"))
     return sum(map(count, view)), len(view) - view_only
 

@@ -407,3 +407,36 @@ def test_a_custom_kind_plugs_in() -> None:
     )
     assert seen == [1] and result.tree.children[0].kind == "last-only"
     assert isinstance(LastOnly(), sn.kinds.ChildKind)
+
+
+def test_main_measures_its_view_as_the_turn_would_count_it() -> None:
+    """Main reports its view's size (tokens, messages from storage) without a count over the
+    view: with nothing sunk and with groups in cold storage, it equals counting."""
+
+    @sn.tool
+    def note(text: str) -> str:
+        return f"noted {text} " * 5
+
+    topics = ["giraffe height", "volcano ash", "tax forms", "giraffe diet", "river fish"]
+
+    def handler(req: sn.ChatRequest):
+        done = len(req.tool_results)
+        if done < len(topics):
+            return sn.reply(tool_calls=[sn.call("note", text=topics[done])])
+        return "done"
+
+    for kind in (sn.kinds.Main(top_k=None), sn.kinds.Main(top_k=2, recent=2)):
+        agent = sn.Agent("main", instructions="be brief", tools=[note], kind=kind)
+        session = sn.Session(agent, llm=sn.mock_llm(handler))
+        result = session.send("tell me about giraffe facts").result()
+        node = session.root
+        view = kind.build_context(node, node.input_text)
+        count = node.token_count
+        from_storage = sum(1 for m in view if m.role != "system")
+        assert view.measure == (sum(map(count, view)), from_storage)
+        built = [e for e in result.events if e.type == "context_built"]
+        requests = [e for e in result.events if e.type == "model_request"]
+        for context, request in zip(built, requests, strict=True):
+            assert context.view_tokens == sum(map(count, request.messages))
+            assert context.view_messages == len(request.messages)
+        assert bool(node.kind_state["main"].cold) == (kind.top_k is not None)

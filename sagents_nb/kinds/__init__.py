@@ -11,7 +11,14 @@ from collections.abc import Callable
 
 from ._main import Main
 from ._native import Native
-from ._protocol import BaseKind, ChildKind, CompactionReport, CompactUnsupported, DisposePolicy
+from ._protocol import (
+    BaseKind,
+    ChildKind,
+    CompactionReport,
+    CompactUnsupported,
+    DisposePolicy,
+    View,
+)
 from ._realtime import Realtime
 from ._resident import Resident
 from ._worker import Worker
@@ -49,6 +56,7 @@ __all__ = [
     "Native",
     "Realtime",
     "Resident",
+    "View",
     "Worker",
     "kind_name",
     "register",

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from .._messages import Message, system
 from .._tools import Tool
 from ..events import ColdSink
-from ._protocol import BaseKind
+from ._protocol import BaseKind, View
 from ._relevance import Group, LexicalScorer, Scorer, group_text
 
 if TYPE_CHECKING:
@@ -20,6 +20,9 @@ class _MainState:
     hot: list[Group] = field(default_factory=list)
     cold: list[Group] = field(default_factory=list)
     input_group: Group | None = None
+    indexed: int = 0
+    """Messages indexed into groups: with nothing sunk, the groups cover the whole history
+    exactly when this is its length."""
     query: Any = None
     query_for: int = -1
     recall: Any = None
@@ -67,6 +70,7 @@ class Main(BaseKind):
         return state  # type: ignore[no-any-return]
 
     def _index(self, state: _MainState, child: Node, i: int, message: Message) -> None:
+        state.indexed += 1
         tokens = child.token_count(message)
         if message.role == "tool" and state.hot and state.hot[-1].end == i:
             state.hot[-1].end = i + 1
@@ -143,7 +147,7 @@ class Main(BaseKind):
 
     def build_context(self, child: Node, input: str) -> list[Message]:
         state = self._state(child)
-        view = child.system_messages()
+        view = View(child.system_messages())
         if state.cold:
             view.append(
                 system(
@@ -152,9 +156,18 @@ class Main(BaseKind):
                     "with a query to bring back what you need."
                 )
             )
+        head = sum(map(child.token_count, view))
         history = child.history
+        if not state.cold and state.indexed == len(history):  # the groups cover it all
+            view.extend(history)
+            view.measure = (head + child.history_tokens, len(history))
+            return view
+        tokens = stored = 0
         for group in state.hot:
             view.extend(history[group.start : group.end])
+            tokens += group.tokens
+            stored += group.end - group.start
+        view.measure = (head + tokens, stored)
         return view
 
     def own_tools(self, child: Node) -> list[Any]:

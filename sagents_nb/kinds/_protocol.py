@@ -19,6 +19,21 @@ class CompactUnsupported(Exception):
     """Raised by `compact` on kinds that have no compaction."""
 
 
+class View(list[Message]):
+    """A view whose size its kind already knows, so the turn need not count it again.
+
+    `measure` is (tokens, messages that come from storage), as the session's token counter
+    counts them; None means unknown (then the turn counts the view itself). Build a new one
+    each turn: the turn's `ModelRequest` event keeps it as it is, without a copy.
+    """
+
+    __slots__ = ("measure",)
+
+    def __init__(self, messages: Any = ()) -> None:
+        super().__init__(messages)
+        self.measure: tuple[int, int] | None = None
+
+
 @dataclass
 class CompactionReport:
     """What a compaction did."""
