@@ -59,7 +59,8 @@ blocks it, a person, another session's run): the step is cut at once. Other step
 once the session is quiet (see `_step_ended`)."""
 
 CHILD_EVENTS = frozenset({"task_spawned", "task_reattached", "task_finished"})
-"""Events at a parent's path that name a child (`event.child`)."""
+"""Events at a parent's path that name a child (`event.child`). They (and `kind_swapped`)
+follow every change of the parent's task entries: only then are the entries compared."""
 
 KIND_EVENTS = frozenset({"cold_sink", "compaction", "context_full", "window_trim", "kind_swapped"})
 """Events after which a node's kind state (e.g. Main's cold storage) is written again."""
@@ -106,6 +107,7 @@ class Journal:
         self._states: dict[str, tuple[Any, ...]] = {}
         self._kinds: dict[str, dict[str, Any]] = {}
         self._kind_dirty: set[str] = set()
+        self._task_dirty: set[str] = set()
         self._tasks: dict[str, Written] = {}
         self._ended = self._seen = 0
         self._cut_at: float | None = None
@@ -234,11 +236,16 @@ class Journal:
             if not (events or self._writes or self._dirty):
                 return
             for event in events:
-                self._dirty.add(event.path)
-                if event.type in CHILD_EVENTS:  # they change the child's counters too
+                path = event.path
+                self._dirty.add(path)
+                kind = event.type
+                if kind in CHILD_EVENTS:  # they change the child's counters too
                     self._dirty.add(event.child)  # type: ignore[attr-defined]
-                elif event.type in KIND_EVENTS:
-                    self._kind_dirty.add(event.path)
+                    self._task_dirty.add(path)
+                elif kind in KIND_EVENTS:
+                    self._kind_dirty.add(path)
+                    if kind == "kind_swapped":  # forgets the tasks settled under the old kind
+                        self._task_dirty.add(path)
             written: dict[str, Written] = {}
             step = self._step(events, written)
             self._logged += len(events)
@@ -247,6 +254,7 @@ class Journal:
             self._writes = []
             self._dirty.clear()
             self._kind_dirty.clear()
+            self._task_dirty.clear()
             for path, part, data in step.nodes:
                 if part == "state":
                     self._states[path] = data
@@ -267,9 +275,10 @@ class Journal:
             kind = kind_state(node) if path in self._kind_dirty else None
             if kind is not None and self._kinds.get(path) != kind:
                 step.nodes.append((path, "kind", kind))
-            changes = self._task_changes(node, step)
-            if changes is not None:
-                written[path] = changes
+            if path in self._task_dirty:
+                changes = self._task_changes(node, step)
+                if changes is not None:
+                    written[path] = changes
         return step
 
     def _node(self, path: str) -> Node | None:
