@@ -44,10 +44,11 @@ def test_kernel_interrupt_stops_a_blocking_run_and_the_kernel_stays_usable() -> 
         time.sleep(1.5)
         started = time.monotonic()
         manager.interrupt_kernel()
-        reply = client.get_shell_msg(timeout=10)
+        reply = client.get_shell_msg(timeout=20)
         while reply["parent_header"].get("msg_id") != msg_id:
-            reply = client.get_shell_msg(timeout=10)
-        assert time.monotonic() - started < 5
+            reply = client.get_shell_msg(timeout=20)
+        # not a speed check: the run stopped long before its model call (60 s) would have ended
+        assert time.monotonic() - started < 20
         assert reply["content"]["status"] == "error"
         assert reply["content"]["ename"] == "KeyboardInterrupt"
         outputs: list[str] = []
