@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import Counter
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .._messages import Message
@@ -44,7 +45,11 @@ if TYPE_CHECKING:
 
 
 class Projector:
-    """Folds events into view state. Thread-safe: fold and read under `lock`."""
+    """Folds events into view state. Thread-safe: fold and read under `lock`.
+
+    A live view queues events in `inbox` as they happen (`receive`, cheap) and folds them in one
+    batch before it renders (`catch_up`), at the view's update rate instead of the event rate.
+    """
 
     def __init__(self) -> None:
         self.lock = threading.RLock()
@@ -59,14 +64,38 @@ class Projector:
         self.version = 0
         self.preprocessed: dict[int, MessagePreprocessed] = {}
         """Each run's preprocessed input, by run number."""
+        self.inbox: list[Event] = []
+        """Events received and not folded yet, oldest first."""
+        self.receive = self.inbox.append
+        """Queue an event for the next `catch_up` (from any thread)."""
 
     def fold(self, event: Event) -> None:
-        """Add one event to the view state."""
+        """Add one event to the view state (after any still in the inbox)."""
         with self.lock:
-            self.events.append(event)
-            self.counts[event.type] += 1
-            self.version += 1
-            self._dispatch(event)
+            self.catch_up()
+            self._fold([event])
+
+    def catch_up(self) -> None:
+        """Fold every event in the inbox."""
+        inbox = self.inbox
+        if not inbox:
+            return
+        with self.lock:
+            # Events appended meanwhile (by another thread) land after `count` and stay queued.
+            count = len(inbox)
+            batch = inbox[:count]
+            del inbox[:count]
+            self._fold(batch)
+
+    def _fold(self, events: list[Event]) -> None:
+        self.events.extend(events)
+        self.version += len(events)
+        counts = self.counts
+        for event in events:
+            counts[event.type] += 1
+            handler = _handler(type(event))
+            if handler is not None:
+                handler(self, event)
 
     def node(self, path: str) -> NodeState:
         """The state of the node at `path`, created (with its ancestors) on first mention."""
@@ -85,6 +114,7 @@ class Projector:
     def apply_tree(self, tree: TreeNode) -> None:
         """Take a tree snapshot as the truth for every node's summary (kind, status, counts)."""
         with self.lock:
+            self.catch_up()
             self.version += 1
             for item in tree.walk():
                 state = self.node(item.id)
@@ -93,64 +123,6 @@ class Projector:
                 state.reattached, state.refused = item.reattached, list(item.refused)
                 below = sum(child.usage.total_tokens for child in item.children)
                 state.tokens = item.usage.total_tokens - below
-
-    def _dispatch(self, event: Event) -> None:
-        match event:
-            case RunStarted():
-                self._run_started(event)
-            case StatusChanged():
-                self._status_changed(event)
-            case MessagePreprocessed():
-                self._message_preprocessed(event)
-            case ContextBuilt():
-                self._context_built(event)
-            case ModelRequest():
-                self._model_request(event)
-            case ModelResponse():
-                self._model_response(event)
-            case TextDelta():
-                self.node(event.path).streaming.append(event.text)
-            case ToolCallStarted():
-                self._tool_call_started(event)
-            case ToolCallFinished():
-                self._tool_call_finished(event)
-            case TaskSpawned():
-                self._task_spawned(event)
-            case TaskReattached():
-                self._task_reattached(event)
-            case TaskRefused():
-                self._task_refused(event)
-            case TaskFinished():
-                self._task_finished(event)
-            case Compaction():
-                self._compaction(event)
-            case ContextFull():
-                self._context_full(event)
-            case ColdSink():
-                self._cold_sink(event)
-            case WindowTrim():
-                self._window_trim(event)
-            case KindSwapped():
-                self._kind_swapped(event)
-            case PreprocessorSwapped():
-                self._preprocessor_swapped(event)
-            case LLMSwapped():
-                self._llm_swapped(event)
-            case Paused():
-                self._paused(event)
-            case Resumed():
-                self._resumed(event)
-            case Retry():
-                self._retry(event)
-            case HarnessEventOccurred():
-                self._harness_event(event)
-            case ErrorOccurred():
-                self._error(event)
-            case RunFinished():
-                self._run_finished(event)
-            case _:
-                # A type this view does not know yet still shows in the event log.
-                return
 
     # runs and status
 
@@ -162,6 +134,9 @@ class Projector:
             preprocessed = self.preprocessed.get(event.run)
             node.storage.append(preprocessed.llm if preprocessed is not None else event)
             node.transcript.append(event)
+
+    def _text_delta(self, event: TextDelta) -> None:
+        self.node(event.path).streaming.append(event.text)
 
     def _status_changed(self, event: StatusChanged) -> None:
         node = self.node(event.path)
@@ -415,6 +390,47 @@ class Projector:
 
     def _error(self, event: ErrorOccurred) -> None:
         self.node(event.path).transcript.append(event)
+
+
+_HANDLERS: dict[type[Event], Callable[[Projector, Any], None] | None] = {
+    RunStarted: Projector._run_started,
+    StatusChanged: Projector._status_changed,
+    MessagePreprocessed: Projector._message_preprocessed,
+    ContextBuilt: Projector._context_built,
+    ModelRequest: Projector._model_request,
+    ModelResponse: Projector._model_response,
+    TextDelta: Projector._text_delta,
+    ToolCallStarted: Projector._tool_call_started,
+    ToolCallFinished: Projector._tool_call_finished,
+    TaskSpawned: Projector._task_spawned,
+    TaskReattached: Projector._task_reattached,
+    TaskRefused: Projector._task_refused,
+    TaskFinished: Projector._task_finished,
+    Compaction: Projector._compaction,
+    ContextFull: Projector._context_full,
+    ColdSink: Projector._cold_sink,
+    WindowTrim: Projector._window_trim,
+    KindSwapped: Projector._kind_swapped,
+    PreprocessorSwapped: Projector._preprocessor_swapped,
+    LLMSwapped: Projector._llm_swapped,
+    Paused: Projector._paused,
+    Resumed: Projector._resumed,
+    Retry: Projector._retry,
+    HarnessEventOccurred: Projector._harness_event,
+    ErrorOccurred: Projector._error,
+    RunFinished: Projector._run_finished,
+}
+"""Each event type's handler; a type this view does not know yet only shows in the event log."""
+
+
+def _handler(kind: type[Event]) -> Callable[[Projector, Any], None] | None:
+    """The handler of an event type (or of its nearest handled base class), cached."""
+    try:
+        return _HANDLERS[kind]
+    except KeyError:
+        handler = next((_HANDLERS[base] for base in kind.__mro__ if base in _HANDLERS), None)
+        _HANDLERS[kind] = handler
+        return handler
 
 
 def _json(value: Any) -> str:

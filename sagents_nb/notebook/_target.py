@@ -50,7 +50,7 @@ class Target:
         return f"run {self.run.number} of {where}" if self.run is not None else where
 
     def attach(self, projector: Projector, on_change: Callable[[], None]) -> None:
-        """Replay what happened so far into `projector`, then follow new events.
+        """Replay what happened so far into `projector`, then queue new events in its inbox.
 
         For a session, replay and subscription happen together on the library loop, where
         the runtime emits, so no event is missed or counted twice.
@@ -63,9 +63,11 @@ class Target:
         session = self.session
         assert session is not None
 
+        receive = projector.receive
+
         def listen(event: Event) -> None:
             if event.seq:  # seq 0: a late subscriber's status digest, already in the replay
-                projector.fold(event)
+                receive(event)
                 on_change()
 
         def start() -> None:

@@ -6,6 +6,7 @@ import asyncio
 import logging
 import threading
 import time
+import weakref
 from collections.abc import Callable
 
 from .._loop import call_soon, on_library_thread
@@ -37,7 +38,7 @@ class Throttle:
         """Ask for a call (from any thread); cheap when one is already pending."""
         if self._closed:
             return
-        if on_library_thread() and time.monotonic() - self._last >= self.interval:
+        if time.monotonic() - self._last >= self.interval and on_library_thread():
             # Call now: a run that never awaits (a sync mock handler) keeps the loop busy, and
             # a timer would only fire after it ends.
             self._call()
@@ -53,6 +54,10 @@ class Throttle:
         else:
             call_soon(self._fire)
 
+    def count_call(self) -> None:
+        """Count a push the caller made itself: the next call comes `interval` later at the earliest."""
+        self._last = time.monotonic()
+
     def close(self) -> None:
         """Make no more calls."""
         self._closed = True
@@ -60,7 +65,8 @@ class Throttle:
     def _fire(self) -> None:
         delay = self._last + self.interval - time.monotonic()
         if delay > 0:
-            asyncio.get_running_loop().call_later(delay, self._fire)
+            # The timer holds the throttle weakly: it does not keep a dropped view alive.
+            asyncio.get_running_loop().call_later(delay, _fire_later, weakref.ref(self))
             return
         # Cleared before the state is read: a request arriving during the call makes another.
         self._scheduled = False
@@ -74,3 +80,9 @@ class Throttle:
             self._push()
         except Exception:
             log.exception("a live view failed to update; it will try again on the next event")
+
+
+def _fire_later(throttle: weakref.ref[Throttle]) -> None:
+    alive = throttle()
+    if alive is not None:
+        alive._fire()

@@ -33,8 +33,9 @@ class LiveView(anywidget.AnyWidget):
     """A live view of a session, run or result: the delegation tree, panes for the selected node,
     and controls (step, resume, cancel, decisions at a pause, kind and preprocessor hot-swaps).
 
-    Events are folded into view state as they happen and pushed to the front end at most `rate`
-    times a second, always including the last state. Build one with `sagents_nb.notebook.view`.
+    Events are queued as they happen, folded into view state in batches and pushed to the front
+    end at most `rate` times a second, always including the last state. Build one with
+    `sagents_nb.notebook.view`.
 
     Args:
         obj: a `sn.Session`, `sn.Run` or `sn.Result`.
@@ -42,8 +43,11 @@ class LiveView(anywidget.AnyWidget):
         rate: front-end updates per second at most.
     """
 
-    _esm = STATIC / "view.js"
-    _css = STATIC / "view.css"
+    # The text, not the paths: for a path anywidget connects a closure over each widget to the
+    # file's change signal, which keeps every widget (and its session) alive for good
+    # (manzt/anywidget#929).
+    _esm = (STATIC / "view.js").read_text(encoding="utf-8")
+    _css = (STATIC / "view.css").read_text(encoding="utf-8")
 
     header = traitlets.Dict().tag(sync=True)
     """The title, the controlled run, pending pauses, selector options and the latest notice."""
@@ -74,11 +78,13 @@ class LiveView(anywidget.AnyWidget):
         self._throttle = Throttle(self._push, rate=rate)
         self.target.attach(self.projector, self._throttle.request)
         header, tree, pane = self._render()
+        self._throttle.count_call()  # the initial state is the first update
         super().__init__(header=header, tree=tree, pane=pane or "{}")
         self.on_msg(self._on_message)
         # From here on only the library loop thread changes this widget's traits.
         self._ready = True
-        self._throttle.request()
+        if self.projector.inbox:  # events the initial state missed, whose pushes were dropped
+            self._throttle.request()
 
     def __repr__(self) -> str:
         return f"LiveView({self.target.title()})"
@@ -108,14 +114,18 @@ class LiveView(anywidget.AnyWidget):
         return {"none": None, **self.preprocessors}
 
     def close(self) -> None:
-        """Stop following the session and close the widget."""
+        """Stop following the session and close the widget and its layout."""
         # also called by ipywidgets' __del__, possibly on a view whose __init__ failed
         throttle, target = getattr(self, "_throttle", None), getattr(self, "target", None)
         if throttle is not None:
             throttle.close()
         if target is not None:
             target.detach()
+        # ipywidgets keeps every open widget in a registry, this one's Layout too
+        layout = getattr(self, "_trait_values", {}).get("layout")
         super().close()
+        if layout is not None:
+            layout.close()
 
     # state
 
@@ -144,6 +154,7 @@ class LiveView(anywidget.AnyWidget):
     def _render(self) -> tuple[dict[str, Any], dict[str, Any], str | None]:
         projector = self.projector
         with projector.lock:
+            projector.catch_up()
             exchanges = self.target.exchanges()
             stamp = (self.focus.key(), self._pane_version(exchanges))
             pane = None

@@ -227,6 +227,24 @@ def test_event_log_filters_by_type_and_node() -> None:
     assert events["total"] == len(session.events) == sum(events["types"].values())
 
 
+def test_received_events_fold_in_one_batch_to_the_same_state() -> None:
+    explore = sn.Agent("explore", does="reads", tools=[read_file])
+    session = sn.Session(sn.Agent("lead", team=[explore]), llm=sn.mock_llm(fan_out))
+    session.send("go").result()
+    events = list(session.events)
+    batched = Projector()
+    for event in events[:-1]:
+        batched.receive(event)
+    assert batched.events == [] and tree_state(batched) == {}
+    batched.fold(events[-1])  # after the queued ones, in order
+    assert batched.inbox == [] and batched.events == events
+    eager = project(session)
+    assert tree_state(batched) == tree_state(eager)
+    for tab in ("transcript", "context", "tools", "events"):
+        focus = Focus("lead/explore.1", tab)
+        assert pane_state(batched, focus, None, {}) == pane_state(eager, focus, None, {})
+
+
 def test_unknown_paths_and_late_events_build_the_tree_on_the_fly() -> None:
     projector = Projector()
     projector.fold(sn.events.StatusChanged(path="a/b.1/c.2", status="running", seq=1))

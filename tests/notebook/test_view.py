@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import gc
 import itertools
 import threading
 import time
+import weakref
 from typing import Any
 
 import pytest
@@ -133,6 +135,17 @@ def test_updates_are_throttled_and_the_last_state_always_arrives() -> None:
     assert widget.header["events"] == events
     assert widget.tree["turns"] == 201
     widget.close()
+
+
+def test_a_closed_view_is_freed_with_its_layout(team_session: sn.Session) -> None:
+    widget = view(team_session)
+    team_session.send("What is in README.md?").result()
+    layout, freed = widget.layout, weakref.ref(widget)
+    widget.close()
+    del widget
+    assert layout.comm is None  # closed: out of ipywidgets' registry of open widgets
+    # a pending throttled update holds the view until its timer fires (1/rate s at most)
+    wait_until(lambda: gc.collect() >= 0 and freed() is None, what="the closed view to be freed")
 
 
 def test_payloads_stay_text_in_state_and_are_escaped_in_the_fallback() -> None:
