@@ -15,6 +15,7 @@ except ImportError as exc:  # pragma: no cover - both ship with sagents_nb's dep
     ) from exc
 
 from .. import kinds
+from .._loop import run_sync
 from ._controls import handle_message
 from ._panes import Focus, pane_state
 from ._projector import Projector
@@ -103,6 +104,16 @@ class LiveView(anywidget.AnyWidget):
     def refresh(self) -> None:
         """Push the current state soon (from any thread)."""
         self._throttle.request()
+
+    def flush(self) -> None:
+        """Push the newest state now, and wait for it: e.g. right after a run, instead of the
+        update that follows within 1/rate (from any thread but the library loop's own)."""
+
+        async def push() -> None:
+            self._throttle.count_call()
+            self._push()
+
+        run_sync(push(), what="view.flush()")
 
     def notify(self, text: str, *, error: bool = False) -> None:
         """Show `text` in the view's notice line."""

@@ -137,6 +137,15 @@ def test_updates_are_throttled_and_the_last_state_always_arrives() -> None:
     widget.close()
 
 
+def test_flush_pushes_the_final_state_at_once(team_session: sn.Session) -> None:
+    widget = view(team_session, rate=0.01)  # the throttle alone would wait 100 s
+    team_session.send("What is in README.md?").result()
+    widget.flush()
+    assert widget.header["seq"] == team_session.events[-1].seq
+    assert run_status(widget) == "done"
+    widget.close()
+
+
 def test_a_closed_view_is_freed_with_its_layout(team_session: sn.Session) -> None:
     widget = view(team_session)
     team_session.send("What is in README.md?").result()
