@@ -138,22 +138,25 @@ def start(tmp_path: Path, scenario: str) -> tuple[subprocess.Popen[str], str, Pa
 
 
 def kill_when(child: subprocess.Popen[str], db: Path, ready: Callable[[sqlite3.Connection], bool]):
-    """SIGKILL the child once `ready(connection)` sees the progress committed to `db`."""
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        assert child.poll() is None, "the child process ended before it was killed"
-        if db.exists():
-            with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as con:
-                try:
-                    if ready(con):
-                        break
-                except sqlite3.OperationalError:  # the schema is not written yet
-                    pass
-        time.sleep(0.02)
-    else:
+    """SIGKILL the child once `ready(connection)` sees the progress committed to `db` (and in
+    any case before returning: a failed wait leaves no process behind)."""
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            assert child.poll() is None, "the child process ended before it was killed"
+            if db.exists():
+                with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as con:
+                    try:
+                        if ready(con):
+                            return
+                    except sqlite3.OperationalError:  # the schema is not written yet
+                        pass
+            time.sleep(0.02)
         pytest.fail("the child never committed the expected progress")
-    os.kill(child.pid, signal.SIGKILL)
-    child.wait(10)
+    finally:
+        if child.poll() is None:
+            os.kill(child.pid, signal.SIGKILL)
+        child.wait(10)
 
 
 def count(con: sqlite3.Connection, sql: str) -> int:
