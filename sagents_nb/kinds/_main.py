@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from .._messages import Message, system
@@ -13,6 +14,9 @@ from ._relevance import Group, LexicalScorer, Scorer, group_text
 
 if TYPE_CHECKING:
     from .._node import Node
+
+
+_best_first = attrgetter("score", "start")
 
 
 @dataclass
@@ -75,7 +79,7 @@ class Main(BaseKind):
         if message.role == "tool" and state.hot and state.hot[-1].end == i:
             state.hot[-1].end = i + 1
             state.hot[-1].tokens += tokens
-            state.hot[-1].terms = None
+            state.hot[-1].terms = state.hot[-1].scored = None
             return
         group = Group(i, i + 1, tokens)
         state.hot.append(group)
@@ -93,10 +97,11 @@ class Main(BaseKind):
         state = self._state(child)
         if self.top_k is None and self.budget_tokens is None:
             return  # nothing can sink: skip the walk over the groups
-        protected = set(map(id, state.hot[-self.recent :])) if self.recent else set()
+        # groups hash by identity
+        protected = set(state.hot[-self.recent :]) if self.recent else set()
         if state.input_group is not None:
-            protected.add(id(state.input_group))
-        candidates = [g for g in state.hot if id(g) not in protected]
+            protected.add(state.input_group)
+        candidates = [g for g in state.hot if g not in protected]
         sink: list[Group] = []
         if self.top_k is not None and len(candidates) > self.top_k:
             ranked = self._ranked(state, child, candidates)
@@ -119,20 +124,21 @@ class Main(BaseKind):
             state.query = self.scorer.index(child.input_text)
             state.query_for = child.input_index
         history = child.history
+        query, scorer = state.query, self.scorer
         for group in groups:
             if group.terms is None:
-                group.terms = self.scorer.index(group_text(history[group.start : group.end]))
-        # best first; ties keep the newer group
-        return sorted(
-            groups, key=lambda g: (self.scorer.score(state.query, g.terms), g.start), reverse=True
-        )
+                group.terms = scorer.index(group_text(history[group.start : group.end]))
+                group.scored = None
+            if group.scored is not query:  # a group's score holds while its query does
+                group.score, group.scored = scorer.score(query, group.terms), query
+        return sorted(groups, key=_best_first, reverse=True)  # ties keep the newer group
 
     def _sink(self, child: Node, state: _MainState, groups: list[Group], reason: str) -> None:
         if not groups:
             return
         before = sum(g.tokens for g in state.hot)
-        gone = set(map(id, groups))
-        state.hot = [g for g in state.hot if id(g) not in gone]
+        gone = set(groups)
+        state.hot = [g for g in state.hot if g not in gone]
         state.cold.extend(groups)
         previews = [_preview(child.history[g.start : g.end]) for g in groups[:5]]
         child.emit(

@@ -45,6 +45,9 @@ class Group:
     end: int
     tokens: int
     terms: Any = None
+    score: float = 0.0
+    scored: Any = None
+    """The query `score` was computed for (None: not yet, or `terms` changed since)."""
 
 
 def group_text(messages: list[Message]) -> str:
