@@ -270,6 +270,7 @@ def summarise(fw: str, label: str, scenario: str, n: int, data: dict[str, Any]) 
             early_mean_us=med(samples, "early_mean_us"),
             late_mean_us=med(samples, "late_mean_us"),
             growth_mean=med(samples, "growth_mean"),
+            growth_after_100=med(samples, "growth_after_100"),
         )
     for key in ("error", "unavailable"):
         if data.get(key):
@@ -516,11 +517,15 @@ def targets(
         if row is None:
             continue
         growth, mean = value(row, "growth"), value(row, "growth_mean")
+        after = value(row, "growth_after_100")
+        notes = [f"window means: {mean:.2f}x" if mean else "", ""]
+        if after:
+            notes[1] = f"turns 901-1000 over 101-200: {after:.2f}x"
         add(
             f"issue 4: {label.removeprefix('sagents_nb ')} growth over 1,000 turns <= 1.5x",
             f"{growth:.2f}x" if growth else row.get("error", "missing"),
             bool(growth and growth <= 1.5),
-            f"window means: {mean:.2f}x" if mean else "",
+            "; ".join(n for n in notes if n),
         )
     for row in rows:
         if row.get("error"):
