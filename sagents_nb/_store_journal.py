@@ -189,8 +189,9 @@ class Journal:
             self._numbers[id(message)] = (message, str(row.n))
 
     def _on_event(self, event: Event) -> None:
-        """Note the events that end a step (the events themselves are read from the session's
-        log when the step is cut)."""
+        """Cut a step at once after the events in `BEFORE_WAITING`, and once the session is
+        quiet after the other step ends (the events themselves are read from the session's log
+        when the step is cut)."""
         kind = event.type
         if kind in BEFORE_WAITING:
             self._end_step()
