@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import sqlite3
 import threading
@@ -58,7 +59,6 @@ Migration = Callable[[sqlite3.Connection], None]
 MIGRATIONS: dict[int, Migration] = {}
 """`MIGRATIONS[v]` upgrades a store from schema `v` to `v + 1`; all run in one transaction."""
 
-_INSERT_MESSAGE = "INSERT INTO messages VALUES (?, ?, ?, ?, ?, NULL, ?)"
 _RETIRE_MESSAGES = """
 UPDATE messages SET removed = ?
 WHERE session = ? AND path = ? AND transcript = ? AND removed IS NULL
@@ -291,12 +291,14 @@ def _create(db: sqlite3.Connection, rows: SessionRows) -> None:
         ) from exc
     sid = info.id
     _insert_events(db, sid, [(sid, e.seq, e.run, e.type, e.path, e.body) for e in rows.events])
-    db.executemany(
-        "INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?)",
+    _insert_rows(
+        db,
+        "INSERT INTO messages",
         [(sid, m.n, m.path, m.transcript, m.added, m.removed, m.body) for m in rows.messages],
     )
-    db.executemany(
-        "INSERT OR REPLACE INTO nodes VALUES (?, ?, ?, ?, ?)",
+    _insert_rows(
+        db,
+        "INSERT OR REPLACE INTO nodes",
         [(sid, n.path, n.part, n.seq, n.body) for n in rows.nodes],
     )
     db.executemany(_INSERT_TASK, [(sid, *_task_values(t)) for t in rows.tasks])
@@ -304,7 +306,7 @@ def _create(db: sqlite3.Connection, rows: SessionRows) -> None:
 
 def _insert_events(db: sqlite3.Connection, sid: str, rows: list[tuple[object, ...]]) -> None:
     try:
-        db.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?)", rows)
+        _insert_rows(db, "INSERT INTO events", rows)
     except sqlite3.IntegrityError as exc:
         raise StoreError(
             f"session {sid!r} already has events with these numbers: another process (or "
@@ -317,20 +319,21 @@ def _write_steps(db: sqlite3.Connection, sid: str, steps: Sequence[Step]) -> Non
     events = [(sid, e.seq, e.run, e.type, e.path, e.body) for step in steps for e in step.events]
     if events:
         _insert_events(db, sid, events)
-    db.executemany(
-        "INSERT OR REPLACE INTO nodes VALUES (?, ?, ?, ?, ?)",
-        [(sid, n.path, n.part, n.seq, n.body) for step in steps for n in step.nodes],
-    )
+    nodes = [(sid, n.path, n.part, n.seq, n.body) for step in steps for n in step.nodes]
+    if nodes:
+        _insert_rows(db, "INSERT OR REPLACE INTO nodes", nodes)
     added: list[tuple[object, ...]] = []
     for step in steps:
         seq = step.seq
         for write in step.messages:
             if write.replace:  # retires the rows added so far: write those first
-                db.executemany(_INSERT_MESSAGE, added)
+                if added:
+                    _insert_rows(db, "INSERT INTO messages", added)
                 added = []
                 db.execute(_RETIRE_MESSAGES, (seq, sid, write.path, write.transcript))
             added.extend(
-                (sid, n, write.path, write.transcript, seq, body) for n, body in write.messages
+                (sid, n, write.path, write.transcript, seq, None, body)
+                for n, body in write.messages
             )
         if step.retired:
             db.executemany(_RETIRE_TASK, [(seq, sid, *key) for key in step.retired])
@@ -340,7 +343,26 @@ def _write_steps(db: sqlite3.Connection, sid: str, steps: Sequence[Step]) -> Non
             if db.execute(_UPDATE_TASK, values).rowcount == 0:
                 db.execute(_INSERT_TASK, (sid, *_task_values(task)))
     if added:
-        db.executemany(_INSERT_MESSAGE, added)
+        _insert_rows(db, "INSERT INTO messages", added)
+
+
+def _insert_rows(db: sqlite3.Connection, insert: str, rows: list[tuple[object, ...]]) -> None:
+    """`insert` ("INSERT INTO table") `rows`, many in one statement: `executemany` steps once a
+    row, giving up the GIL and taking it back each time, and with the library loop busy on the
+    other thread every row then costs both threads a hand-over. Statements take 64, 32, ... 1
+    rows, so that a few prepared ones serve every count."""
+    start = 0
+    while start < len(rows):
+        size = min(64, 1 << ((len(rows) - start).bit_length() - 1))
+        chunk = rows[start : start + size]
+        db.execute(_multi_row(insert, len(chunk[0]), size), [v for row in chunk for v in row])
+        start += size
+
+
+@functools.lru_cache(maxsize=64)
+def _multi_row(insert: str, width: int, count: int) -> str:
+    row = "(" + ", ".join("?" * width) + ")"
+    return f"{insert} VALUES " + ", ".join([row] * count)
 
 
 def _check_file(path: Path, create: bool) -> bool:

@@ -72,3 +72,16 @@ def test_cancel_mid_tool_leaves_the_store_consistent_and_the_session_usable(
     calls = {c.id for m in history for c in m.tool_calls or ()}
     assert calls == {m.tool_call_id for m in history if m.role == "tool"}
     assert again.send("next").result().text == "fine"
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(min_value=0, max_value=300))
+def test_rows_are_inserted_in_order_whatever_their_count(count: int) -> None:
+    from sagents_nb._store_sqlite import _insert_rows
+
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE TABLE t (a INTEGER, b TEXT)")
+    _insert_rows(db, "INSERT INTO t", [(i, f"row {i}") for i in range(count)])
+    assert db.execute("SELECT a, b FROM t ORDER BY rowid").fetchall() == [
+        (i, f"row {i}") for i in range(count)
+    ]
