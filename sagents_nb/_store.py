@@ -1,8 +1,9 @@
 """The `Store` protocol durable sessions write to, and the rows that cross it.
 
 A store keeps rows, not objects: events, transcript messages, node snapshots and task entries,
-each stamped with the event `seq` of the step that committed it. The state "as of" any event is
-then a filter over the rows (`SessionRows.at`), which is what reopening and forking read.
+each stamped with the event `seq` it follows (a message with the last event before it was
+stored; a snapshot with the event it was taken at). The state "as of" any event is then a
+filter over the rows (`SessionRows.at`), which is what reopening and forking read.
 """
 
 from __future__ import annotations
@@ -49,7 +50,8 @@ class EventRow:
 
 @dataclass(slots=True)
 class MessageRow:
-    """One transcript message: live from step `added` until step `removed` (compaction)."""
+    """One transcript message: live from event `added` (the last event before it was stored)
+    until event `removed` (a compaction)."""
 
     n: int
     """The message's number in its session (write order)."""
@@ -63,7 +65,7 @@ class MessageRow:
 
 @dataclass(slots=True)
 class NodeRow:
-    """Part of a node's state as of step `seq`, as JSON text: `state` (counters, status,
+    """Part of a node's state as of event `seq`, as JSON text: `state` (counters, status,
     outcome...) or `kind` (what its kind keeps besides the messages, e.g. cold storage)."""
 
     path: str
@@ -76,7 +78,9 @@ class NodeRow:
 class TaskRow:
     """A delegated task keyed by (parent, agent, prompt); `status` stays None until it settles.
 
-    A task the parent forgets (e.g. its agent's kind was swapped) is `retired` at that step.
+    `seq` and `settled` are the events at which the parent's entries were compared (model
+    requests and step ends). A task the parent forgets (e.g. its agent's kind was swapped) is
+    `retired` at such an event.
     """
 
     parent: str
@@ -96,6 +100,9 @@ class MessageWrite:
 
     path: str
     transcript: str
+    seq: int
+    """The last event before the messages were stored (their rows' `added`, and `removed` of
+    the rows `replace` retires)."""
     messages: list[tuple[int, str]]
     """(number, JSON text) of each message."""
     replace: bool = False
@@ -103,16 +110,17 @@ class MessageWrite:
 
 @dataclass
 class Step:
-    """What one step wrote; a store commits it atomically, stamping its rows with `seq`."""
+    """What one step wrote; a store commits it atomically. Its rows carry their own stamps."""
 
     seq: int
+    """The last event the step covers."""
     events: list[EventRow] = field(default_factory=list)
     messages: list[MessageWrite] = field(default_factory=list)
     nodes: list[NodeRow] = field(default_factory=list)
     tasks: list[TaskRow] = field(default_factory=list)
     """New tasks and newly settled ones; a key's live row is updated, else a row is added."""
-    retired: list[tuple[str, str, str]] = field(default_factory=list)
-    """(parent, agent, prompt) of tasks the parent forgot."""
+    retired: list[tuple[str, str, str, int]] = field(default_factory=list)
+    """(parent, agent, prompt, seq) of tasks the parent forgot, and the event it did at."""
 
 
 @dataclass

@@ -24,7 +24,7 @@ from ._store import (
     TaskRow,
 )
 from ._store_snapshot import NODE_FIELDS, dump_json, kind_state, node_state, node_values
-from ._store_writer import MAX_DELAY_SECONDS, QUIET_SECONDS, StepWriter
+from ._store_writer import MAX_DELAY_SECONDS, QUIET_SECONDS, StepWriter, later
 from .events import ModelRequest
 
 if TYPE_CHECKING:
@@ -34,6 +34,12 @@ if TYPE_CHECKING:
 
     Written = tuple[dict[tuple[str, str], TaskEntry], set[tuple[str, str]]]
     """The task entries written for a node, and the keys of those written unsettled."""
+    MessageWrites = tuple[str, str, int, list[tuple[int, Message]], bool]
+    """(path, transcript, seq, numbered messages, replace): see `MessageWrite`."""
+
+RESCUE_SECONDS = 0.005
+"""A model request's sealed rows wait for the library loop to hand them over; if the loop
+emits no event for this long (a sync handler or tool blocks it), the store thread does."""
 
 STEP_ENDS = frozenset(
     {
@@ -53,10 +59,10 @@ STEP_ENDS = frozenset(
 """Events that end a step (as do replies and tool results reaching storage); an input and
 the events in between belong to the step that follows them."""
 
-BEFORE_WAITING = frozenset({"model_request", "paused", "run_finished"})
-"""Step ends after which the library loop may stay busy for long (a model call whose handler
-blocks it, a person, another session's run): the step is cut at once. Other steps are cut
-once the session is quiet (see `_step_ended`)."""
+BEFORE_WAITING = frozenset({"paused", "run_finished"})
+"""Step ends after which the session may wait for long (a person, the next message): the step
+is cut at once. Other steps are cut once the session is quiet (see `_step_ended`); a model
+request seals its step first (see `Journal`)."""
 
 CHILD_EVENTS = frozenset({"task_spawned", "task_reattached", "task_finished"})
 """Events at a parent's path that name a child (`event.child`). They (and `kind_swapped`)
@@ -70,13 +76,20 @@ class Journal:
     """Records what a session does, step by step, for its `Store`.
 
     A session's `store` attribute is its journal. The runtime reports storage writes to it
-    (`messages_appended`, `history_replaced`) and it follows the event log. A step (see
-    `STEP_ENDS`) is cut on the loop, with the events, messages, node states and task entries
-    since the last one, and handed to a `StepWriter`, which encodes and commits it off the
-    loop in one transaction with the steps that follow at once. A crash loses at most those
-    last moments and the action in flight (a reply whose tools were still running is asked
-    again on resume). Reading a store in this process (`Session.open`, `list_stored`) commits
-    what is queued first; `fork`, `export_jsonl` and `flush()` do so for their session.
+    (`messages_appended`, `history_replaced`) and it follows the event log. Every row is
+    stamped with the event it follows, so the state as of any event can be read back.
+
+    At each model request the journal *seals*: it takes the events and messages since the
+    last seal and copies of the node states and task entries they changed, stamped with the
+    request (so a fork at a request is exact). The sealed rows are handed to a `StepWriter`
+    when the session is quiet (see `_step_ended`), at once after `paused` and `run_finished`,
+    or by the store thread when the loop stays busy in one callback for `RESCUE_SECONDS` (a
+    sync handler or tool blocking it: the sealed rows are copies, safe to take from another
+    thread). The writer encodes and commits them off the loop, in one transaction with the
+    steps that follow at once. A crash loses at most those last moments and the action in
+    flight (a reply whose tools were still running is asked again on resume). Reading a store
+    in this process (`Session.open`, `list_stored`) commits what is queued first; `fork`,
+    `export_jsonl` and `flush()` do so for their session.
 
     Args:
         session: the session to record.
@@ -99,7 +112,7 @@ class Journal:
         self.store = store
         self._lock = threading.Lock()
         self._logged = len(session.bus.log)
-        self._writes: list[tuple[str, str, list[tuple[int, Message]], bool]] = []
+        self._writes: list[MessageWrites] = []
         self._numbers: dict[int, tuple[Message, str]] = {}
         self._next_number = 1
         self._dirty: set[str] = set()
@@ -111,6 +124,9 @@ class Journal:
         self._tasks: dict[str, Written] = {}
         self._ended = self._seen = 0
         self._cut_at: float | None = None
+        self._step = PendingStep(0, [], [], self._numbers)
+        self._rescuing = False
+        self._rescue_seen = 0
         created = None
         if rows is None:
             root = session.root
@@ -153,12 +169,13 @@ class Journal:
         """Record messages added to a node's storage (and the display transcript's copies)."""
         if not messages:
             return
+        seq = self.session.bus.last_seq
         with self._lock:
             self._nodes[node.path] = node
-            self._writes.append(self._write(node.path, "llm", messages))
+            self._writes.append(self._write(node.path, "llm", seq, messages))
             if node.display is not None:
                 self._writes.append(
-                    self._write(node.path, "display", node.display[-len(messages) :])
+                    self._write(node.path, "display", seq, node.display[-len(messages) :])
                 )
             self._dirty.add(node.path)
         if messages[-1].role != "user":  # an input waits for its model request
@@ -166,15 +183,22 @@ class Journal:
 
     def history_replaced(self, node: Node) -> None:
         """Record a compaction's new storage (the old rows stay, retired, for forks)."""
+        seq = self.session.bus.last_seq
         with self._lock:
             self._nodes[node.path] = node
-            self._writes.append(self._write(node.path, "llm", node.history, replace=True))
+            self._writes.append(self._write(node.path, "llm", seq, node.history, replace=True))
             self._dirty.add(node.path)
             self._kind_dirty.add(node.path)
 
     def _write(
-        self, path: str, transcript: str, messages: Sequence[Message], *, replace: bool = False
-    ) -> tuple[str, str, list[tuple[int, Message]], bool]:
+        self,
+        path: str,
+        transcript: str,
+        seq: int,
+        messages: Sequence[Message],
+        *,
+        replace: bool = False,
+    ) -> MessageWrites:
         """Number the messages: a view in an event names a stored message by its number."""
         numbered = []
         for message in messages:
@@ -182,21 +206,49 @@ class Journal:
             self._next_number += 1
             self._numbers[id(message)] = (message, str(number))
             numbered.append((number, message))
-        return path, transcript, numbered, replace
+        return path, transcript, seq, numbered, replace
 
     def _number(self, messages: list[Message], rows: list[MessageRow]) -> None:
         for message, row in zip(messages, rows, strict=True):
             self._numbers[id(message)] = (message, str(row.n))
 
     def _on_event(self, event: Event) -> None:
-        """Cut a step at once after the events in `BEFORE_WAITING`, and once the session is
-        quiet after the other step ends (the events themselves are read from the session's log
-        when the step is cut)."""
+        """Seal at a model request; cut a step at once after the events in `BEFORE_WAITING`,
+        and once the session is quiet after the other step ends (the events themselves are
+        read from the session's log when the step is sealed)."""
         kind = event.type
-        if kind in BEFORE_WAITING:
+        if kind == "model_request":
+            self._seal_request()
+        elif kind in BEFORE_WAITING:
             self._end_step()
         elif kind in STEP_ENDS:
             self._step_ended()
+
+    def _seal_request(self) -> None:
+        """Seal at a model request; have the store thread watch over the sealed rows."""
+        with self._lock:
+            self._seal()
+            watch, self._rescuing = not self._rescuing, True
+            self._rescue_seen = len(self.session.bus.log)
+        if watch:
+            later(self._rescue, RESCUE_SECONDS)
+        self._step_ended()
+
+    def _rescue(self) -> None:
+        """On the store thread: hand the sealed rows over if the session emitted no event for
+        `RESCUE_SECONDS` (its loop is blocked, e.g. by a sync handler); while the loop goes on
+        and has not handed them over itself, look again later."""
+        with self._lock:
+            if self._step.empty():
+                self._rescuing = False
+                return
+            seen = len(self.session.bus.log)
+            if seen == self._rescue_seen:
+                self._hand_over(at_once=True)
+                self._rescuing = False
+                return
+            self._rescue_seen = seen
+        later(self._rescue, RESCUE_SECONDS)
 
     # committing
 
@@ -230,57 +282,62 @@ class Journal:
         self._end_step()
 
     def _end_step(self) -> None:
-        """Cut a step from what was recorded since the last one and hand it to the writer (a
-        failed commit is logged and retried with the next step, never raised into the run)."""
+        """Seal what was recorded since the last seal and hand the step to the writer (a failed
+        commit is logged and retried with the next step, never raised into the run)."""
         with self._lock:
-            events = self.session.bus.log[self._logged :]
-            if not (events or self._writes or self._dirty):
-                return
-            for event in events:
-                path = event.path
-                self._dirty.add(path)
-                kind = event.type
-                if kind in CHILD_EVENTS:  # they change the child's counters too
-                    self._dirty.add(event.child)  # type: ignore[attr-defined]
-                    self._task_dirty.add(path)
-                elif kind in KIND_EVENTS:
-                    self._kind_dirty.add(path)
-                    if kind == "kind_swapped":  # forgets the tasks settled under the old kind
-                        self._task_dirty.add(path)
-            written: dict[str, Written] = {}
-            step = self._step(events, written)
-            self._logged += len(events)
-            if step.events or step.messages or step.nodes or step.tasks or step.retired:
-                self._writer.put(step)
-            self._writes = []
-            self._dirty.clear()
-            self._kind_dirty.clear()
-            self._task_dirty.clear()
-            for path, part, data in step.nodes:
-                if part == "state":
-                    self._states[path] = data
-                else:
-                    self._kinds[path] = data
-            self._tasks.update(written)
+            self._seal()
+            self._hand_over()
 
-    def _step(self, events: list[Event], written: dict[str, Written]) -> PendingStep:
-        seq = events[-1].seq if events else self.session.bus.last_seq
-        step = PendingStep(seq, events, self._writes, self._numbers)
+    def _hand_over(self, *, at_once: bool = False) -> None:
+        """Queue the sealed step for the writer (the caller holds the lock)."""
+        step = self._step
+        if not step.empty():
+            self._writer.put(step, at_once=at_once)
+            self._step = PendingStep(0, [], [], self._numbers)
+
+    def _seal(self) -> None:
+        """Add the events and messages recorded since the last seal to the step, with the node
+        states, kind states and task entries they changed, stamped with the last event (the
+        caller holds the lock)."""
+        events = self.session.bus.log[self._logged :]
+        if not (events or self._writes or self._dirty):
+            return
+        for event in events:
+            path = event.path
+            self._dirty.add(path)
+            kind = event.type
+            if kind in CHILD_EVENTS:  # they change the child's counters too
+                self._dirty.add(event.child)  # type: ignore[attr-defined]
+                self._task_dirty.add(path)
+            elif kind in KIND_EVENTS:
+                self._kind_dirty.add(path)
+                if kind == "kind_swapped":  # forgets the tasks settled under the old kind
+                    self._task_dirty.add(path)
+        step = self._step
+        seq = step.seq = events[-1].seq if events else self.session.bus.last_seq
+        step.events += events
+        step.messages += self._writes
+        self._logged += len(events)
+        self._writes = []
         for path in self._dirty:
             node = self._node(path)
             if node is None:
                 continue
             state = node_values(node)
             if self._states.get(path) != state:
-                step.nodes.append((path, "state", state))
+                step.nodes.append((path, "state", seq, state))
+                self._states[path] = state
             kind = kind_state(node) if path in self._kind_dirty else None
             if kind is not None and self._kinds.get(path) != kind:
-                step.nodes.append((path, "kind", kind))
+                step.nodes.append((path, "kind", seq, kind))
+                self._kinds[path] = kind
             if path in self._task_dirty:
-                changes = self._task_changes(node, step)
+                changes = self._task_changes(node, seq, step)
                 if changes is not None:
-                    written[path] = changes
-        return step
+                    self._tasks[path] = changes
+        self._dirty.clear()
+        self._kind_dirty.clear()
+        self._task_dirty.clear()
 
     def _node(self, path: str) -> Node | None:
         node = self._nodes.get(path)
@@ -290,8 +347,9 @@ class Journal:
                 self._nodes[path] = node
         return node
 
-    def _task_changes(self, node: Node, step: PendingStep) -> Written | None:
-        """Add the node's new, settled and forgotten tasks to `step`; None when unchanged.
+    def _task_changes(self, node: Node, seq: int, step: PendingStep) -> Written | None:
+        """Add the node's new, settled and forgotten tasks to `step`, stamped `seq`; None
+        when unchanged.
 
         Tasks are only added (at the end), settled once, or forgotten (the count drops), so
         only the newest and the unsettled ones need a look unless the count dropped.
@@ -320,16 +378,16 @@ class Journal:
             if previous is entry and (key not in still or outcome is None):
                 continue
             if previous is not None and previous is not entry:
-                step.retired.append((node.path, *key))
+                step.retired.append((node.path, *key, seq))
             step.tasks.append(
                 TaskRow(
                     node.path,
                     *key,
                     entry.child.path,
-                    step.seq,
+                    seq,
                     outcome.status if outcome is not None else None,
                     outcome.text if outcome is not None else None,
-                    step.seq if outcome is not None else None,
+                    seq if outcome is not None else None,
                 )
             )
             now[key] = entry
@@ -339,7 +397,7 @@ class Journal:
                 still.discard(key)
         if full:
             for key in [key for key in now if key not in tasks]:
-                step.retired.append((node.path, *key))
+                step.retired.append((node.path, *key, seq))
                 del now[key]
                 still.discard(key)
         return now, still
@@ -347,18 +405,23 @@ class Journal:
 
 @dataclass
 class PendingStep:
-    """A step as recorded on the loop: the objects themselves. The writer encodes them (JSON)
-    off the loop; events and messages are immutable, node states are copies."""
+    """A step as recorded on the loop: the objects themselves, each with the event it follows.
+    The writer encodes them (JSON) off the loop; events and messages are immutable, node
+    states are copies."""
 
     seq: int
+    """The last event the step covers."""
     events: list[Event]
-    messages: list[tuple[str, str, list[tuple[int, Message]], bool]]
+    messages: list[MessageWrites]
     numbers: dict[int, tuple[Message, str]]
     """The journal's message numbers (only ever added to), for the views in requests."""
-    nodes: list[tuple[str, str, Any]] = field(default_factory=list)
-    """(path, "state", `node_values` tuple) or (path, "kind", `kind_state` dict)."""
+    nodes: list[tuple[str, str, int, Any]] = field(default_factory=list)
+    """(path, "state", seq, `node_values` tuple) or (path, "kind", seq, `kind_state` dict)."""
     tasks: list[TaskRow] = field(default_factory=list)
-    retired: list[tuple[str, str, str]] = field(default_factory=list)
+    retired: list[tuple[str, str, str, int]] = field(default_factory=list)
+
+    def empty(self) -> bool:
+        return not (self.events or self.messages or self.nodes or self.tasks or self.retired)
 
     def encode(self) -> Step:
         """The step's rows, as a store writes them."""
@@ -366,14 +429,14 @@ class PendingStep:
             self.seq,
             [EventRow(e.seq, e.run, e.type, e.path, self._event_json(e)) for e in self.events],
             [
-                MessageWrite(path, transcript, [(n, _message_json(m)) for n, m in numbered], swap)
-                for path, transcript, numbered, swap in self.messages
+                MessageWrite(
+                    path, transcript, seq, [(n, _message_json(m)) for n, m in numbered], swap
+                )
+                for path, transcript, seq, numbered, swap in self.messages
             ],
             [
-                NodeRow(
-                    path, part, self.seq, dump_json(node_state(data) if part == "state" else data)
-                )
-                for path, part, data in self.nodes
+                NodeRow(path, part, seq, dump_json(node_state(data) if part == "state" else data))
+                for path, part, seq, data in self.nodes
             ],
             self.tasks,
             self.retired,

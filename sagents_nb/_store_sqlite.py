@@ -24,7 +24,7 @@ from ._store import (
 from ._store_writer import later
 
 APP = "sagents_nb"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 SQLITE_MAGIC = b"SQLite format 3\x00"
 MEMORY = ":memory:"
 CHECKPOINT_PAGES = 8192
@@ -53,23 +53,32 @@ CREATE TABLE tasks (
     settled INTEGER, retired INTEGER
 );
 CREATE INDEX tasks_key ON tasks (session, parent, agent, prompt, retired);
+CREATE UNIQUE INDEX tasks_live ON tasks (session, parent, agent, prompt) WHERE retired IS NULL;
 """
 
 Migration = Callable[[sqlite3.Connection], None]
-MIGRATIONS: dict[int, Migration] = {}
+
+
+def _live_tasks_unique(db: sqlite3.Connection) -> None:
+    """Schema 2: a key has at most one live task row (schema 1 kept that by its writes), so
+    that a commit writes its tasks with one INSERT ... ON CONFLICT statement."""
+    db.execute(SCHEMA.split(";")[-2])
+
+
+MIGRATIONS: dict[int, Migration] = {1: _live_tasks_unique}
 """`MIGRATIONS[v]` upgrades a store from schema `v` to `v + 1`; all run in one transaction."""
 
 _RETIRE_MESSAGES = """
 UPDATE messages SET removed = ?
 WHERE session = ? AND path = ? AND transcript = ? AND removed IS NULL
 """
-_INSERT_TASK = """
-INSERT INTO tasks (session, parent, agent, prompt, child, seq, status, text, settled, retired)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-"""
-_UPDATE_TASK = """
-UPDATE tasks SET child = ?, status = ?, text = ?, settled = coalesce(settled, ?)
-WHERE session = ? AND parent = ? AND agent = ? AND prompt = ? AND retired IS NULL
+_INSERT_TASKS = (
+    "INSERT INTO tasks (session, parent, agent, prompt, child, seq, status, text, settled, retired)"
+)
+_UPSERT_TASKS = """
+ON CONFLICT (session, parent, agent, prompt) WHERE retired IS NULL DO UPDATE SET
+child = excluded.child, status = excluded.status, text = excluded.text,
+settled = coalesce(settled, excluded.settled)
 """
 _RETIRE_TASK = """
 UPDATE tasks SET retired = ?
@@ -301,7 +310,7 @@ def _create(db: sqlite3.Connection, rows: SessionRows) -> None:
         "INSERT OR REPLACE INTO nodes",
         [(sid, n.path, n.part, n.seq, n.body) for n in rows.nodes],
     )
-    db.executemany(_INSERT_TASK, [(sid, *_task_values(t)) for t in rows.tasks])
+    _insert_rows(db, _INSERT_TASKS, [(sid, *_task_values(t)) for t in rows.tasks])
 
 
 def _insert_events(db: sqlite3.Connection, sid: str, rows: list[tuple[object, ...]]) -> None:
@@ -323,46 +332,50 @@ def _write_steps(db: sqlite3.Connection, sid: str, steps: Sequence[Step]) -> Non
     if nodes:
         _insert_rows(db, "INSERT OR REPLACE INTO nodes", nodes)
     added: list[tuple[object, ...]] = []
+    tasks: list[tuple[object, ...]] = []
     for step in steps:
-        seq = step.seq
         for write in step.messages:
             if write.replace:  # retires the rows added so far: write those first
                 if added:
                     _insert_rows(db, "INSERT INTO messages", added)
                 added = []
-                db.execute(_RETIRE_MESSAGES, (seq, sid, write.path, write.transcript))
+                db.execute(_RETIRE_MESSAGES, (write.seq, sid, write.path, write.transcript))
             added.extend(
-                (sid, n, write.path, write.transcript, seq, None, body)
+                (sid, n, write.path, write.transcript, write.seq, None, body)
                 for n, body in write.messages
             )
-        if step.retired:
-            db.executemany(_RETIRE_TASK, [(seq, sid, *key) for key in step.retired])
-        for task in step.tasks:
-            key = (sid, task.parent, task.agent, task.prompt)
-            values = (task.child, task.status, task.text, task.settled, *key)
-            if db.execute(_UPDATE_TASK, values).rowcount == 0:
-                db.execute(_INSERT_TASK, (sid, *_task_values(task)))
+        if step.retired:  # retires the live rows: write those first
+            if tasks:
+                _insert_rows(db, _INSERT_TASKS, tasks, _UPSERT_TASKS)
+            tasks = []
+            db.executemany(_RETIRE_TASK, [(seq, sid, *key) for *key, seq in step.retired])
+        tasks.extend((sid, *_task_values(task)) for task in step.tasks)
+    if tasks:
+        _insert_rows(db, _INSERT_TASKS, tasks, _UPSERT_TASKS)
     if added:
         _insert_rows(db, "INSERT INTO messages", added)
 
 
-def _insert_rows(db: sqlite3.Connection, insert: str, rows: list[tuple[object, ...]]) -> None:
+def _insert_rows(
+    db: sqlite3.Connection, insert: str, rows: list[tuple[object, ...]], then: str = ""
+) -> None:
     """`insert` ("INSERT INTO table") `rows`, many in one statement: `executemany` steps once a
     row, giving up the GIL and taking it back each time, and with the library loop busy on the
     other thread every row then costs both threads a hand-over. Statements take 64, 32, ... 1
-    rows, so that a few prepared ones serve every count."""
+    rows, so that a few prepared ones serve every count; `then` ends each (ON CONFLICT ...)."""
     start = 0
     while start < len(rows):
         size = min(64, 1 << ((len(rows) - start).bit_length() - 1))
         chunk = rows[start : start + size]
-        db.execute(_multi_row(insert, len(chunk[0]), size), [v for row in chunk for v in row])
+        statement = _multi_row(insert, len(chunk[0]), size, then)
+        db.execute(statement, [v for row in chunk for v in row])
         start += size
 
 
 @functools.lru_cache(maxsize=64)
-def _multi_row(insert: str, width: int, count: int) -> str:
+def _multi_row(insert: str, width: int, count: int, then: str) -> str:
     row = "(" + ", ".join("?" * width) + ")"
-    return f"{insert} VALUES " + ", ".join([row] * count)
+    return f"{insert} VALUES " + ", ".join([row] * count) + then
 
 
 def _check_file(path: Path, create: bool) -> bool:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import atexit
 import collections
+import heapq
+import itertools
 import logging
 import threading
 import time
@@ -33,6 +35,8 @@ IDLE_CHECK_SECONDS = 1.0
 _lock = threading.Condition()
 _waiting: list[StepWriter] = []
 _chores: collections.deque[Callable[[], None]] = collections.deque()
+_timed: list[tuple[float, int, Callable[[], None]]] = []
+_order = itertools.count()
 _thread: threading.Thread | None = None
 _writers: weakref.WeakSet[StepWriter] = weakref.WeakSet()
 
@@ -77,16 +81,19 @@ class StepWriter:
                 _waiting.append(self)
                 _wake()
 
-    def put(self, step: Encodable) -> None:
-        """Queue `step` for the next commit."""
+    def put(self, step: Encodable, *, at_once: bool = False) -> None:
+        """Queue `step` for the next commit: once the session is quiet, or `at_once`."""
         now = time.monotonic()
         with _lock:
             self._pending.append(step)
             self._last = now
-            if self in _waiting:
+            if self not in _waiting:
+                self._first = now
+                _waiting.append(self)
+            elif not at_once:
                 return  # the store thread already watches this writer
-            self._first = now
-            _waiting.append(self)
+            if at_once:
+                self._first = now - MAX_DELAY_SECONDS
             _wake()
 
     def due(self) -> float:
@@ -129,15 +136,21 @@ class StepWriter:
         return error
 
 
-def later(chore: Callable[[], None]) -> None:
-    """Run `chore` on the store thread, e.g. closing a connection (SQLite then checkpoints and
-    syncs the file, which takes milliseconds nobody should wait for).
+def later(chore: Callable[[], None], delay: float = 0.0) -> None:
+    """Run `chore` on the store thread (after `delay` seconds), e.g. closing a connection
+    (SQLite then checkpoints and syncs the file, which takes milliseconds nobody should wait
+    for).
 
-    Safe from a garbage-collection finalizer on any thread, the store thread included: the
-    chore waits in a deque until the thread next looks.
+    Safe without a delay from a garbage-collection finalizer on any thread, the store thread
+    included: the chore waits in a deque until the thread next looks.
     """
-    _chores.append(chore)
+    if delay <= 0:
+        _chores.append(chore)
+        with _lock:
+            _wake()
+        return
     with _lock:
+        heapq.heappush(_timed, (time.monotonic() + delay, next(_order), chore))
         _wake()
 
 
@@ -156,13 +169,17 @@ def _serve() -> None:
     while True:
         with _lock:
             while not _chores:
-                ready = [w for w in _waiting if not w._writing]
-                left = min(w.due() for w in ready) - time.monotonic() if ready else None
+                ready = [w.due() for w in _waiting if not w._writing]
+                if _timed:
+                    ready.append(_timed[0][0])
+                left = min(ready) - time.monotonic() if ready else None
                 if left is not None and left <= 0:
                     break
                 _lock.wait(IDLE_CHECK_SECONDS if left is None else left)  # or woken early
-            chores = [_chores.popleft() for _ in range(len(_chores))]
             now = time.monotonic()
+            while _timed and _timed[0][0] <= now:
+                _chores.append(heapq.heappop(_timed)[2])
+            chores = [_chores.popleft() for _ in range(len(_chores))]
             due = [w for w in _waiting if not w._writing and w.due() <= now]
             _waiting[:] = [w for w in _waiting if w not in due]
             batches = [(w, w._pending) for w in due]

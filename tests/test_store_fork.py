@@ -137,3 +137,31 @@ def test_a_resident_cut_mid_task_continues_its_own_storage(tmp_path: Path) -> No
     assert [m.content for m in resident.history if m.role == "user"] == ["first", "second"]
     assert fork.resume().result(timeout=10).text == expected
     assert len(llm.exchanges) == 2  # the resident's last turn and the chief's answer
+
+
+def test_a_fork_at_any_event_has_the_transcripts_of_that_moment(tmp_path: Path) -> None:
+    """Rows are stamped with the event they follow: the state after event s is what stood
+    when event s + 1 was emitted (the reply after its `model_response`, the results after
+    the last `tool_call_finished`). Node states are sealed at each model request, so there
+    a fork has the whole tree as it stood; between requests, the nodes sealed so far."""
+    session = sn.Session(BOSS, llm=sn.mock_llm(boss_handler), store=tmp_path / "runs.db")
+    seen: dict[int, tuple[dict[str, list[str]], dict[str, object]]] = {}
+
+    def moment() -> tuple[dict[str, list[str]], dict[str, object]]:
+        return {n.path: dumps(n.history) for n in session.root.walk()}, session.tree.to_dict()
+
+    session.bus.subscribe(lambda event: seen.__setitem__(event.seq, moment()))
+    session.send("go").result()
+    last = session.events[-1].seq
+    seen[last + 1] = moment()
+    requests = [e.seq for e in session.events if e.type == "model_request"]
+    assert len(requests) == 8
+    for seq in range(1, last + 1):
+        fork = session.fork(at=seq)
+        live = seen[seq + 1][0]  # the transcripts as event seq + 1 was emitted
+        got = {node.path: dumps(node.history) for node in fork.root.walk()}
+        what = f"fork at event {seq} ({session.events[seq - 1].type})"
+        assert got == {path: live[path] for path in got}, what
+        if seq in requests:  # the tree as the request was made
+            assert got == live, what
+            assert fork.tree.to_dict() == seen[seq][1], what
