@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-import functools
+import logging
 import os
 import sqlite3
+import subprocess
+import sys
 import threading
 import weakref
 from collections.abc import Callable, Iterator, Sequence
@@ -21,13 +23,26 @@ from ._store import (
     StoredSession,
     TaskRow,
 )
+from ._store_sqlite_writer import (
+    INSERT_TASKS,
+    Conflict,
+    PlainStep,
+    insert_events,
+    insert_rows,
+    receive,
+    send,
+    tune,
+    write_steps,
+)
 from ._store_writer import later
+
+log = logging.getLogger("sagents_nb")
 
 APP = "sagents_nb"
 SCHEMA_VERSION = 2
 SQLITE_MAGIC = b"SQLite format 3\x00"
 MEMORY = ":memory:"
-CHECKPOINT_PAGES = 8192
+WRITER_SCRIPT = str(Path(__file__).with_name("_store_sqlite_writer.py"))
 
 SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -68,26 +83,14 @@ def _live_tasks_unique(db: sqlite3.Connection) -> None:
 MIGRATIONS: dict[int, Migration] = {1: _live_tasks_unique}
 """`MIGRATIONS[v]` upgrades a store from schema `v` to `v + 1`; all run in one transaction."""
 
-_RETIRE_MESSAGES = """
-UPDATE messages SET removed = ?
-WHERE session = ? AND path = ? AND transcript = ? AND removed IS NULL
-"""
-_INSERT_TASKS = (
-    "INSERT INTO tasks (session, parent, agent, prompt, child, seq, status, text, settled, retired)"
-)
-_UPSERT_TASKS = """
-ON CONFLICT (session, parent, agent, prompt) WHERE retired IS NULL DO UPDATE SET
-child = excluded.child, status = excluded.status, text = excluded.text,
-settled = coalesce(settled, excluded.settled)
-"""
-_RETIRE_TASK = """
-UPDATE tasks SET retired = ?
-WHERE session = ? AND parent = ? AND agent = ? AND prompt = ? AND retired IS NULL
-"""
-
 
 class SQLiteStore:
     """Durable sessions in one SQLite file (WAL mode: a crash never corrupts it).
+
+    A file store commits steps through a writer process of its own (see
+    `_store_sqlite_writer`), started with the first commit and stopped by `close()` (or when
+    the store is garbage, or this process ends); reads and new sessions go through this
+    process's own connection.
 
     Args:
         path: the file; `":memory:"` keeps the store in this process only (fork and export
@@ -100,9 +103,10 @@ class SQLiteStore:
         self._lock = threading.Lock()
         new = self.path == MEMORY or _check_file(Path(self.path), create)
         self._db = self._connect(new, create)
+        self._writer = _WriterProcess(self.path) if self.path != MEMORY else None
         # Sessions hold their store in reference cycles, so the garbage collector drops it at
         # any moment; closing checkpoints and syncs the file, so it is left to the store thread.
-        self._closer = weakref.finalize(self, later, self._db.close)
+        self._closer = weakref.finalize(self, later, _Closer(self._db, self._writer))
         self._closer.atexit = False
 
     def __repr__(self) -> str:
@@ -123,8 +127,6 @@ class SQLiteStore:
             # a new file has nothing to lose yet: no fsync while its schema is written
             db.execute(f"PRAGMA synchronous={'OFF' if new else 'NORMAL'}")
             db.execute("PRAGMA journal_mode=WAL")
-            db.execute(f"PRAGMA wal_autocheckpoint={CHECKPOINT_PAGES}")
-            db.execute(f"PRAGMA journal_size_limit={4096 * CHECKPOINT_PAGES}")
             db.execute("BEGIN IMMEDIATE")
             try:
                 self._prepare(db, create)
@@ -132,9 +134,7 @@ class SQLiteStore:
                 db.execute("ROLLBACK")
                 raise
             db.execute("COMMIT")
-            # WAL commits survive a killed process; fsync happens at checkpoints, which a
-            # larger threshold makes rare (a checkpoint costs milliseconds, a commit microseconds)
-            db.execute("PRAGMA synchronous=NORMAL")
+            tune(db)
         except sqlite3.DatabaseError as exc:
             db.close()
             raise StoreError(
@@ -190,9 +190,22 @@ class SQLiteStore:
             _create(self._db, rows)
 
     def commit(self, session_id: str, steps: Sequence[Step]) -> None:
-        """Write steps in order, in one transaction."""
-        with self._lock, _transaction(self._db, self.path):
-            _write_steps(self._db, session_id, steps)
+        """Write steps in order, in one transaction (by the writer process for a file)."""
+        plain = [_plain(step) for step in steps]
+        with self._lock:
+            if self._writer is None:
+                with _transaction(self._db, self.path):
+                    write_steps(self._db, session_id, plain)
+                return
+            plain = self._writer.unsent(self._db, session_id, plain)
+            status, detail = self._writer.commit(session_id, plain)
+        if status == "conflict":
+            raise StoreError(detail)
+        if status != "ok":
+            raise StoreError(
+                f"writing to {self.path} failed ({detail}); check the disk space and the file's "
+                "permissions"
+            )
 
     def load(self, session_id: str) -> SessionRows:
         """The session's whole record."""
@@ -254,10 +267,12 @@ class SQLiteStore:
         return [StoredSession(*r) for r in rows]
 
     def close(self) -> None:
-        """Close the connection (the file stays consistent whether or not this is called)."""
+        """Stop the writer process and close the connection (the file stays consistent
+        whether or not this is called)."""
         with self._lock:
-            self._closer.detach()
-            self._db.close()
+            closer = self._closer.detach()
+            if closer is not None:
+                closer[2][0]()
 
     @contextmanager
     def _reading(self) -> Iterator[sqlite3.Connection]:
@@ -279,6 +294,8 @@ def _transaction(db: sqlite3.Connection, path: str) -> Iterator[None]:
     except BaseException as exc:
         if db.in_transaction:
             db.execute("ROLLBACK")
+        if isinstance(exc, Conflict):
+            raise StoreError(str(exc)) from exc
         if isinstance(exc, sqlite3.Error):
             raise StoreError(
                 f"writing to {path} failed ({exc}); check the disk space and the file's permissions"
@@ -299,83 +316,18 @@ def _create(db: sqlite3.Connection, rows: SessionRows) -> None:
             f"a session with id {info.id!r} already exists in this store; pass another session id"
         ) from exc
     sid = info.id
-    _insert_events(db, sid, [(sid, e.seq, e.run, e.type, e.path, e.body) for e in rows.events])
-    _insert_rows(
+    insert_events(db, sid, [(sid, e.seq, e.run, e.type, e.path, e.body) for e in rows.events])
+    insert_rows(
         db,
         "INSERT INTO messages",
         [(sid, m.n, m.path, m.transcript, m.added, m.removed, m.body) for m in rows.messages],
     )
-    _insert_rows(
+    insert_rows(
         db,
         "INSERT OR REPLACE INTO nodes",
         [(sid, n.path, n.part, n.seq, n.body) for n in rows.nodes],
     )
-    _insert_rows(db, _INSERT_TASKS, [(sid, *_task_values(t)) for t in rows.tasks])
-
-
-def _insert_events(db: sqlite3.Connection, sid: str, rows: list[tuple[object, ...]]) -> None:
-    try:
-        _insert_rows(db, "INSERT INTO events", rows)
-    except sqlite3.IntegrityError as exc:
-        raise StoreError(
-            f"session {sid!r} already has events with these numbers: another process (or "
-            "another Session object) is writing it; keep one live Session per stored session"
-        ) from exc
-
-
-def _write_steps(db: sqlite3.Connection, sid: str, steps: Sequence[Step]) -> None:
-    """Write steps in order; rows whose order does not matter share one statement."""
-    events = [(sid, e.seq, e.run, e.type, e.path, e.body) for step in steps for e in step.events]
-    if events:
-        _insert_events(db, sid, events)
-    nodes = [(sid, n.path, n.part, n.seq, n.body) for step in steps for n in step.nodes]
-    if nodes:
-        _insert_rows(db, "INSERT OR REPLACE INTO nodes", nodes)
-    added: list[tuple[object, ...]] = []
-    tasks: list[tuple[object, ...]] = []
-    for step in steps:
-        for write in step.messages:
-            if write.replace:  # retires the rows added so far: write those first
-                if added:
-                    _insert_rows(db, "INSERT INTO messages", added)
-                added = []
-                db.execute(_RETIRE_MESSAGES, (write.seq, sid, write.path, write.transcript))
-            added.extend(
-                (sid, n, write.path, write.transcript, write.seq, None, body)
-                for n, body in write.messages
-            )
-        if step.retired:  # retires the live rows: write those first
-            if tasks:
-                _insert_rows(db, _INSERT_TASKS, tasks, _UPSERT_TASKS)
-            tasks = []
-            db.executemany(_RETIRE_TASK, [(seq, sid, *key) for *key, seq in step.retired])
-        tasks.extend((sid, *_task_values(task)) for task in step.tasks)
-    if tasks:
-        _insert_rows(db, _INSERT_TASKS, tasks, _UPSERT_TASKS)
-    if added:
-        _insert_rows(db, "INSERT INTO messages", added)
-
-
-def _insert_rows(
-    db: sqlite3.Connection, insert: str, rows: list[tuple[object, ...]], then: str = ""
-) -> None:
-    """`insert` ("INSERT INTO table") `rows`, many in one statement: `executemany` steps once a
-    row, giving up the GIL and taking it back each time, and with the library loop busy on the
-    other thread every row then costs both threads a hand-over. Statements take 64, 32, ... 1
-    rows, so that a few prepared ones serve every count; `then` ends each (ON CONFLICT ...)."""
-    start = 0
-    while start < len(rows):
-        size = min(64, 1 << ((len(rows) - start).bit_length() - 1))
-        chunk = rows[start : start + size]
-        statement = _multi_row(insert, len(chunk[0]), size, then)
-        db.execute(statement, [v for row in chunk for v in row])
-        start += size
-
-
-@functools.lru_cache(maxsize=64)
-def _multi_row(insert: str, width: int, count: int, then: str) -> str:
-    row = "(" + ", ".join("?" * width) + ")"
-    return f"{insert} VALUES " + ", ".join([row] * count) + then
+    insert_rows(db, INSERT_TASKS, [(sid, *_task_values(t)) for t in rows.tasks])
 
 
 def _check_file(path: Path, create: bool) -> bool:
@@ -417,3 +369,124 @@ def _task_values(task: TaskRow) -> tuple[object, ...]:
         task.settled,
         task.retired,
     )
+
+
+def _plain(step: Step) -> PlainStep:
+    """A step as the writer takes it: plain data (see `_store_sqlite_writer`)."""
+    return (
+        [(e.seq, e.run, e.type, e.path, e.body) for e in step.events],
+        [(m.path, m.transcript, m.seq, m.messages, m.replace) for m in step.messages],
+        [(n.path, n.part, n.seq, n.body) for n in step.nodes],
+        [_task_values(t) for t in step.tasks],
+        step.retired,
+    )
+
+
+class _Closer:
+    """Closes a store's connection and stops its writer process; refers to neither store nor
+    session, so it can run as the store's finalizer on the store thread."""
+
+    def __init__(self, db: sqlite3.Connection, writer: _WriterProcess | None) -> None:
+        self.db, self.writer = db, writer
+
+    def __call__(self) -> None:
+        if self.writer is not None:
+            self.writer.stop()
+        self.db.close()
+
+
+class _WriterProcess:
+    """The child process that commits a file store's steps (`_store_sqlite_writer`)."""
+
+    STOP_SECONDS = 10.0
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._process: subprocess.Popen[bytes] | None = None
+        self._pid = 0
+        self._unsure: tuple[str, int, int] | None = None
+        """(session, last event seq, last message number) of a request whose process died
+        before it answered: it may or may not have committed."""
+
+    def commit(self, sid: str, steps: list[PlainStep]) -> tuple[str, str]:
+        """Send `steps` and wait for the answer; a process that died is started again."""
+        process = self._started()
+        try:
+            send(process.stdin, (sid, steps))  # type: ignore[arg-type]
+            status, detail = receive(process.stdout)  # type: ignore[arg-type]
+        except (OSError, EOFError, ValueError):
+            self.stop()
+            self._unsure = (sid, *_last_rows(steps))
+            return "failed", (
+                f"its writer process stopped (exit code {process.returncode}); the write is "
+                "tried again with the next step"
+            )
+        return status, detail
+
+    def unsent(self, db: sqlite3.Connection, sid: str, steps: list[PlainStep]) -> list[PlainStep]:
+        """`steps` without the events and messages that a request whose process died did
+        commit (nodes and tasks are written again: replacing them is harmless)."""
+        if self._unsure is None or self._unsure[0] != sid:
+            return steps
+        _, event, message = self._unsure
+        self._unsure = None
+        landed = db.execute(
+            "SELECT (SELECT count(*) FROM events WHERE session = ? AND seq = ?), "
+            "(SELECT count(*) FROM messages WHERE session = ? AND n = ?)",
+            (sid, event, sid, message),
+        ).fetchone()
+        if not any(landed):
+            return steps
+        return [
+            (
+                [e for e in events if e[0] > event],
+                [m for m in messages if not m[3] or m[3][-1][0] > message],
+                nodes,
+                tasks,
+                retired,
+            )
+            for events, messages, nodes, tasks, retired in steps
+        ]
+
+    def _started(self) -> subprocess.Popen[bytes]:
+        process = self._process
+        if process is not None and process.poll() is None and self._pid == os.getpid():
+            return process
+        if process is not None and self._pid != os.getpid():  # in a forked copy of the
+            for pipe in (process.stdin, process.stdout):  # process: the original keeps it
+                if pipe is not None:
+                    pipe.close()
+            self._process = None
+        self.stop()
+        self._process = subprocess.Popen(
+            [sys.executable, "-I", "-S", WRITER_SCRIPT, self.path],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
+        self._pid = os.getpid()
+        return self._process
+
+    def stop(self) -> None:
+        """Close its stdin, so that it commits what it has and ends; wait for it."""
+        process, self._process = self._process, None
+        if process is None:
+            return
+        for pipe in (process.stdin, process.stdout):
+            if pipe is not None:
+                try:
+                    pipe.close()
+                except OSError:
+                    pass
+        try:
+            process.wait(self.STOP_SECONDS)
+        except subprocess.TimeoutExpired:
+            log.error("the store writer for %s did not stop; killing it", self.path)
+            process.kill()
+            process.wait()
+
+
+def _last_rows(steps: list[PlainStep]) -> tuple[int, int]:
+    """The last event seq and message number in `steps` (0 when none)."""
+    event = max((e[0] for events, *_ in steps for e in events), default=0)
+    message = max((m[3][-1][0] for _, messages, *_ in steps for m in messages if m[3]), default=0)
+    return event, message

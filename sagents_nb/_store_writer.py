@@ -167,40 +167,54 @@ def _serve() -> None:
     """The store thread: run chores; commit each waiting writer's steps when they are due (a
     writer whose commit failed waits for its next step, or a drain, to try again)."""
     while True:
-        with _lock:
-            while not _chores:
-                ready = [w.due() for w in _waiting if not w._writing]
-                if _timed:
-                    ready.append(_timed[0][0])
-                left = min(ready) - time.monotonic() if ready else None
-                if left is not None and left <= 0:
-                    break
-                _lock.wait(IDLE_CHECK_SECONDS if left is None else left)  # or woken early
-            now = time.monotonic()
-            while _timed and _timed[0][0] <= now:
-                _chores.append(heapq.heappop(_timed)[2])
-            chores = [_chores.popleft() for _ in range(len(_chores))]
-            due = [w for w in _waiting if not w._writing and w.due() <= now]
-            _waiting[:] = [w for w in _waiting if w not in due]
-            batches = [(w, w._pending) for w in due]
-            for writer in due:
-                writer._pending, writer._writing = [], True
-        for chore in chores:
-            try:
-                chore()
-            except Exception:
-                log.exception("a store chore failed: %r", chore)
-        for writer, steps in batches:
-            error = writer._commit(steps)
-            if error is not None:
-                log.error(
-                    "could not write session %s to %r (%s); the run goes on in memory and "
-                    "the write is retried with the next step",
-                    writer.session_id,
-                    writer.store,
-                    error,
-                )
-        del chores, batches, due  # nothing of a session outlives its turn here
+        chores, batches = _next_turn()
+        _run(chores)
+        _commit_all(batches)
+        del chores, batches  # nothing of a session outlives its turn here
+
+
+def _next_turn() -> tuple[list[Callable[[], None]], list[tuple[StepWriter, list[Encodable]]]]:
+    """Wait for chores or due writers; take them (each writer's steps, marked as writing)."""
+    with _lock:
+        while not _chores:
+            ready = [w.due() for w in _waiting if not w._writing]
+            if _timed:
+                ready.append(_timed[0][0])
+            left = min(ready) - time.monotonic() if ready else None
+            if left is not None and left <= 0:
+                break
+            _lock.wait(IDLE_CHECK_SECONDS if left is None else left)  # or woken early
+        now = time.monotonic()
+        while _timed and _timed[0][0] <= now:
+            _chores.append(heapq.heappop(_timed)[2])
+        chores = [_chores.popleft() for _ in range(len(_chores))]
+        due = [w for w in _waiting if not w._writing and w.due() <= now]
+        _waiting[:] = [w for w in _waiting if w not in due]
+        batches = [(w, w._pending) for w in due]
+        for writer in due:
+            writer._pending, writer._writing = [], True
+        return chores, batches
+
+
+def _run(chores: list[Callable[[], None]]) -> None:
+    for chore in chores:
+        try:
+            chore()
+        except Exception:
+            log.exception("a store chore failed: %r", chore)
+
+
+def _commit_all(batches: list[tuple[StepWriter, list[Encodable]]]) -> None:
+    for writer, steps in batches:
+        error = writer._commit(steps)
+        if error is not None:
+            log.error(
+                "could not write session %s to %r (%s); the run goes on in memory and "
+                "the write is retried with the next step",
+                writer.session_id,
+                writer.store,
+                error,
+            )
 
 
 def drain_all() -> None:

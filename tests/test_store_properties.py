@@ -77,11 +77,11 @@ def test_cancel_mid_tool_leaves_the_store_consistent_and_the_session_usable(
 @settings(max_examples=40, deadline=None)
 @given(st.integers(min_value=0, max_value=300))
 def test_rows_are_inserted_in_order_whatever_their_count(count: int) -> None:
-    from sagents_nb._store_sqlite import _insert_rows
+    from sagents_nb._store_sqlite_writer import insert_rows
 
     db = sqlite3.connect(":memory:")
     db.execute("CREATE TABLE t (a INTEGER, b TEXT)")
-    _insert_rows(db, "INSERT INTO t", [(i, f"row {i}") for i in range(count)])
+    insert_rows(db, "INSERT INTO t", [(i, f"row {i}") for i in range(count)])
     assert db.execute("SELECT a, b FROM t ORDER BY rowid").fetchall() == [
         (i, f"row {i}") for i in range(count)
     ]

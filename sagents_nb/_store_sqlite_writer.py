@@ -1,0 +1,183 @@
+"""The SQL that writes steps to a store file, and the writer process that runs it.
+
+`SQLiteStore` commits a file store's steps through a child process running this file as a
+script (`python -I _store_sqlite_writer.py <file>`): SQLite's work (binding rows, the B-trees,
+the commit, a checkpoint now and then) then runs beside the kernel's process instead of
+taking turns with the run for its GIL. The process reads framed requests on stdin, commits
+each in one transaction and answers on stdout; it ends when stdin closes (its store closed,
+or the kernel died: what it had received is still committed).
+
+This module imports only the standard library, so the process starts in ~20 ms.
+
+A step crosses the pipe as plain data (`marshal`): `(events, messages, nodes, tasks, retired)`
+with `events` [(seq, run, type, path, body)], `messages` [(path, transcript, seq,
+[(n, body)], replace)], `nodes` [(path, part, seq, body)], `tasks` [(parent, agent, prompt,
+child, seq, status, text, settled, retired)] and `retired` [(parent, agent, prompt, seq)]:
+the fields of `_store.Step`'s rows, in order.
+"""
+
+from __future__ import annotations
+
+import functools
+import marshal
+import sqlite3
+import struct
+import sys
+from collections.abc import Sequence
+from typing import Any, BinaryIO
+
+CHECKPOINT_PAGES = 8192
+
+PlainStep = tuple[list[Any], list[Any], list[Any], list[Any], list[Any]]
+
+_RETIRE_MESSAGES = """
+UPDATE messages SET removed = ?
+WHERE session = ? AND path = ? AND transcript = ? AND removed IS NULL
+"""
+INSERT_TASKS = (
+    "INSERT INTO tasks (session, parent, agent, prompt, child, seq, status, text, settled, retired)"
+)
+_UPSERT_TASKS = """
+ON CONFLICT (session, parent, agent, prompt) WHERE retired IS NULL DO UPDATE SET
+child = excluded.child, status = excluded.status, text = excluded.text,
+settled = coalesce(settled, excluded.settled)
+"""
+_RETIRE_TASK = """
+UPDATE tasks SET retired = ?
+WHERE session = ? AND parent = ? AND agent = ? AND prompt = ? AND retired IS NULL
+"""
+_HEADER = struct.Struct("<I")
+
+
+class Conflict(Exception):
+    """The session already has events with these numbers: someone else writes it."""
+
+
+def tune(db: sqlite3.Connection) -> None:
+    """A writing connection's settings. WAL commits survive a killed process; fsync happens
+    at checkpoints, which a larger threshold makes rare (a checkpoint costs milliseconds, a
+    commit microseconds)."""
+    db.execute("PRAGMA synchronous=NORMAL")
+    db.execute(f"PRAGMA wal_autocheckpoint={CHECKPOINT_PAGES}")
+    db.execute(f"PRAGMA journal_size_limit={4096 * CHECKPOINT_PAGES}")
+
+
+def write_steps(db: sqlite3.Connection, sid: str, steps: Sequence[PlainStep]) -> None:
+    """Write steps in order (the caller holds a transaction); rows whose order does not
+    matter share one statement."""
+    events = [(sid, *event) for step in steps for event in step[0]]
+    if events:
+        insert_events(db, sid, events)
+    nodes = [(sid, *node) for step in steps for node in step[2]]
+    if nodes:
+        insert_rows(db, "INSERT OR REPLACE INTO nodes", nodes)
+    added: list[tuple[object, ...]] = []
+    tasks: list[tuple[object, ...]] = []
+    for _, messages, _, step_tasks, retired in steps:
+        for path, transcript, seq, numbered, replace in messages:
+            if replace:  # retires the rows added so far: write those first
+                if added:
+                    insert_rows(db, "INSERT INTO messages", added)
+                added = []
+                db.execute(_RETIRE_MESSAGES, (seq, sid, path, transcript))
+            added.extend((sid, n, path, transcript, seq, None, body) for n, body in numbered)
+        if retired:  # retires the live rows: write those first
+            if tasks:
+                insert_rows(db, INSERT_TASKS, tasks, _UPSERT_TASKS)
+            tasks = []
+            db.executemany(_RETIRE_TASK, [(seq, sid, *key) for *key, seq in retired])
+        tasks.extend((sid, *task) for task in step_tasks)
+    if tasks:
+        insert_rows(db, INSERT_TASKS, tasks, _UPSERT_TASKS)
+    if added:
+        insert_rows(db, "INSERT INTO messages", added)
+
+
+def insert_events(db: sqlite3.Connection, sid: str, rows: list[tuple[object, ...]]) -> None:
+    try:
+        insert_rows(db, "INSERT INTO events", rows)
+    except sqlite3.IntegrityError as exc:
+        raise Conflict(
+            f"session {sid!r} already has events with these numbers: another process (or "
+            "another Session object) is writing it; keep one live Session per stored session"
+        ) from exc
+
+
+def insert_rows(
+    db: sqlite3.Connection, insert: str, rows: list[tuple[object, ...]], then: str = ""
+) -> None:
+    """`insert` ("INSERT INTO table") `rows`, many in one statement (`executemany` steps once
+    a row). Statements take 64, 32, ... 1 rows, so that a few prepared ones serve every
+    count; `then` ends each (ON CONFLICT ...)."""
+    start = 0
+    while start < len(rows):
+        size = min(64, 1 << ((len(rows) - start).bit_length() - 1))
+        chunk = rows[start : start + size]
+        statement = _multi_row(insert, len(chunk[0]), size, then)
+        db.execute(statement, [v for row in chunk for v in row])
+        start += size
+
+
+@functools.lru_cache(maxsize=64)
+def _multi_row(insert: str, width: int, count: int, then: str) -> str:
+    row = "(" + ", ".join("?" * width) + ")"
+    return f"{insert} VALUES " + ", ".join([row] * count) + then
+
+
+# the pipe between a store and its writer process
+
+
+def send(pipe: BinaryIO, message: object) -> None:
+    """Write one framed message (`marshal`: plain data only)."""
+    blob = marshal.dumps(message)
+    pipe.write(_HEADER.pack(len(blob)) + blob)
+    pipe.flush()
+
+
+def receive(pipe: BinaryIO) -> Any:
+    """Read one framed message; EOFError if the other end closed (or died mid-message)."""
+    head = pipe.read(_HEADER.size)
+    if len(head) < _HEADER.size:
+        raise EOFError
+    (size,) = _HEADER.unpack(head)
+    blob = pipe.read(size)
+    if len(blob) < size:
+        raise EOFError
+    return marshal.loads(blob)
+
+
+def commit(db: sqlite3.Connection, sid: str, steps: Sequence[PlainStep]) -> tuple[str, str]:
+    """Write `steps` in one transaction; the answer sent back: ("ok", ""), ("conflict",
+    message) or ("failed", the SQLite error)."""
+    try:
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            write_steps(db, sid, steps)
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+    except Conflict as exc:
+        return "conflict", str(exc)
+    except sqlite3.Error as exc:
+        return "failed", f"{type(exc).__name__}: {exc}"
+    return "ok", ""
+
+
+def serve(path: str, requests: BinaryIO, answers: BinaryIO) -> None:
+    """The writer process: commit each `(session id, steps)` request, answer, until EOF."""
+    db = sqlite3.connect(path, isolation_level=None, timeout=30)
+    try:
+        tune(db)
+        while True:
+            try:
+                sid, steps = receive(requests)
+            except EOFError:
+                return
+            send(answers, commit(db, sid, steps))
+    finally:
+        db.close()
+
+
+if __name__ == "__main__":
+    serve(sys.argv[1], sys.stdin.buffer, sys.stdout.buffer)

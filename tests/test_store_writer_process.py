@@ -1,0 +1,110 @@
+"""A file store commits through a writer process of its own: it stops with its store, comes
+back if killed, and a request it committed without answering is not written twice."""
+
+from __future__ import annotations
+
+import gc
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import sagents_nb as sn
+from sagents_nb import _store_sqlite
+
+from .test_store import BOSS, boss_handler
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def writer_pid(store: sn.SQLiteStore) -> int:
+    process = store._writer._process  # type: ignore[union-attr]
+    assert process is not None and process.poll() is None
+    return process.pid
+
+
+def gone(pid: int, within: float = 10.0) -> bool:
+    """Whether process `pid` ended (and was reaped) within `within` seconds."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def stored_events(db: Path, session_id: str) -> list[dict[str, Any]]:
+    reopened = sn.Session.open(db, session_id, agent=BOSS, llm=sn.mock_llm(boss_handler))
+    return [e.model_dump() for e in reopened.events]
+
+
+def test_the_writer_process_stops_with_its_store(tmp_path: Path) -> None:
+    store = sn.SQLiteStore(tmp_path / "runs.db")
+    session = sn.Session(BOSS, llm=sn.mock_llm(boss_handler), store=store)
+    session.send("go").result()
+    session.store.flush()
+    pid = writer_pid(store)
+    store.close()
+    assert gone(pid)
+
+    dropped = sn.SQLiteStore(tmp_path / "other.db")
+    session = sn.Session(BOSS, llm=sn.mock_llm(boss_handler), store=dropped)
+    session.send("go").result()
+    session.store.flush()
+    pid = writer_pid(dropped)
+    del session, dropped
+    time.sleep(0.2)  # the session's last timers on the library loop let go of it
+    gc.collect()  # the store's finalizer stops its writer on the store thread
+    assert gone(pid)
+
+
+def test_a_killed_writer_process_is_started_again_and_nothing_is_lost(tmp_path: Path) -> None:
+    db = tmp_path / "runs.db"
+    store = sn.SQLiteStore(db)
+    session = sn.Session(BOSS, llm=sn.mock_llm(boss_handler), store=store)
+    session.send("go").result()
+    session.store.flush()
+    killed = writer_pid(store)
+    os.kill(killed, signal.SIGKILL)
+    store._writer._process.wait(10)  # type: ignore[union-attr]
+
+    session.send("again").result()
+    session.store.flush()
+    assert writer_pid(store) != killed
+    assert stored_events(db, session.id) == [e.model_dump() for e in session.events]
+    store.close()
+
+
+def test_a_request_committed_but_not_answered_is_not_written_twice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "runs.db"
+    store = sn.SQLiteStore(db)
+    session = sn.Session(BOSS, llm=sn.mock_llm(boss_handler), store=store)
+    session.send("go").result()
+    session.store.flush()
+
+    real = _store_sqlite.receive
+    lost: list[object] = []
+
+    def answer_lost(pipe: Any) -> Any:  # the process committed, then died before answering
+        answer = real(pipe)
+        if not lost:
+            lost.append(answer)
+            raise EOFError
+        return answer
+
+    monkeypatch.setattr(_store_sqlite, "receive", answer_lost)
+    session.send("again").result()
+    with pytest.raises(sn.StoreError, match="writer process stopped"):
+        session.store.flush()
+    assert lost == [("ok", "")]
+    session.send("once more").result()
+    session.store.flush()  # the lost request's rows are there: only the rest is written
+    assert stored_events(db, session.id) == [e.model_dump() for e in session.events]
+    store.close()
