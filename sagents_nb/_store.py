@@ -8,10 +8,11 @@ filter over the rows (`SessionRows.at`), which is what reopening and forking rea
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from ._errors import StoreError
 
@@ -65,8 +66,12 @@ class MessageRow:
 
 @dataclass(slots=True)
 class NodeRow:
-    """Part of a node's state as of event `seq`, as JSON text: `state` (counters, status,
-    outcome...) or `kind` (what its kind keeps besides the messages, e.g. cold storage)."""
+    """Part of a node's state as of event `seq`, as a JSON object: `state` (counters, status,
+    outcome...) or `kind` (what its kind keeps besides the messages, e.g. cold storage).
+
+    A `state` row may hold only the fields that changed since the node's previous row: the
+    state as of an event is the node's rows up to it, merged in order (`SessionRows.nodes_at`).
+    """
 
     path: str
     part: str
@@ -164,14 +169,12 @@ class SessionRows:
                 live.setdefault((m.path, m.transcript), []).append(m)
         return live
 
-    def latest_nodes(self) -> dict[tuple[str, str], NodeRow]:
-        """The newest row of each node's parts, by (path, part)."""
-        latest: dict[tuple[str, str], NodeRow] = {}
-        for row in self.nodes:
-            current = latest.get((row.path, row.part))
-            if current is None or row.seq >= current.seq:
-                latest[row.path, row.part] = row
-        return latest
+    def node_states(self) -> dict[tuple[str, str], dict[str, Any]]:
+        """Each node's parts as of the last row, by (path, part): its rows merged in order."""
+        merged: dict[tuple[str, str], dict[str, Any]] = {}
+        for row in sorted(self.nodes, key=lambda row: row.seq):
+            merged.setdefault((row.path, row.part), {}).update(json.loads(row.body))
+        return merged
 
 
 def _unsettled(task: TaskRow) -> TaskRow:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import json
 import threading
 import time
 from collections.abc import Sequence
@@ -25,7 +24,7 @@ from ._store import (
 )
 from ._store_snapshot import NODE_FIELDS, dump_json, kind_state, node_state, node_values
 from ._store_writer import MAX_DELAY_SECONDS, QUIET_SECONDS, StepWriter, later
-from .events import ModelRequest
+from .events import ModelRequest, ModelResponse
 
 if TYPE_CHECKING:
     from ._node import Node, TaskEntry
@@ -118,6 +117,9 @@ class Journal:
         self._dirty: set[str] = set()
         self._nodes: dict[str, Node] = {session.root.path: session.root}
         self._states: dict[str, tuple[Any, ...]] = {}
+        self._state_seqs: dict[str, int] = {}
+        """The event of each node's last state row: a row at the same event replaces it, so it
+        is written whole rather than as changes."""
         self._kinds: dict[str, dict[str, Any]] = {}
         self._kind_dirty: set[str] = set()
         self._task_dirty: set[str] = set()
@@ -132,6 +134,7 @@ class Journal:
             root = session.root
             state = node_values(root)
             self._states[root.path] = state
+            self._state_seqs[root.path] = 0
             created = SessionRows(
                 StoredSession(session.id, session.agent.name, time.time()),
                 nodes=[NodeRow(root.path, "state", 0, dump_json(node_state(state)))],
@@ -141,12 +144,14 @@ class Journal:
                 created = None
         self._writer = StepWriter(store, session.id, cut=self._end_step, create=created)
         if rows is not None:
-            for (path, part), row in rows.latest_nodes().items():
-                data = json.loads(row.body)
+            for (path, part), data in rows.node_states().items():
                 if part == "state":
                     self._states[path] = tuple(data[name] for name in NODE_FIELDS)
                 else:
                     self._kinds[path] = data
+            for row in rows.nodes:
+                if row.part == "state":
+                    self._state_seqs[row.path] = max(row.seq, self._state_seqs.get(row.path, 0))
             self._next_number = max((m.n for m in rows.messages), default=0) + 1
             live = rows.live_messages()
             root = session.root
@@ -324,12 +329,16 @@ class Journal:
             if node is None:
                 continue
             state = node_values(node)
-            if self._states.get(path) != state:
-                step.nodes.append((path, "state", seq, state))
+            previous = self._states.get(path)
+            if previous != state:
+                if self._state_seqs.get(path) == seq:
+                    previous = None
+                step.nodes.append((path, "state", seq, state, previous))
                 self._states[path] = state
+                self._state_seqs[path] = seq
             kind = kind_state(node) if path in self._kind_dirty else None
             if kind is not None and self._kinds.get(path) != kind:
-                step.nodes.append((path, "kind", seq, kind))
+                step.nodes.append((path, "kind", seq, kind, None))
                 self._kinds[path] = kind
             if path in self._task_dirty:
                 changes = self._task_changes(node, seq, step)
@@ -415,8 +424,9 @@ class PendingStep:
     messages: list[MessageWrites]
     numbers: dict[int, tuple[Message, str]]
     """The journal's message numbers (only ever added to), for the views in requests."""
-    nodes: list[tuple[str, str, int, Any]] = field(default_factory=list)
-    """(path, "state", seq, `node_values` tuple) or (path, "kind", seq, `kind_state` dict)."""
+    nodes: list[tuple[str, str, int, Any, Any]] = field(default_factory=list)
+    """(path, "state", seq, `node_values` tuple, the previous tuple or None) or (path, "kind",
+    seq, `kind_state` dict, None): a state row holds the fields that changed, or all."""
     tasks: list[TaskRow] = field(default_factory=list)
     retired: list[tuple[str, str, str, int]] = field(default_factory=list)
 
@@ -435,31 +445,49 @@ class PendingStep:
                 for path, transcript, seq, numbered, swap in self.messages
             ],
             [
-                NodeRow(path, part, seq, dump_json(node_state(data) if part == "state" else data))
-                for path, part, seq, data in self.nodes
+                NodeRow(path, part, seq, dump_json(_node_json(part, data, previous)))
+                for path, part, seq, data, previous in self.nodes
             ],
             self.tasks,
             self.retired,
         )
 
     def _event_json(self, event: Event) -> str:
-        """The event's JSON; a request's view names stored messages by number."""
-        if type(event) is not ModelRequest:
-            return event.__pydantic_serializer__.to_json(event).decode()
-        numbers = self.numbers
-        parts = []
-        for message in event.messages:
-            known = numbers.get(id(message))
-            if known is not None and known[0] is message:
-                parts.append(known[1])
-            else:
-                parts.append(_message_json(message))
-        head = event.model_dump_json(exclude={"messages"})
-        return f'{head[:-1]},"messages":[{",".join(parts)}]}}'
+        """The event's JSON; a request's view and a response's message name stored messages
+        by number."""
+        kind = type(event)
+        if kind is ModelRequest:
+            parts = ",".join(map(self._message_ref, event.messages))  # type: ignore[attr-defined]
+            head = event.__pydantic_serializer__.to_json(event, exclude=_VIEW).decode()
+            return f'{head[:-1]},"messages":[{parts}]}}'
+        if kind is ModelResponse:
+            head = event.__pydantic_serializer__.to_json(event, exclude=_MESSAGE).decode()
+            return f'{head[:-1]},"message":{self._message_ref(event.message)}}}'  # type: ignore[attr-defined]
+        return event.__pydantic_serializer__.to_json(event).decode()
+
+    def _message_ref(self, message: Message) -> str:
+        """The message's number if it is stored, else its JSON."""
+        known = self.numbers.get(id(message))
+        if known is not None and known[0] is message:
+            return known[1]
+        return _message_json(message)
 
 
-_serialize_message = Message.__pydantic_serializer__
+_VIEW = {"messages"}
+_MESSAGE = {"message"}
+
+
+def _node_json(part: str, data: Any, previous: tuple[Any, ...] | None) -> Any:
+    if part != "state":
+        return data
+    if previous is None:
+        return node_state(data)
+    return {
+        name: new for name, new, old in zip(NODE_FIELDS, data, previous, strict=True) if new != old
+    }
 
 
 def _message_json(message: Message) -> str:
-    return _serialize_message.to_json(message, exclude_defaults=True).decode()
+    # the class's serializer is looked up each time: bound at import, it would stay the
+    # placeholder a deferred schema build leaves (~1 µs more a message)
+    return message.__pydantic_serializer__.to_json(message, exclude_defaults=True).decode()

@@ -149,13 +149,9 @@ class _Stored:
         for task in rows.tasks:
             if task.retired is None:
                 self.tasks.setdefault(task.parent, []).append(task)
-        latest = rows.latest_nodes()
-        self.states = {
-            p: json.loads(row.body) for (p, part), row in latest.items() if part == "state"
-        }
-        self.kind_states = {
-            p: json.loads(row.body) for (p, part), row in latest.items() if part == "kind"
-        }
+        parts = rows.node_states()
+        self.states = {p: data for (p, part), data in parts.items() if part == "state"}
+        self.kind_states = {p: data for (p, part), data in parts.items() if part == "kind"}
         self.children: dict[str, list[str]] = {}
         for path, state in sorted(self.states.items(), key=lambda item: item[1]["position"]):
             if state["parent"] is not None:
@@ -168,16 +164,21 @@ class _Stored:
         """The stored events; a request's view gets its numbered messages back."""
         events = []
         for row in self.rows.events:
-            if row.type != "model_request":
+            if row.type == "model_request":
+                data = json.loads(row.body)
+                data["messages"] = list(map(self._message, data["messages"]))
+                events.append(parse_event(data))
+            elif row.type == "model_response":
+                data = json.loads(row.body)
+                data["message"] = self._message(data["message"])
+                events.append(parse_event(data))
+            else:
                 events.append(parse_event(row.body))
-                continue
-            data = json.loads(row.body)
-            data["messages"] = [
-                item if isinstance(item, dict) else self.messages.get(item, UNSTORED)
-                for item in data["messages"]
-            ]
-            events.append(parse_event(data))
         return events
+
+    def _message(self, item: dict[str, Any] | int) -> dict[str, Any] | Message:
+        """A message in an event: its JSON, or the number of a stored one."""
+        return item if isinstance(item, dict) else self.messages.get(item, UNSTORED)
 
     def restore_node(self, node: Node) -> None:
         """Restore `node`'s storage and state, then its children and their task entries."""
