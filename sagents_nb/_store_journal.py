@@ -22,7 +22,15 @@ from ._store import (
     StoredSession,
     TaskRow,
 )
-from ._store_snapshot import NODE_FIELDS, dump_json, kind_state, node_state, node_values
+from ._store_snapshot import (
+    NODE_FIELDS,
+    dump_json,
+    kind_state,
+    node_state,
+    node_values,
+    node_values_of,
+    stored_field,
+)
 from ._store_writer import MAX_DELAY_SECONDS, QUIET_SECONDS, StepWriter, later
 from .events import ModelRequest, ModelResponse
 
@@ -36,9 +44,10 @@ if TYPE_CHECKING:
     MessageWrites = tuple[str, str, int, list[tuple[int, Message]], bool]
     """(path, transcript, seq, numbered messages, replace): see `MessageWrite`."""
 
-RESCUE_SECONDS = 0.005
+RESCUE_SECONDS = MAX_DELAY_SECONDS
 """A model request's sealed rows wait for the library loop to hand them over; if the loop
-emits no event for this long (a sync handler or tool blocks it), the store thread does."""
+emits no event for this long (a sync handler or tool blocks it), the store thread does (at its
+next look: within `IDLE_CHECK_SECONDS` more)."""
 
 STEP_ENDS = frozenset(
     {
@@ -146,7 +155,7 @@ class Journal:
         if rows is not None:
             for (path, part), data in rows.node_states().items():
                 if part == "state":
-                    self._states[path] = tuple(data[name] for name in NODE_FIELDS)
+                    self._states[path] = node_values_of(data)
                 else:
                     self._kinds[path] = data
             for row in rows.nodes:
@@ -482,9 +491,8 @@ def _node_json(part: str, data: Any, previous: tuple[Any, ...] | None) -> Any:
         return data
     if previous is None:
         return node_state(data)
-    return {
-        name: new for name, new, old in zip(NODE_FIELDS, data, previous, strict=True) if new != old
-    }
+    changed = zip(NODE_FIELDS, data, previous, strict=True)
+    return {name: stored_field(name, new) for name, new, old in changed if new != old}
 
 
 def _message_json(message: Message) -> str:

@@ -47,6 +47,7 @@ def node_values(node: Node) -> tuple[Any, ...]:
     outcome = node.last_outcome
     usage = node.usage
     parent = node.parent
+    counters, persistent = node.counters, node.persistent
     return (
         node.agent.name,
         kind_name(node.kind),
@@ -57,22 +58,44 @@ def node_values(node: Node) -> tuple[Any, ...]:
         node.task_turns,
         node.task_tool_calls,
         node.task_tokens,
-        [usage.prompt_tokens, usage.completion_tokens, usage.total_tokens],
-        dict(node.counters),
-        {name: child.path for name, child in node.persistent.items()},
+        (usage.prompt_tokens, usage.completion_tokens, usage.total_tokens),
+        tuple(counters.items()) if counters else (),
+        tuple((name, child.path) for name, child in persistent.items()) if persistent else (),
         node.input_index,
         node.input_text,
         node.display_text,
         node.reattached,
-        list(node.refused),
-        list(node.notices),
-        [outcome.status, outcome.text] if outcome is not None else None,
+        tuple(node.refused),
+        tuple(node.notices),
+        (outcome.status, outcome.text) if outcome is not None else None,
     )
+
+
+_MAPPINGS = frozenset({"counters", "persistent"})
+"""Fields `node_values` keeps as tuples of items and a snapshot stores as objects."""
+
+
+def stored_field(name: str, value: Any) -> Any:
+    """A `node_values` field as a snapshot stores it (tuples are JSON arrays)."""
+    return dict(value) if name in _MAPPINGS else value
 
 
 def node_state(values: tuple[Any, ...]) -> dict[str, Any]:
     """A snapshot from `node_values`: status, counters, outcome..."""
-    return dict(zip(NODE_FIELDS, values, strict=True))
+    return {name: stored_field(name, v) for name, v in zip(NODE_FIELDS, values, strict=True)}
+
+
+def node_values_of(state: dict[str, Any]) -> tuple[Any, ...]:
+    """`node_values` of a stored snapshot (to compare the next ones with)."""
+    values = []
+    for name in NODE_FIELDS:
+        value = state[name]
+        if name in _MAPPINGS:
+            value = tuple(value.items())
+        elif isinstance(value, list):
+            value = tuple(value)
+        values.append(value)
+    return tuple(values)
 
 
 def kind_state(node: Node) -> dict[str, Any] | None:

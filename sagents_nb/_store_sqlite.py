@@ -12,6 +12,7 @@ import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from ._errors import StoreError
 from ._store import (
@@ -23,17 +24,7 @@ from ._store import (
     StoredSession,
     TaskRow,
 )
-from ._store_sqlite_writer import (
-    INSERT_TASKS,
-    Conflict,
-    PlainStep,
-    insert_events,
-    insert_rows,
-    receive,
-    send,
-    tune,
-    write_steps,
-)
+from ._store_sqlite_writer import PlainSession, PlainStep, receive, send, tune, write
 from ._store_writer import later
 
 log = logging.getLogger("sagents_nb")
@@ -186,19 +177,19 @@ class SQLiteStore:
 
     def create(self, rows: SessionRows) -> None:
         """Add a new session with its rows in one transaction."""
-        with self._lock, _transaction(self._db, self.path):
-            _create(self._db, rows)
+        self._write(("create", _plain_session(rows)))
 
     def commit(self, session_id: str, steps: Sequence[Step]) -> None:
-        """Write steps in order, in one transaction (by the writer process for a file)."""
-        plain = [_plain(step) for step in steps]
+        """Write steps in order, in one transaction."""
+        self._write(("commit", session_id, [_plain_step(step) for step in steps]))
+
+    def _write(self, request: tuple[Any, ...]) -> None:
+        """Carry out a write request: by the writer process for a file, else here."""
         with self._lock:
             if self._writer is None:
-                with _transaction(self._db, self.path):
-                    write_steps(self._db, session_id, plain)
-                return
-            plain = self._writer.unsent(self._db, session_id, plain)
-            status, detail = self._writer.commit(session_id, plain)
+                status, detail = write(self._db, request)
+            else:
+                status, detail = self._writer.write(self._db, request)
         if status == "conflict":
             raise StoreError(detail)
         if status != "ok":
@@ -285,51 +276,6 @@ class SQLiteStore:
                 ) from exc
 
 
-@contextmanager
-def _transaction(db: sqlite3.Connection, path: str) -> Iterator[None]:
-    """One write transaction (the caller holds the store's lock)."""
-    try:
-        db.execute("BEGIN IMMEDIATE")
-        yield
-    except BaseException as exc:
-        if db.in_transaction:
-            db.execute("ROLLBACK")
-        if isinstance(exc, Conflict):
-            raise StoreError(str(exc)) from exc
-        if isinstance(exc, sqlite3.Error):
-            raise StoreError(
-                f"writing to {path} failed ({exc}); check the disk space and the file's permissions"
-            ) from exc
-        raise
-    db.execute("COMMIT")
-
-
-def _create(db: sqlite3.Connection, rows: SessionRows) -> None:
-    info = rows.info
-    try:
-        db.execute(
-            "INSERT INTO sessions VALUES (?, ?, ?, ?, ?)",
-            (info.id, info.agent, info.created, info.parent, info.fork_seq),
-        )
-    except sqlite3.IntegrityError as exc:
-        raise StoreError(
-            f"a session with id {info.id!r} already exists in this store; pass another session id"
-        ) from exc
-    sid = info.id
-    insert_events(db, sid, [(sid, e.seq, e.run, e.type, e.path, e.body) for e in rows.events])
-    insert_rows(
-        db,
-        "INSERT INTO messages",
-        [(sid, m.n, m.path, m.transcript, m.added, m.removed, m.body) for m in rows.messages],
-    )
-    insert_rows(
-        db,
-        "INSERT OR REPLACE INTO nodes",
-        [(sid, n.path, n.part, n.seq, n.body) for n in rows.nodes],
-    )
-    insert_rows(db, INSERT_TASKS, [(sid, *_task_values(t)) for t in rows.tasks])
-
-
 def _check_file(path: Path, create: bool) -> bool:
     """Whether `path` is new (missing or empty); raises `StoreError` if it cannot be a store."""
     if not path.exists():
@@ -371,7 +317,19 @@ def _task_values(task: TaskRow) -> tuple[object, ...]:
     )
 
 
-def _plain(step: Step) -> PlainStep:
+def _plain_session(rows: SessionRows) -> PlainSession:
+    """A new session as the writer takes it: plain data (see `_store_sqlite_writer`)."""
+    info = rows.info
+    return (
+        (info.id, info.agent, info.created, info.parent, info.fork_seq),
+        [(e.seq, e.run, e.type, e.path, e.body) for e in rows.events],
+        [(m.n, m.path, m.transcript, m.added, m.removed, m.body) for m in rows.messages],
+        [(n.path, n.part, n.seq, n.body) for n in rows.nodes],
+        [_task_values(t) for t in rows.tasks],
+    )
+
+
+def _plain_step(step: Step) -> PlainStep:
     """A step as the writer takes it: plain data (see `_store_sqlite_writer`)."""
     return (
         [(e.seq, e.run, e.type, e.path, e.body) for e in step.events],
@@ -408,22 +366,26 @@ class _WriterProcess:
         """(session, last event seq, last message number) of a request whose process died
         before it answered: it may or may not have committed."""
 
-    def commit(self, sid: str, steps: list[PlainStep]) -> tuple[str, str]:
-        """Send `steps` and wait for the answer; a process that died is started again."""
+    def write(self, db: sqlite3.Connection, request: tuple[Any, ...]) -> tuple[str, str]:
+        """Send `request` and wait for the answer; a process that died is started again (and
+        the commit of a request it took along, if it wrote it, is not written twice)."""
+        if request[0] == "commit":
+            request = ("commit", request[1], self._unsent(db, request[1], request[2]))
         process = self._started()
         try:
-            send(process.stdin, (sid, steps))  # type: ignore[arg-type]
+            send(process.stdin, request)  # type: ignore[arg-type]
             status, detail = receive(process.stdout)  # type: ignore[arg-type]
         except (OSError, EOFError, ValueError):
             self.stop()
-            self._unsure = (sid, *_last_rows(steps))
+            if request[0] == "commit":
+                self._unsure = (request[1], *_last_rows(request[2]))
             return "failed", (
                 f"its writer process stopped (exit code {process.returncode}); the write is "
                 "tried again with the next step"
             )
         return status, detail
 
-    def unsent(self, db: sqlite3.Connection, sid: str, steps: list[PlainStep]) -> list[PlainStep]:
+    def _unsent(self, db: sqlite3.Connection, sid: str, steps: list[PlainStep]) -> list[PlainStep]:
         """`steps` without the events and messages that a request whose process died did
         commit (nodes and tasks are written again: replacing them is harmless)."""
         if self._unsure is None or self._unsure[0] != sid:

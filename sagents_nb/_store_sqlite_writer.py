@@ -9,11 +9,13 @@ or the kernel died: what it had received is still committed).
 
 This module imports only the standard library, so the process starts in ~20 ms.
 
-A step crosses the pipe as plain data (`marshal`): `(events, messages, nodes, tasks, retired)`
-with `events` [(seq, run, type, path, body)], `messages` [(path, transcript, seq,
-[(n, body)], replace)], `nodes` [(path, part, seq, body)], `tasks` [(parent, agent, prompt,
-child, seq, status, text, settled, retired)] and `retired` [(parent, agent, prompt, seq)]:
-the fields of `_store.Step`'s rows, in order.
+Requests cross the pipe as plain data (`marshal`): `("commit", session id, steps)` or
+`("create", session)`. A step is `(events, messages, nodes, tasks, retired)` with `events`
+[(seq, run, type, path, body)], `messages` [(path, transcript, seq, [(n, body)], replace)],
+`nodes` [(path, part, seq, body)], `tasks` [(parent, agent, prompt, child, seq, status, text,
+settled, retired)] and `retired` [(parent, agent, prompt, seq)]: the fields of `_store.Step`'s
+rows, in order. A new session is `((id, agent, created, parent, fork_seq), events, messages,
+nodes, tasks)` with `messages` [(n, path, transcript, added, removed, body)].
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from typing import Any, BinaryIO
 CHECKPOINT_PAGES = 8192
 
 PlainStep = tuple[list[Any], list[Any], list[Any], list[Any], list[Any]]
+PlainSession = tuple[tuple[Any, ...], list[Any], list[Any], list[Any], list[Any]]
 
 _RETIRE_MESSAGES = """
 UPDATE messages SET removed = ?
@@ -50,7 +53,7 @@ _HEADER = struct.Struct("<I")
 
 
 class Conflict(Exception):
-    """The session already has events with these numbers: someone else writes it."""
+    """The session id is taken, or the session already has events with these numbers."""
 
 
 def tune(db: sqlite3.Connection) -> None:
@@ -91,6 +94,22 @@ def write_steps(db: sqlite3.Connection, sid: str, steps: Sequence[PlainStep]) ->
         insert_rows(db, INSERT_TASKS, tasks, _UPSERT_TASKS)
     if added:
         insert_rows(db, "INSERT INTO messages", added)
+
+
+def create_session(db: sqlite3.Connection, session: PlainSession) -> None:
+    """Add a new session with its rows (the caller holds a transaction)."""
+    info, events, messages, nodes, tasks = session
+    sid = info[0]
+    try:
+        db.execute("INSERT INTO sessions VALUES (?, ?, ?, ?, ?)", info)
+    except sqlite3.IntegrityError as exc:
+        raise Conflict(
+            f"a session with id {sid!r} already exists in this store; pass another session id"
+        ) from exc
+    insert_events(db, sid, [(sid, *event) for event in events])
+    insert_rows(db, "INSERT INTO messages", [(sid, *message) for message in messages])
+    insert_rows(db, "INSERT OR REPLACE INTO nodes", [(sid, *node) for node in nodes])
+    insert_rows(db, INSERT_TASKS, [(sid, *task) for task in tasks])
 
 
 def insert_events(db: sqlite3.Connection, sid: str, rows: list[tuple[object, ...]]) -> None:
@@ -146,13 +165,16 @@ def receive(pipe: BinaryIO) -> Any:
     return marshal.loads(blob)
 
 
-def commit(db: sqlite3.Connection, sid: str, steps: Sequence[PlainStep]) -> tuple[str, str]:
-    """Write `steps` in one transaction; the answer sent back: ("ok", ""), ("conflict",
-    message) or ("failed", the SQLite error)."""
+def write(db: sqlite3.Connection, request: tuple[Any, ...]) -> tuple[str, str]:
+    """Carry out `request` in one transaction; the answer: ("ok", ""), ("conflict", message)
+    or ("failed", the SQLite error)."""
     try:
         db.execute("BEGIN IMMEDIATE")
         try:
-            write_steps(db, sid, steps)
+            if request[0] == "create":
+                create_session(db, request[1])
+            else:
+                write_steps(db, request[1], request[2])
         except BaseException:
             db.execute("ROLLBACK")
             raise
@@ -165,16 +187,16 @@ def commit(db: sqlite3.Connection, sid: str, steps: Sequence[PlainStep]) -> tupl
 
 
 def serve(path: str, requests: BinaryIO, answers: BinaryIO) -> None:
-    """The writer process: commit each `(session id, steps)` request, answer, until EOF."""
+    """The writer process: carry out each request and answer, until EOF."""
     db = sqlite3.connect(path, isolation_level=None, timeout=30)
     try:
         tune(db)
         while True:
             try:
-                sid, steps = receive(requests)
+                request = receive(requests)
             except EOFError:
                 return
-            send(answers, commit(db, sid, steps))
+            send(answers, write(db, request))
     finally:
         db.close()
 
