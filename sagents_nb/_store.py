@@ -223,9 +223,9 @@ def resolve_store(target: object, *, create: bool) -> Store:
 
         drain_all()
     if isinstance(target, str | os.PathLike):
-        from ._store_sqlite import SQLiteStore
+        from ._store_sqlite import open_file
 
-        return SQLiteStore(target, create=create)
+        return open_file(target, create=create)
     if isinstance(target, Store):
         return target
     inner = getattr(target, "store", None)

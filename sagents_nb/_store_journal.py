@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 RESCUE_SECONDS = MAX_DELAY_SECONDS
 """A model request's sealed rows wait for the library loop to hand them over; if the loop
 emits no event for this long (a sync handler or tool blocks it), the store thread does (at its
-next look: within `IDLE_CHECK_SECONDS` more)."""
+next look: within `LOOK_SECONDS` more)."""
 
 STEP_ENDS = frozenset(
     {
@@ -93,9 +93,10 @@ class Journal:
     when the session is quiet (see `_step_ended`), at once after `paused` and `run_finished`,
     or by the store thread when the loop stays busy in one callback for `RESCUE_SECONDS` (a
     sync handler or tool blocking it: the sealed rows are copies, safe to take from another
-    thread). The writer encodes and commits them off the loop, in one transaction with the
-    steps that follow at once. A crash loses at most those last moments and the action in
-    flight (a reply whose tools were still running is asked again on resume). Reading a store
+    thread). The store thread encodes and commits what all sessions handed over every
+    `LOOK_SECONDS` (a group commit), and at once what the rescue hands over. A crash loses at
+    most those last moments (`MAX_DELAY_SECONDS + LOOK_SECONDS`) and the action in flight (a
+    reply whose tools were still running is asked again on resume). Reading a store
     in this process (`Session.open`, `list_stored`) commits what is queued first; `fork`,
     `export_jsonl` and `flush()` do so for their session.
 

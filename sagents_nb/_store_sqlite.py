@@ -78,10 +78,10 @@ MIGRATIONS: dict[int, Migration] = {1: _live_tasks_unique}
 class SQLiteStore:
     """Durable sessions in one SQLite file (WAL mode: a crash never corrupts it).
 
-    A file store commits steps through a writer process of its own (see
-    `_store_sqlite_writer`), started with the first commit and stopped by `close()` (or when
-    the store is garbage, or this process ends); reads and new sessions go through this
-    process's own connection.
+    A file store commits steps and creates sessions through a writer process of its own (see
+    `_store_sqlite_writer`), started when the store is opened to write (`create=True`, as
+    `store=` does) or at its first write, and stopped by `close()` (or when the store is
+    garbage, or this process ends); reads go through this process's own connection.
 
     Args:
         path: the file; `":memory:"` keeps the store in this process only (fork and export
@@ -94,14 +94,35 @@ class SQLiteStore:
         self._lock = threading.Lock()
         new = self.path == MEMORY or _check_file(Path(self.path), create)
         self._db = self._connect(new, create)
+        self._file = _identity(self.path)
         self._writer = _WriterProcess(self.path) if self.path != MEMORY else None
         # Sessions hold their store in reference cycles, so the garbage collector drops it at
         # any moment; closing checkpoints and syncs the file, so it is left to the store thread.
         self._closer = weakref.finalize(self, later, _Closer(self._db, self._writer))
         self._closer.atexit = False
+        if create:  # opened to write: start it while the session gets going
+            self.start_writer()
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r})"
+
+    def start_writer(self) -> None:
+        """Start the writer process now rather than at the first write (a file store)."""
+        with self._lock:
+            if self._writer is not None and self._closer.alive:
+                self._writer.start()
+
+    def serves(self, path: str) -> bool:
+        """Whether this store is open on the file now at `path`: not closed, not replaced,
+        and still at this schema (another program may have changed it)."""
+        if not (self._closer.alive and self._file is not None and self._file == _identity(path)):
+            return False
+        try:
+            with self._lock:
+                meta = dict(self._db.execute("SELECT key, value FROM meta"))
+        except sqlite3.Error:
+            return False
+        return meta.get("app") == APP and meta.get("schema") == str(SCHEMA_VERSION)
 
     # opening
 
@@ -276,6 +297,26 @@ class SQLiteStore:
                 ) from exc
 
 
+_open: weakref.WeakValueDictionary[str, SQLiteStore] = weakref.WeakValueDictionary()
+_opening = threading.Lock()
+
+
+def open_file(path: str | os.PathLike[str], *, create: bool) -> SQLiteStore:
+    """The store for a file path given as `store=`: sessions given the same file share one
+    `SQLiteStore` (one connection, one writer process) while any of them lives, as long as
+    the file is the one it opened."""
+    if str(path) == MEMORY:
+        return SQLiteStore(path, create=create)
+    key = os.path.realpath(path)
+    with _opening:
+        store = _open.get(key)
+        if store is None or not store.serves(key):
+            store = _open[key] = SQLiteStore(path, create=create)
+        elif create:
+            store.start_writer()
+        return store
+
+
 def _check_file(path: Path, create: bool) -> bool:
     """Whether `path` is new (missing or empty); raises `StoreError` if it cannot be a store."""
     if not path.exists():
@@ -410,6 +451,10 @@ class _WriterProcess:
             for events, messages, nodes, tasks, retired in steps
         ]
 
+    def start(self) -> None:
+        """Start the process if it is not running."""
+        self._started()
+
     def _started(self) -> subprocess.Popen[bytes]:
         process = self._process
         if process is not None and process.poll() is None and self._pid == os.getpid():
@@ -445,6 +490,15 @@ class _WriterProcess:
             log.error("the store writer for %s did not stop; killing it", self.path)
             process.kill()
             process.wait()
+
+
+def _identity(path: str) -> tuple[int, int] | None:
+    """The file's (device, inode), None for memory or a missing file."""
+    try:
+        found = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return found.st_dev, found.st_ino
 
 
 def _last_rows(steps: list[PlainStep]) -> tuple[int, int]:

@@ -1,5 +1,11 @@
 """`StepWriter`: commits a session's steps off the event loop, in groups; one library thread
-(the store thread) serves every writer."""
+(the store thread) serves every writer.
+
+The store thread looks every `LOOK_SECONDS` and commits what every session queued meanwhile
+(a group commit); `put(..., at_once=True)` and `drain` commit at once. Waking the thread for
+each step would cost the busy library loop a GIL hand-over each time (~0.1 ms, measured in
+the fanout benchmark).
+"""
 
 from __future__ import annotations
 
@@ -8,7 +14,6 @@ import collections
 import heapq
 import itertools
 import logging
-import math
 import threading
 import time
 import weakref
@@ -23,17 +28,15 @@ if TYPE_CHECKING:
 log = logging.getLogger("sagents_nb")
 
 QUIET_SECONDS = 0.002
-"""Steps are committed once their session has handed over nothing new for this long..."""
+"""A session's journal hands a step over once the session has been quiet this long..."""
 
 MAX_DELAY_SECONDS = 0.05
-"""...or at the latest this long after the first of them. A crash loses at most this much
-finished work besides the action in flight; a session waiting for a model or a tool is quiet,
-so its steps are committed within `QUIET_SECONDS`."""
+"""...or at the latest this long after the step ended."""
 
-IDLE_CHECK_SECONDS = MAX_DELAY_SECONDS
-"""How often the store thread looks for what was queued without waking it: a new session's
-record and the chores `later` runs after a delay. Waking the thread costs the busy library
-loop a GIL hand-over (~0.1 ms a wake, measured in the fanout benchmark)."""
+LOOK_SECONDS = 0.05
+"""How often the store thread commits what was handed over (and runs chores that are due).
+A crash loses at most `MAX_DELAY_SECONDS + LOOK_SECONDS` of finished work besides the action
+in flight."""
 
 _lock = threading.Condition()
 _waiting: list[StepWriter] = []
@@ -42,6 +45,8 @@ _timed: list[tuple[float, int, Callable[[], None]]] = []
 _order = itertools.count()
 _sleeping_until = 0.0
 """When the store thread wakes up next by itself (monotonic time; 0 while it is awake)."""
+_urgent = False
+"""A writer asked for a commit at once while the store thread was awake."""
 _thread: threading.Thread | None = None
 _writers: weakref.WeakSet[StepWriter] = weakref.WeakSet()
 
@@ -62,7 +67,7 @@ class StepWriter:
         session_id: the session the steps belong to.
         cut: called first by `drain`, to queue the step being recorded.
         create: the new session's rows, written (`Store.create`) by the store thread before
-            its first step, and at its next look in any case (`IDLE_CHECK_SECONDS`).
+            its first step, and at its next look in any case (`LOOK_SECONDS`).
     """
 
     def __init__(
@@ -78,32 +83,19 @@ class StepWriter:
         self._create = create
         self._pending: list[Encodable] = []
         self._writing = False
-        self._first = self._last = 0.0
         _writers.add(self)
-        if create is not None:  # stored at the store thread's next look, without waking it
+        if create is not None:  # stored at the store thread's next look
             with _lock:
-                self._first = self._last = time.monotonic()
                 _waiting.append(self)
-                _wake(math.inf)
+                _wake(at_once=False)
 
     def put(self, step: Encodable, *, at_once: bool = False) -> None:
-        """Queue `step` for the next commit: once the session is quiet, or `at_once`."""
-        now = time.monotonic()
+        """Queue `step` for the store thread's next look, or for a commit `at_once`."""
         with _lock:
             self._pending.append(step)
-            self._last = now
             if self not in _waiting:
-                self._first = now
                 _waiting.append(self)
-            elif not at_once:
-                return  # the store thread already watches this writer
-            if at_once:
-                self._first = now - MAX_DELAY_SECONDS
-            _wake(self.due())
-
-    def due(self) -> float:
-        """When this writer's queued steps should be committed (monotonic time)."""
-        return min(self._last + QUIET_SECONDS, self._first + MAX_DELAY_SECONDS)
+            _wake(at_once=at_once)
 
     def drain(self) -> None:
         """Commit every queued step (and the one being recorded) now, on this thread, and
@@ -143,7 +135,7 @@ class StepWriter:
 
 def later(chore: Callable[[], None], delay: float = 0.0) -> None:
     """Run `chore` on the store thread (at its first look `delay` seconds or more from now,
-    within `IDLE_CHECK_SECONDS` more), e.g. closing a connection
+    within `LOOK_SECONDS` more), e.g. closing a connection
     (SQLite then checkpoints and syncs the file, which takes milliseconds nobody should wait
     for).
 
@@ -153,22 +145,23 @@ def later(chore: Callable[[], None], delay: float = 0.0) -> None:
     if delay <= 0:
         _chores.append(chore)
         with _lock:
-            _wake(0.0)
+            _wake(at_once=True)
         return
-    with _lock:  # run at the store thread's next look after `delay`
+    with _lock:
         heapq.heappush(_timed, (time.monotonic() + delay, next(_order), chore))
-        _wake(math.inf)
+        _wake(at_once=False)
 
 
-def _wake(due: float) -> None:
-    """Start the store thread, or wake it if it would sleep past `due` (the caller holds
-    `_lock`): a wake-up costs the busy loop thread a GIL hand-over."""
-    global _thread
+def _wake(*, at_once: bool) -> None:
+    """Start the store thread; wake it now if `at_once` (the caller holds `_lock`)."""
+    global _thread, _urgent
     if _thread is None:
         _thread = threading.Thread(target=_serve, name="sagents_nb-store", daemon=True)
         _thread.start()
-    if due < _sleeping_until:
-        _lock.notify_all()
+    if at_once:
+        _urgent = True
+        if _sleeping_until:
+            _lock.notify_all()
 
 
 def _serve() -> None:
@@ -182,26 +175,24 @@ def _serve() -> None:
 
 
 def _next_turn() -> tuple[list[Callable[[], None]], list[tuple[StepWriter, list[Encodable]]]]:
-    """Wait for chores or due writers; take them (each writer's steps, marked as writing)."""
-    global _sleeping_until
+    """Sleep until the next look (or a wake-up); take the chores that are due and every
+    waiting writer's steps (marked as writing)."""
+    global _sleeping_until, _urgent
     with _lock:
-        while not _chores:
-            ready = [w.due() for w in _waiting if not w._writing]
-            if _timed:
-                ready.append(_timed[0][0])
+        if not (_chores or _urgent):
             now = time.monotonic()
-            left = min(min(ready) - now if ready else math.inf, IDLE_CHECK_SECONDS)
-            if left <= 0:
-                break
-            _sleeping_until = now + left
-            _lock.wait(left)  # or woken early
-            _sleeping_until = 0.0
+            left = min(LOOK_SECONDS, _timed[0][0] - now) if _timed else LOOK_SECONDS
+            if left > 0:
+                _sleeping_until = now + left
+                _lock.wait(left)
+                _sleeping_until = 0.0
+        _urgent = False
         now = time.monotonic()
         while _timed and _timed[0][0] <= now:
             _chores.append(heapq.heappop(_timed)[2])
         chores = [_chores.popleft() for _ in range(len(_chores))]
-        due = [w for w in _waiting if not w._writing and w.due() <= now]
-        _waiting[:] = [w for w in _waiting if w not in due]
+        due = [w for w in _waiting if not w._writing]
+        _waiting[:] = [w for w in _waiting if w._writing]
         batches = [(w, w._pending) for w in due]
         for writer in due:
             writer._pending, writer._writing = [], True
