@@ -98,6 +98,20 @@ class TaskRow:
     settled: int | None = None
     retired: int | None = None
 
+    def values(self) -> tuple[object, ...]:
+        """The fields, in order."""
+        return (
+            self.parent,
+            self.agent,
+            self.prompt,
+            self.child,
+            self.seq,
+            self.status,
+            self.text,
+            self.settled,
+            self.retired,
+        )
+
 
 @dataclass(slots=True)
 class MessageWrite:

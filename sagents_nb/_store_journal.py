@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import operator
 import threading
 import time
 from collections.abc import Sequence
@@ -37,6 +38,7 @@ from .events import ModelRequest, ModelResponse
 if TYPE_CHECKING:
     from ._node import Node, TaskEntry
     from ._session import Session
+    from ._store_sqlite_writer import PlainStep
     from .events import Event
 
     Written = tuple[dict[tuple[str, str], TaskEntry], set[tuple[str, str]]]
@@ -78,6 +80,13 @@ follow every change of the parent's task entries: only then are the entries comp
 
 KIND_EVENTS = frozenset({"cold_sink", "compaction", "context_full", "window_trim", "kind_swapped"})
 """Events after which a node's kind state (e.g. Main's cold storage) is written again."""
+
+_CHANGES = CHILD_EVENTS | KIND_EVENTS
+_path = operator.attrgetter("path")
+
+
+def _names_changes(event: Event) -> bool:
+    return event.type in _CHANGES
 
 
 class Journal:
@@ -317,14 +326,13 @@ class Journal:
         events = self.session.bus.log[self._logged :]
         if not (events or self._writes or self._dirty):
             return
-        for event in events:
-            path = event.path
-            self._dirty.add(path)
-            kind = event.type
+        self._dirty.update(map(_path, events))
+        for event in filter(_names_changes, events):
+            path, kind = event.path, event.type
             if kind in CHILD_EVENTS:  # they change the child's counters too
                 self._dirty.add(event.child)  # type: ignore[attr-defined]
                 self._task_dirty.add(path)
-            elif kind in KIND_EVENTS:
+            else:
                 self._kind_dirty.add(path)
                 if kind == "kind_swapped":  # forgets the tasks settled under the old kind
                     self._task_dirty.add(path)
@@ -351,9 +359,7 @@ class Journal:
                 step.nodes.append((path, "kind", seq, kind, None))
                 self._kinds[path] = kind
             if path in self._task_dirty:
-                changes = self._task_changes(node, seq, step)
-                if changes is not None:
-                    self._tasks[path] = changes
+                self._task_changes(node, seq, step)
         self._dirty.clear()
         self._kind_dirty.clear()
         self._task_dirty.clear()
@@ -366,9 +372,9 @@ class Journal:
                 self._nodes[path] = node
         return node
 
-    def _task_changes(self, node: Node, seq: int, step: PendingStep) -> Written | None:
-        """Add the node's new, settled and forgotten tasks to `step`, stamped `seq`; None
-        when unchanged.
+    def _task_changes(self, node: Node, seq: int, step: PendingStep) -> None:
+        """Add the node's new, settled and forgotten tasks to `step`, stamped `seq`, and note
+        them as written.
 
         Tasks are only added (at the end), settled once, or forgotten (the count drops), so
         only the newest and the unsettled ones need a look unless the count dropped.
@@ -377,24 +383,23 @@ class Journal:
         known = self._tasks.get(node.path)
         if known is None:
             if not tasks:
-                return None
-            known = ({}, set())
+                return
+            known = self._tasks[node.path] = ({}, set())
         written, unsettled = known
         added = len(tasks) - len(written)
         if added == 0 and all(
             tasks.get(key) is written[key] and written[key].outcome is None for key in unsettled
         ):
-            return None  # e.g. a child still running: nothing new
+            return  # e.g. a child still running: nothing new
         candidates = [*unsettled, *itertools.islice(reversed(tasks), max(added, 0))]
         full = added < 0 or any(key not in tasks for key in unsettled)
         if full or any(key in written for key in candidates[len(unsettled) :]):
             candidates = list(tasks)
-        now, still = dict(written), set(unsettled)
         for key in candidates:
             entry = tasks[key]
             outcome = entry.outcome
-            previous = now.get(key)
-            if previous is entry and (key not in still or outcome is None):
+            previous = written.get(key)
+            if previous is entry and (key not in unsettled or outcome is None):
                 continue
             if previous is not None and previous is not entry:
                 step.retired.append((node.path, *key, seq))
@@ -409,17 +414,16 @@ class Journal:
                     seq if outcome is not None else None,
                 )
             )
-            now[key] = entry
+            written[key] = entry
             if outcome is None:
-                still.add(key)
+                unsettled.add(key)
             else:
-                still.discard(key)
+                unsettled.discard(key)
         if full:
-            for key in [key for key in now if key not in tasks]:
+            for key in [key for key in written if key not in tasks]:
                 step.retired.append((node.path, *key, seq))
-                del now[key]
-                still.discard(key)
-        return now, still
+                del written[key]
+                unsettled.discard(key)
 
 
 @dataclass
@@ -445,20 +449,29 @@ class PendingStep:
 
     def encode(self) -> Step:
         """The step's rows, as a store writes them."""
+        events, messages, nodes, _, _ = self.plain()
         return Step(
             self.seq,
-            [EventRow(e.seq, e.run, e.type, e.path, self._event_json(e)) for e in self.events],
+            [EventRow(*event) for event in events],
+            [MessageWrite(*write) for write in messages],
+            [NodeRow(*node) for node in nodes],
+            self.tasks,
+            self.retired,
+        )
+
+    def plain(self) -> PlainStep:
+        """The step's rows as plain data (see `_store_sqlite_writer`)."""
+        return (
+            [(e.seq, e.run, e.type, e.path, self._event_json(e)) for e in self.events],
             [
-                MessageWrite(
-                    path, transcript, seq, [(n, _message_json(m)) for n, m in numbered], swap
-                )
+                (path, transcript, seq, [(n, _message_json(m)) for n, m in numbered], swap)
                 for path, transcript, seq, numbered, swap in self.messages
             ],
             [
-                NodeRow(path, part, seq, dump_json(_node_json(part, data, previous)))
+                (path, part, seq, dump_json(_node_json(part, data, previous)))
                 for path, part, seq, data, previous in self.nodes
             ],
-            self.tasks,
+            [task.values() for task in self.tasks],
             self.retired,
         )
 

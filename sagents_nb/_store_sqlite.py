@@ -202,7 +202,12 @@ class SQLiteStore:
 
     def commit(self, session_id: str, steps: Sequence[Step]) -> None:
         """Write steps in order, in one transaction."""
-        self._write(("commit", session_id, [_plain_step(step) for step in steps]))
+        self.commit_plain(session_id, [_plain_step(step) for step in steps])
+
+    def commit_plain(self, session_id: str, steps: list[PlainStep]) -> None:
+        """`commit` for steps already as plain data (see `_store_sqlite_writer`): the journal
+        encodes its steps so, without building the `Step` rows first."""
+        self._write(("commit", session_id, steps))
 
     def _write(self, request: tuple[Any, ...]) -> None:
         """Carry out a write request: by the writer process for a file, else here."""
@@ -344,20 +349,6 @@ def _check_file(path: Path, create: bool) -> bool:
     return not head
 
 
-def _task_values(task: TaskRow) -> tuple[object, ...]:
-    return (
-        task.parent,
-        task.agent,
-        task.prompt,
-        task.child,
-        task.seq,
-        task.status,
-        task.text,
-        task.settled,
-        task.retired,
-    )
-
-
 def _plain_session(rows: SessionRows) -> PlainSession:
     """A new session as the writer takes it: plain data (see `_store_sqlite_writer`)."""
     info = rows.info
@@ -366,7 +357,7 @@ def _plain_session(rows: SessionRows) -> PlainSession:
         [(e.seq, e.run, e.type, e.path, e.body) for e in rows.events],
         [(m.n, m.path, m.transcript, m.added, m.removed, m.body) for m in rows.messages],
         [(n.path, n.part, n.seq, n.body) for n in rows.nodes],
-        [_task_values(t) for t in rows.tasks],
+        [t.values() for t in rows.tasks],
     )
 
 
@@ -376,7 +367,7 @@ def _plain_step(step: Step) -> PlainStep:
         [(e.seq, e.run, e.type, e.path, e.body) for e in step.events],
         [(m.path, m.transcript, m.seq, m.messages, m.replace) for m in step.messages],
         [(n.path, n.part, n.seq, n.body) for n in step.nodes],
-        [_task_values(t) for t in step.tasks],
+        [t.values() for t in step.tasks],
         step.retired,
     )
 

@@ -24,6 +24,7 @@ from ._errors import StoreError
 
 if TYPE_CHECKING:
     from ._store import SessionRows, Step, Store
+    from ._store_sqlite_writer import PlainStep
 
 log = logging.getLogger("sagents_nb")
 
@@ -55,6 +56,10 @@ class Encodable(Protocol):
     """A step recorded on the loop, encoded to rows by the writer (off the loop)."""
 
     def encode(self) -> Step: ...
+
+    def plain(self) -> PlainStep:
+        """The rows as plain data, for a store with `commit_plain` (`SQLiteStore`)."""
+        ...
 
 
 class StepWriter:
@@ -121,7 +126,10 @@ class StepWriter:
             if self._create is not None:
                 self.store.create(self._create)
                 self._create = None
-            if steps:
+            commit_plain = getattr(self.store, "commit_plain", None)
+            if steps and commit_plain is not None:
+                commit_plain(self.session_id, [step.plain() for step in steps])
+            elif steps:
                 self.store.commit(self.session_id, [step.encode() for step in steps])
         except Exception as exc:
             error = exc

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -147,3 +148,40 @@ def test_opening_never_creates_a_file(tmp_path: Path) -> None:
     with pytest.raises(sn.StoreError):
         sn.Session.list_stored(tmp_path / "typo.db")
     assert not (tmp_path / "typo.db").exists()
+
+
+class PlainStore:
+    """Another store behind the `sn.Store` protocol (here kept by an in-memory SQLite one):
+    it gets `Step` rows through `commit`, not the built-in's plain data."""
+
+    def __init__(self) -> None:
+        self.inner = sn.SQLiteStore(":memory:")
+        self.steps = 0
+
+    def create(self, rows: Any) -> None:
+        self.inner.create(rows)
+
+    def commit(self, session_id: str, steps: Any) -> None:
+        self.steps += len(steps)
+        self.inner.commit(session_id, steps)
+
+    def load(self, session_id: str) -> Any:
+        return self.inner.load(session_id)
+
+    def sessions(self) -> Any:
+        return self.inner.sessions()
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def test_another_store_behind_the_protocol(tmp_path: Path) -> None:
+    store = PlainStore()
+    assert isinstance(store, sn.Store)
+    session = sn.Session(BOSS, llm=sn.mock_llm(boss_handler), store=store)
+    session.send("go").result()
+    session.store.flush()  # type: ignore[union-attr]
+    assert store.steps > 0
+    reopened = sn.Session.open(store, session.id, agent=BOSS, llm=sn.mock_llm(boss_handler))
+    assert [e.model_dump() for e in reopened.events] == [e.model_dump() for e in session.events]
+    assert reopened.tree.to_dict() == session.tree.to_dict()
