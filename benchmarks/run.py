@@ -662,7 +662,7 @@ def main() -> int:
     parser.add_argument("--no-install", action="store_true", help="use existing peer venvs")
     parser.add_argument("--install-timeout", type=float, default=600.0)
     parser.add_argument("--runs", type=int, default=7, help="runs per process, fanout N=10")
-    parser.add_argument("--rounds", type=int, default=5, help="interleaved processes, fanout 10")
+    parser.add_argument("--rounds", type=int, default=8, help="interleaved processes, fanout 10")
     parser.add_argument("--no-readme", action="store_true", help="leave README.md alone")
     args = parser.parse_args()
 
