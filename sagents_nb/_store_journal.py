@@ -43,8 +43,8 @@ if TYPE_CHECKING:
 
     Written = tuple[dict[tuple[str, str], TaskEntry], set[tuple[str, str]]]
     """The task entries written for a node, and the keys of those written unsettled."""
-    MessageWrites = tuple[str, str, int, list[tuple[int, Message]], bool]
-    """(path, transcript, seq, numbered messages, replace): see `MessageWrite`."""
+    MessageWrites = tuple[str, str, int, tuple[Message, ...], bool]
+    """(path, transcript, seq, messages, replace): see `MessageWrite`."""
 
 RESCUE_SECONDS = MAX_DELAY_SECONDS
 """A model request's sealed rows wait for the library loop to hand them over; if the loop
@@ -131,8 +131,7 @@ class Journal:
         self._lock = threading.Lock()
         self._logged = len(session.bus.log)
         self._writes: list[MessageWrites] = []
-        self._numbers: dict[int, tuple[Message, str]] = {}
-        self._next_number = 1
+        self._numbering = Numbering()
         self._dirty: set[str] = set()
         self._nodes: dict[str, Node] = {session.root.path: session.root}
         self._states: dict[str, tuple[Any, ...]] = {}
@@ -145,7 +144,7 @@ class Journal:
         self._tasks: dict[str, Written] = {}
         self._ended = self._seen = 0
         self._cut_at: float | None = None
-        self._step = PendingStep(0, [], [], self._numbers)
+        self._step = PendingStep(0, [], [], self._numbering)
         self._rescuing = False
         self._rescue_seen = 0
         created = None
@@ -171,7 +170,7 @@ class Journal:
             for row in rows.nodes:
                 if row.part == "state":
                     self._state_seqs[row.path] = max(row.seq, self._state_seqs.get(row.path, 0))
-            self._next_number = max((m.n for m in rows.messages), default=0) + 1
+            self._numbering.next = max((m.n for m in rows.messages), default=0) + 1
             live = rows.live_messages()
             root = session.root
             self._number(root.display or [], live.get((root.path, "display"), []))
@@ -196,11 +195,10 @@ class Journal:
         seq = self.session.bus.last_seq
         with self._lock:
             self._nodes[node.path] = node
-            self._writes.append(self._write(node.path, "llm", seq, messages))
+            self._writes.append((node.path, "llm", seq, tuple(messages), False))
             if node.display is not None:
-                self._writes.append(
-                    self._write(node.path, "display", seq, node.display[-len(messages) :])
-                )
+                display = tuple(node.display[-len(messages) :])
+                self._writes.append((node.path, "display", seq, display, False))
             self._dirty.add(node.path)
         if messages[-1].role != "user":  # an input waits for its model request
             self._step_ended()
@@ -210,31 +208,13 @@ class Journal:
         seq = self.session.bus.last_seq
         with self._lock:
             self._nodes[node.path] = node
-            self._writes.append(self._write(node.path, "llm", seq, node.history, replace=True))
+            self._writes.append((node.path, "llm", seq, tuple(node.history), True))
             self._dirty.add(node.path)
             self._kind_dirty.add(node.path)
 
-    def _write(
-        self,
-        path: str,
-        transcript: str,
-        seq: int,
-        messages: Sequence[Message],
-        *,
-        replace: bool = False,
-    ) -> MessageWrites:
-        """Number the messages: a view in an event names a stored message by its number."""
-        numbered = []
-        for message in messages:
-            number = self._next_number
-            self._next_number += 1
-            self._numbers[id(message)] = (message, str(number))
-            numbered.append((number, message))
-        return path, transcript, seq, numbered, replace
-
     def _number(self, messages: list[Message], rows: list[MessageRow]) -> None:
         for message, row in zip(messages, rows, strict=True):
-            self._numbers[id(message)] = (message, str(row.n))
+            self._numbering.numbers[id(message)] = (message, str(row.n))
 
     def _on_event(self, event: Event) -> None:
         """Seal at a model request; cut a step at once after the events in `BEFORE_WAITING`,
@@ -317,7 +297,7 @@ class Journal:
         step = self._step
         if not step.empty():
             self._writer.put(step, at_once=at_once)
-            self._step = PendingStep(0, [], [], self._numbers)
+            self._step = PendingStep(0, [], [], self._numbering)
 
     def _seal(self) -> None:
         """Add the events and messages recorded since the last seal to the step, with the node
@@ -426,6 +406,21 @@ class Journal:
                 unsettled.discard(key)
 
 
+class Numbering:
+    """Numbers of a session's stored messages, given in write order by the thread that encodes
+    its steps (one at a time); `numbers` maps a message's id to it and its number's text."""
+
+    def __init__(self) -> None:
+        self.numbers: dict[int, tuple[Message, str]] = {}
+        self.next = 1
+
+    def number(self, message: Message) -> int:
+        number = self.next
+        self.next += 1
+        self.numbers[id(message)] = (message, str(number))
+        return number
+
+
 @dataclass
 class PendingStep:
     """A step as recorded on the loop: the objects themselves, each with the event it follows.
@@ -436,13 +431,14 @@ class PendingStep:
     """The last event the step covers."""
     events: list[Event]
     messages: list[MessageWrites]
-    numbers: dict[int, tuple[Message, str]]
-    """The journal's message numbers (only ever added to), for the views in requests."""
+    numbering: Numbering
+    """The journal's message numbers: given when a step is encoded, in order."""
     nodes: list[tuple[str, str, int, Any, Any]] = field(default_factory=list)
     """(path, "state", seq, `node_values` tuple, the previous tuple or None) or (path, "kind",
     seq, `kind_state` dict, None): a state row holds the fields that changed, or all."""
     tasks: list[TaskRow] = field(default_factory=list)
     retired: list[tuple[str, str, str, int]] = field(default_factory=list)
+    _plain: PlainStep | None = None
 
     def empty(self) -> bool:
         return not (self.events or self.messages or self.nodes or self.tasks or self.retired)
@@ -460,12 +456,24 @@ class PendingStep:
         )
 
     def plain(self) -> PlainStep:
-        """The step's rows as plain data (see `_store_sqlite_writer`)."""
+        """The step's rows as plain data (see `_store_sqlite_writer`); numbers its messages
+        first, so that the views in its requests can name them. Encoded once: a commit that
+        is tried again sends the same rows."""
+        if self._plain is None:
+            self._plain = self._encode()
+        return self._plain
+
+    def _encode(self) -> PlainStep:
+        number = self.numbering.number
+        writes = [
+            (path, transcript, seq, [(number(m), m) for m in messages], swap)
+            for path, transcript, seq, messages, swap in self.messages
+        ]
         return (
             [(e.seq, e.run, e.type, e.path, self._event_json(e)) for e in self.events],
             [
                 (path, transcript, seq, [(n, _message_json(m)) for n, m in numbered], swap)
-                for path, transcript, seq, numbered, swap in self.messages
+                for path, transcript, seq, numbered, swap in writes
             ],
             [
                 (path, part, seq, dump_json(_node_json(part, data, previous)))
@@ -490,7 +498,7 @@ class PendingStep:
 
     def _message_ref(self, message: Message) -> str:
         """The message's number if it is stored, else its JSON."""
-        known = self.numbers.get(id(message))
+        known = self.numbering.numbers.get(id(message))
         if known is not None and known[0] is message:
             return known[1]
         return _message_json(message)

@@ -38,9 +38,15 @@ def gone(pid: int, within: float = 10.0) -> bool:
     return False
 
 
-def stored_events(db: Path, session_id: str) -> list[dict[str, Any]]:
-    reopened = sn.Session.open(db, session_id, agent=BOSS, llm=sn.mock_llm(boss_handler))
-    return [e.model_dump() for e in reopened.events]
+def stored(session: sn.Session, db: Path | None) -> tuple[object, ...]:
+    """The session as it is stored in `db` (or as it is live): events and transcripts."""
+    if db is not None:
+        session = sn.Session.open(db, session.id, agent=BOSS, llm=sn.mock_llm(boss_handler))
+    return (
+        [e.model_dump() for e in session.events],
+        [m.model_dump() for m in session.llm_messages],
+        [m.model_dump() for m in session.display_messages],
+    )
 
 
 def test_the_writer_process_stops_with_its_store(tmp_path: Path) -> None:
@@ -76,7 +82,7 @@ def test_a_killed_writer_process_is_started_again_and_nothing_is_lost(tmp_path: 
     session.send("again").result()
     session.store.flush()
     assert writer_pid(store) != killed
-    assert stored_events(db, session.id) == [e.model_dump() for e in session.events]
+    assert stored(session, db) == stored(session, None)
     store.close()
 
 
@@ -108,7 +114,7 @@ def test_a_request_committed_but_not_answered_is_not_written_twice(
     assert lost == [("ok", "")]
     session.send("once more").result()
     session.store.flush()  # the lost request's rows are there: only the rest is written
-    assert stored_events(db, session.id) == [e.model_dump() for e in session.events]
+    assert stored(session, db) == stored(session, None)
     store.close()
 
 
