@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sqlite3
@@ -212,10 +213,14 @@ class SQLiteStore:
     def _write(self, request: tuple[Any, ...]) -> None:
         """Carry out a write request: by the writer process for a file, else here."""
         with self._lock:
-            if self._writer is None:
-                status, detail = write(self._db, request)
-            else:
-                status, detail = self._writer.write(self._db, request)
+            writer, answer = self._writer, None
+            if writer is not None:
+                request = writer.unsent(self._db, request)
+                if writer.available:
+                    answer = writer.write(request)
+                if answer is None:  # it cannot serve: check what it took along did not land
+                    request = writer.unsent(self._db, request)
+            status, detail = answer if answer is not None else write(self._db, request)
         if status == "conflict":
             raise StoreError(detail)
         if status != "ok":
@@ -392,30 +397,52 @@ class _WriterProcess:
 
     def __init__(self, path: str) -> None:
         self.path = path
+        self.available = True
+        """False once the process could not start or serve: the store then writes itself."""
+        self._answered = False
         self._process: subprocess.Popen[bytes] | None = None
         self._pid = 0
         self._unsure: tuple[str, int, int] | None = None
         """(session, last event seq, last message number) of a request whose process died
         before it answered: it may or may not have committed."""
 
-    def write(self, db: sqlite3.Connection, request: tuple[Any, ...]) -> tuple[str, str]:
-        """Send `request` and wait for the answer; a process that died is started again (and
-        the commit of a request it took along, if it wrote it, is not written twice)."""
-        if request[0] == "commit":
-            request = ("commit", request[1], self._unsent(db, request[1], request[2]))
-        process = self._started()
+    def write(self, request: tuple[Any, ...]) -> tuple[str, str] | None:
+        """Send `request` and wait for the answer. A process that dies is started again with
+        the next request; None when it cannot serve (it never answered: the store then
+        writes itself, `available` turns False)."""
+        try:
+            process = self._started()
+        except OSError:
+            return None
         try:
             send(process.stdin, request)  # type: ignore[arg-type]
-            status, detail = receive(process.stdout)  # type: ignore[arg-type]
+            answer = receive(process.stdout)  # type: ignore[arg-type]
         except (OSError, EOFError, ValueError):
+            fresh = not self._answered
             self.stop()
             if request[0] == "commit":
                 self._unsure = (request[1], *_last_rows(request[2]))
+            if fresh:
+                self.available = False
+                log.warning(
+                    "the store writer for %s stopped before it answered (exit code %s); "
+                    "writing from this process",
+                    self.path,
+                    process.returncode,
+                )
+                return None
             return "failed", (
                 f"its writer process stopped (exit code {process.returncode}); the write is "
                 "tried again with the next step"
             )
-        return status, detail
+        self._answered = True
+        return answer
+
+    def unsent(self, db: sqlite3.Connection, request: tuple[Any, ...]) -> tuple[Any, ...]:
+        """`request` without what a request whose process died before answering did write."""
+        if request[0] != "commit":
+            return request
+        return ("commit", request[1], self._unsent(db, request[1], request[2]))
 
     def _unsent(self, db: sqlite3.Connection, sid: str, steps: list[PlainStep]) -> list[PlainStep]:
         """`steps` without the events and messages that a request whose process died did
@@ -443,8 +470,10 @@ class _WriterProcess:
         ]
 
     def start(self) -> None:
-        """Start the process if it is not running."""
-        self._started()
+        """Start the process if it is not running (and it can be started)."""
+        if self.available:
+            with contextlib.suppress(OSError):
+                self._started()
 
     def _started(self) -> subprocess.Popen[bytes]:
         process = self._process
@@ -456,12 +485,24 @@ class _WriterProcess:
                     pipe.close()
             self._process = None
         self.stop()
-        self._process = subprocess.Popen(
-            [sys.executable, "-I", "-S", WRITER_SCRIPT, self.path],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-        )
+        try:
+            # its own session: a kernel interrupt (SIGINT to the process group) is not for it
+            self._process = subprocess.Popen(
+                [sys.executable, "-I", "-S", WRITER_SCRIPT, self.path],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            self.available = False
+            log.warning(
+                "cannot start the store writer for %s (%s); writing from this process",
+                self.path,
+                exc,
+            )
+            raise
         self._pid = os.getpid()
+        self._answered = False
         return self._process
 
     def stop(self) -> None:

@@ -55,6 +55,7 @@ def test_the_writer_process_stops_with_its_store(tmp_path: Path) -> None:
     session.send("go").result()
     session.store.flush()
     pid = writer_pid(store)
+    assert os.getsid(pid) != os.getsid(0)  # a kernel interrupt to our process group spares it
     store.close()
     assert gone(pid)
 
@@ -137,3 +138,22 @@ def test_sessions_given_one_path_share_its_store_and_writer(tmp_path: Path) -> N
     assert third.store.store is not store  # type: ignore[union-attr]
     third.send("go").result()
     assert {s.id for s in sn.Session.list_stored(db)} == {third.id}
+
+
+def test_a_writer_that_cannot_serve_leaves_the_writing_to_this_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    broken = tmp_path / "broken_writer.py"
+    broken.write_text("raise SystemExit(3)\n")
+    monkeypatch.setattr(_store_sqlite, "WRITER_SCRIPT", str(broken))
+    db = tmp_path / "runs.db"
+    store = sn.SQLiteStore(db)
+    session = sn.Session(BOSS, llm=sn.mock_llm(boss_handler), store=store)
+    session.send("go").result()
+    session.store.flush()  # type: ignore[union-attr]
+    assert not store._writer.available  # type: ignore[union-attr]
+    assert "stopped before it answered (exit code 3); writing from this process" in caplog.text
+    session.send("again").result()
+    session.store.flush()  # type: ignore[union-attr]
+    assert stored(session, db) == stored(session, None)
+    store.close()
