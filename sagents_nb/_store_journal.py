@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import operator
 import threading
 import time
+import types
+import typing
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from pydantic.fields import FieldInfo
 
 from ._loop import library_loop, on_library_thread
 from ._messages import Message
@@ -32,8 +37,9 @@ from ._store_snapshot import (
     node_values_of,
     stored_field,
 )
+from ._store_sqlite_writer import body_text
 from ._store_writer import MAX_DELAY_SECONDS, QUIET_SECONDS, StepWriter, later
-from .events import ModelRequest, ModelResponse
+from .events import AnyEvent, ModelRequest, ModelResponse
 
 if TYPE_CHECKING:
     from ._node import Node, TaskEntry
@@ -406,6 +412,29 @@ class Journal:
                 unsettled.discard(key)
 
 
+@functools.cache
+def plain_events() -> frozenset[type[Event]]:
+    """The event classes whose fields are all plain values (text, numbers, flags, lists of
+    text): their `__dict__` is their JSON's content, which `marshal` ships to the writer."""
+    members = typing.get_args(typing.get_args(AnyEvent)[0])
+    return frozenset(c for c in members if all(map(_plain, c.model_fields.values())))
+
+
+def _plain(field: FieldInfo) -> bool:
+    return _plain_type(field.annotation)
+
+
+def _plain_type(annotation: Any) -> bool:
+    if annotation in (str, int, float, bool, type(None)):
+        return True
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is typing.Literal:
+        return all(isinstance(a, str) for a in args)
+    if origin in (typing.Union, types.UnionType):
+        return all(map(_plain_type, args))
+    return origin is list and args == (str,)
+
+
 class Numbering:
     """Numbers of a session's stored messages, given in write order by the thread that encodes
     its steps (one at a time); `numbers` maps a message's id to it and its number's text."""
@@ -448,7 +477,7 @@ class PendingStep:
         events, messages, nodes, _, _ = self.plain()
         return Step(
             self.seq,
-            [EventRow(*event) for event in events],
+            [EventRow(*event[:4], body_text(event[4])) for event in events],
             [MessageWrite(*write) for write in messages],
             [NodeRow(*node) for node in nodes],
             self.tasks,
@@ -470,7 +499,7 @@ class PendingStep:
             for path, transcript, seq, messages, swap in self.messages
         ]
         return (
-            [(e.seq, e.run, e.type, e.path, self._event_json(e)) for e in self.events],
+            [(e.seq, e.run, e.type, e.path, self._event_body(e)) for e in self.events],
             [
                 (path, transcript, seq, [(n, _message_json(m)) for n, m in numbered], swap)
                 for path, transcript, seq, numbered, swap in writes
@@ -482,6 +511,13 @@ class PendingStep:
             [task.values() for task in self.tasks],
             self.retired,
         )
+
+    def _event_body(self, event: Event) -> str | dict[str, Any]:
+        """The event's fields when they are all plain values (the writer makes their JSON),
+        else its JSON."""
+        if type(event) in plain_events():
+            return event.__dict__  # events are not changed once emitted
+        return self._event_json(event)
 
     def _event_json(self, event: Event) -> str:
         """The event's JSON; a request's view and a response's message name stored messages

@@ -11,7 +11,8 @@ This module imports only the standard library, so the process starts in ~20 ms.
 
 Requests cross the pipe as plain data (`marshal`): `("commit", session id, steps)` or
 `("create", session)`. A step is `(events, messages, nodes, tasks, retired)` with `events`
-[(seq, run, type, path, body)], `messages` [(path, transcript, seq, [(n, body)], replace)],
+[(seq, run, type, path, body)] (a body is JSON text, or the event's fields when they are all
+plain values: the JSON is then made here, off the kernel's GIL), `messages` [(path, transcript, seq, [(n, body)], replace)],
 `nodes` [(path, part, seq, body)], `tasks` [(parent, agent, prompt, child, seq, status, text,
 settled, retired)] and `retired` [(parent, agent, prompt, seq)]: the fields of `_store.Step`'s
 rows, in order. A new session is `((id, agent, created, parent, fork_seq), events, messages,
@@ -21,6 +22,7 @@ nodes, tasks)` with `messages` [(n, path, transcript, added, removed, body)].
 from __future__ import annotations
 
 import functools
+import json
 import marshal
 import sqlite3
 import struct
@@ -50,6 +52,8 @@ UPDATE tasks SET retired = ?
 WHERE session = ? AND parent = ? AND agent = ? AND prompt = ? AND retired IS NULL
 """
 _HEADER = struct.Struct("<I")
+_dumps = json.JSONEncoder(separators=(",", ":")).encode
+"""ASCII JSON: a lone surrogate in model text comes out escaped, which SQLite's UTF-8 takes."""
 
 
 class Conflict(Exception):
@@ -68,7 +72,7 @@ def tune(db: sqlite3.Connection) -> None:
 def write_steps(db: sqlite3.Connection, sid: str, steps: Sequence[PlainStep]) -> None:
     """Write steps in order (the caller holds a transaction); rows whose order does not
     matter share one statement."""
-    events = [(sid, *event) for step in steps for event in step[0]]
+    events = [(sid, *event[:4], body_text(event[4])) for step in steps for event in step[0]]
     if events:
         insert_events(db, sid, events)
     nodes = [(sid, *node) for step in steps for node in step[2]]
@@ -94,6 +98,11 @@ def write_steps(db: sqlite3.Connection, sid: str, steps: Sequence[PlainStep]) ->
         insert_rows(db, INSERT_TASKS, tasks, _UPSERT_TASKS)
     if added:
         insert_rows(db, "INSERT INTO messages", added)
+
+
+def body_text(body: str | dict[str, Any]) -> str:
+    """An event's body as JSON text."""
+    return body if isinstance(body, str) else _dumps(body)
 
 
 def create_session(db: sqlite3.Connection, session: PlainSession) -> None:
@@ -181,7 +190,7 @@ def write(db: sqlite3.Connection, request: tuple[Any, ...]) -> tuple[str, str]:
         db.execute("COMMIT")
     except Conflict as exc:
         return "conflict", str(exc)
-    except sqlite3.Error as exc:
+    except Exception as exc:  # e.g. sqlite3.Error: the process goes on serving
         return "failed", f"{type(exc).__name__}: {exc}"
     return "ok", ""
 

@@ -6,12 +6,14 @@ import asyncio
 import sqlite3
 import tempfile
 import threading
+import typing
 from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import sagents_nb as sn
+from sagents_nb.events import parse_event
 
 
 @sn.tool
@@ -85,3 +87,40 @@ def test_rows_are_inserted_in_order_whatever_their_count(count: int) -> None:
     assert db.execute("SELECT a, b FROM t ORDER BY rowid").fetchall() == [
         (i, f"row {i}") for i in range(count)
     ]
+
+
+def plain_values(annotation: object) -> st.SearchStrategy[object]:
+    """Values of a plain field type (see `_store_journal.plain_events`)."""
+    simple = {
+        str: st.text(max_size=20),
+        int: st.integers(-(10**9), 10**9),
+        float: st.floats(allow_nan=False, allow_infinity=False),
+        bool: st.booleans(),
+        type(None): st.none(),
+    }
+    if annotation in simple:
+        return simple[annotation]  # type: ignore[index]
+    args = typing.get_args(annotation)
+    if typing.get_origin(annotation) is typing.Literal:
+        return st.sampled_from(args)
+    if typing.get_origin(annotation) is list:
+        return st.lists(st.text(max_size=10), max_size=3)
+    return st.one_of(*map(plain_values, args))
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.data())
+def test_events_shipped_as_their_fields_read_back_the_same(data: st.DataObject) -> None:
+    """Events whose fields are all plain values reach the writer process as their `__dict__`
+    and get their JSON there: it must parse back to the same event."""
+    from sagents_nb._store_journal import plain_events
+    from sagents_nb._store_sqlite_writer import body_text
+
+    cls = data.draw(st.sampled_from(sorted(plain_events(), key=lambda c: c.__name__)))
+    fields = {
+        name: data.draw(plain_values(info.annotation), label=name)
+        for name, info in cls.model_fields.items()
+        if name != "type"
+    }
+    event = cls(**fields)
+    assert parse_event(body_text(event.__dict__)) == event
