@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import os
-import uuid
+import time
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,6 +35,18 @@ from .kinds import Main, Worker
 
 if TYPE_CHECKING:
     from ._store_journal import Journal
+
+
+_ID_DIGITS = "0123456789abcdefghjkmnpqrstvwxyz"
+"""Crockford's base 32, lower case: digits sort as their values do."""
+
+
+def new_session_id() -> str:
+    """A new session's id: 16 base-32 digits, 44 bits of the time in milliseconds and then 36
+    random bits. Ids sort by creation, so a store's rows for new sessions go in at the end of
+    its indexes (random ids scatter them: ~35% more SQLite work a commit in a big store)."""
+    value = (time.time_ns() // 1_000_000) << 36 | int.from_bytes(os.urandom(5)) >> 4
+    return "".join(_ID_DIGITS[value >> shift & 31] for shift in range(75, -1, -5))
 
 
 class Session:
@@ -71,7 +83,7 @@ class Session:
         tool_context: dict[str, Any] | None = None,
         session_id: str | None = None,
     ) -> None:
-        self.id = session_id or uuid.uuid4().hex[:12]
+        self.id = session_id or new_session_id()
         self.agent = agent
         self._llm = llm if llm is not None else LLM()
         self.scope = scope

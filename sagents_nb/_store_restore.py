@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -15,6 +14,7 @@ from ._messages import Message
 from ._node import Node, Outcome, TaskEntry
 from ._result import Result
 from ._run import Run
+from ._session import new_session_id
 from ._store import SessionRows, Store, StoredSession, TaskRow, resolve_store
 from ._store_journal import Journal
 from ._store_snapshot import load_node
@@ -76,7 +76,7 @@ def fork_session(session: Session, at: int | None) -> Session:
         )
     cut = rows.at(seq)
     cut.info = StoredSession(
-        uuid.uuid4().hex[:12], session.agent.name, time.time(), session.id, seq, seq
+        new_session_id(), session.agent.name, time.time(), session.id, seq, seq
     )
     journal.store.create(cut)
     forked = type(session)(

@@ -269,3 +269,16 @@ def test_run_numbers_stay_unique_after_a_queued_run_was_cancelled(tmp_path: Path
     again = sn.Session.open(db, session.id, agent=sn.Agent("a"), llm=llm)
     assert [r.status for r in again.runs] == ["done", "cancelled", "done"]
     assert again.send("fourth").result().run == 4
+
+
+def test_new_session_ids_sort_by_creation_and_do_not_repeat() -> None:
+    """Generated ids lead with the time, so a store's rows for new sessions go in at the end
+    of its indexes; 36 random bits follow."""
+    from sagents_nb._session import new_session_id
+
+    many = [new_session_id() for _ in range(20_000)]
+    assert len(set(many)) == len(many)
+    earlier = new_session_id()
+    time.sleep(0.002)
+    assert earlier < new_session_id()
+    assert all(len(i) == 16 and i.isalnum() and i.islower() for i in many)
