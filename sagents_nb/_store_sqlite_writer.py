@@ -21,9 +21,11 @@ nodes, tasks)` with `messages` [(n, path, transcript, added, removed, body)].
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import marshal
+import os
 import sqlite3
 import struct
 import sys
@@ -31,6 +33,9 @@ from collections.abc import Sequence
 from typing import Any, BinaryIO
 
 CHECKPOINT_PAGES = 8192
+NICENESS = 10
+"""The writer process's scheduling priority, below the kernel's (0): when the CPUs are busy,
+the run goes first and the writer catches up."""
 
 PlainStep = tuple[list[Any], list[Any], list[Any], list[Any], list[Any]]
 PlainSession = tuple[tuple[Any, ...], list[Any], list[Any], list[Any], list[Any]]
@@ -210,5 +215,14 @@ def serve(path: str, requests: BinaryIO, answers: BinaryIO) -> None:
         db.close()
 
 
+def _lower_priority() -> None:
+    """Yield the CPU to the kernel's run when both want it: the writer is background work,
+    and with a core each the two still run side by side."""
+    if hasattr(os, "nice"):
+        with contextlib.suppress(OSError):
+            os.nice(NICENESS)
+
+
 if __name__ == "__main__":
+    _lower_priority()
     serve(sys.argv[1], sys.stdin.buffer, sys.stdout.buffer)
