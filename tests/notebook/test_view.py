@@ -117,7 +117,7 @@ def test_updates_are_throttled_and_the_last_state_always_arrives() -> None:
     threads: set[str] = set()
 
     def count(change: Any) -> None:
-        pushes.append(time.monotonic())
+        pushes.append(widget._throttle._last)  # when this push started (renders vary in length)
         threads.add(threading.current_thread().name)
 
     widget.observe(count, names=["header"])
@@ -130,7 +130,7 @@ def test_updates_are_throttled_and_the_last_state_always_arrives() -> None:
     assert events > 900
     assert len(pushes) <= elapsed * 10 + 3, (len(pushes), elapsed)
     gaps = [b - a for a, b in itertools.pairwise(pushes)]
-    assert min(gaps) >= 0.06  # 0.1 s apart, less the difference in render times
+    assert min(gaps) >= 0.1 - 1e-6
     assert threads == {"sagents_nb-loop"}
     assert widget.header["events"] == events
     assert widget.tree["turns"] == 201
