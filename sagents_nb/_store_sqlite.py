@@ -36,7 +36,12 @@ SQLITE_MAGIC = b"SQLite format 3\x00"
 MEMORY = ":memory:"
 WRITER_SCRIPT = str(Path(__file__).with_name("_store_sqlite_writer.py"))
 
-SCHEMA = """
+LIVE_TASKS_INDEX = (
+    "CREATE UNIQUE INDEX tasks_live ON tasks (session, parent, agent, prompt) WHERE retired IS NULL"
+)
+"""One live row per task key (schema 2): a commit's tasks go in as one INSERT ... ON CONFLICT."""
+
+SCHEMA = f"""
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE sessions (
     id TEXT PRIMARY KEY, agent TEXT NOT NULL, created REAL NOT NULL,
@@ -60,7 +65,7 @@ CREATE TABLE tasks (
     settled INTEGER, retired INTEGER
 );
 CREATE INDEX tasks_key ON tasks (session, parent, agent, prompt, retired);
-CREATE UNIQUE INDEX tasks_live ON tasks (session, parent, agent, prompt) WHERE retired IS NULL;
+{LIVE_TASKS_INDEX};
 """
 
 Migration = Callable[[sqlite3.Connection], None]
@@ -69,7 +74,7 @@ Migration = Callable[[sqlite3.Connection], None]
 def _live_tasks_unique(db: sqlite3.Connection) -> None:
     """Schema 2: a key has at most one live task row (schema 1 kept that by its writes), so
     that a commit writes its tasks with one INSERT ... ON CONFLICT statement."""
-    db.execute(SCHEMA.split(";")[-2])
+    db.execute(LIVE_TASKS_INDEX)
 
 
 MIGRATIONS: dict[int, Migration] = {1: _live_tasks_unique}
