@@ -18,7 +18,7 @@ import threading
 
 import sagents
 
-from sagents_nb._loop import library_loop
+from sagents_nb._base.loop import library_loop
 
 
 def on_loop(fn: object) -> None:

@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from . import events, kinds
-from ._agent import Agent, Task
-from ._errors import (
+from ._base.errors import (
     ConfigurationError,
     EndpointError,
     LLMError,
@@ -17,21 +16,22 @@ from ._errors import (
     StoreError,
     TransportError,
 )
-from ._hooks import Deny, ToolCallInfo
-from ._messages import Message, ToolCall, Usage
-from ._pausing import PendingAction
-from ._preprocess import Mentions, MessagePreprocessor, PreprocessContext
-from ._result import Result, TreeNode
-from ._run import Run
-from ._session import Session
-from ._store import Store, StoredSession
-from ._tools import Tool, ToolError, ToolResult, tool
-from ._wire import LLM
+from ._base.messages import Message, ToolCall, Usage
+from ._endpoints.openai import LLM
+from ._runtime.agent import Agent, Task
+from ._runtime.pausing import PendingAction
+from ._runtime.preprocess import Mentions, MessagePreprocessor, PreprocessContext
+from ._runtime.result import Result, TreeNode
+from ._runtime.run import Run
+from ._runtime.session import Session
+from ._store.protocol import Store, StoredSession
+from ._tools.hooks import Deny, ToolCallInfo
+from ._tools.tool import Tool, ToolError, ToolResult, tool
 
 if TYPE_CHECKING:
-    from ._cassette import record, replay
-    from ._mock import ChatRequest, call, mock_llm, reply, script
-    from ._store_sqlite import SQLiteStore
+    from ._endpoints.cassette import record, replay
+    from ._endpoints.mock import ChatRequest, call, mock_llm, reply, script
+    from ._store.sqlite.store import SQLiteStore
 
 __version__ = "0.1.0"
 
@@ -85,14 +85,14 @@ __all__ = [
 # httpx (which loads its CLI's click, rich and pygments when installed, ~30 ms), SQLiteStore
 # needs sqlite3 (it loads with the first durable session).
 _LAZY = {
-    "ChatRequest": "._mock",
-    "SQLiteStore": "._store_sqlite",
-    "call": "._mock",
-    "mock_llm": "._mock",
-    "record": "._cassette",
-    "replay": "._cassette",
-    "reply": "._mock",
-    "script": "._mock",
+    "ChatRequest": "._endpoints.mock",
+    "SQLiteStore": "._store.sqlite.store",
+    "call": "._endpoints.mock",
+    "mock_llm": "._endpoints.mock",
+    "record": "._endpoints.cassette",
+    "replay": "._endpoints.cassette",
+    "reply": "._endpoints.mock",
+    "script": "._endpoints.mock",
 }
 
 

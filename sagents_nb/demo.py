@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sagents_nb as sn
-from sagents_nb._trace import describe
+from sagents_nb._runtime.trace import describe
 
 
 @sn.tool

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from ._messages import Message, Usage
+from ._base.messages import Message, Usage
 
 ToolStatus = Literal["ok", "error", "denied", "refused", "cancelled"]
 

@@ -8,7 +8,7 @@ import json
 import time
 
 import sagents_nb as sn
-from sagents_nb._delegation import TASK_DESCRIPTION
+from sagents_nb._runtime.delegation import TASK_DESCRIPTION
 
 
 def is_parent(req: sn.ChatRequest) -> bool:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sagents_nb as sn
-from sagents_nb._turns import _model_request
+from sagents_nb._runtime.turns import _model_request
 from sagents_nb.events import ModelRequest, parse_event
 
 

@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import sagents_nb as sn
-from sagents_nb._tools import parse_arguments
-from sagents_nb._wire import StreamAssembler, parse_completion
+from sagents_nb._endpoints.openai import StreamAssembler, parse_completion
+from sagents_nb._tools.tool import parse_arguments
 from sagents_nb.events import (
     ErrorOccurred,
     ModelResponse,

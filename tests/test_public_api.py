@@ -89,7 +89,10 @@ def test_lazy_public_names_are_listed_and_resolve_on_first_use() -> None:
     assert set(sn.__all__) <= set(dir(sn))  # tab completion sees them before first use
     from sagents_nb import ChatRequest, mock_llm, record
 
-    assert (mock_llm.__module__, record.__module__) == ("sagents_nb._mock", "sagents_nb._cassette")
+    assert (mock_llm.__module__, record.__module__) == (
+        "sagents_nb._endpoints.mock",
+        "sagents_nb._endpoints.cassette",
+    )
     assert sn.ChatRequest is ChatRequest
 
 
@@ -106,7 +109,7 @@ def test_events_round_trip_through_json() -> None:
 
 
 def test_message_copies_do_not_keep_stale_wire_or_token_caches() -> None:
-    from sagents_nb._messages import estimate_tokens
+    from sagents_nb._base.messages import estimate_tokens
 
     original = sn.Message(role="user", content="short")
     assert original.to_wire()["content"] == "short" and estimate_tokens(original) == 5

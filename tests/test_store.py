@@ -274,7 +274,7 @@ def test_run_numbers_stay_unique_after_a_queued_run_was_cancelled(tmp_path: Path
 def test_new_session_ids_sort_by_creation_and_do_not_repeat() -> None:
     """Generated ids lead with the time, so a store's rows for new sessions go in at the end
     of its indexes; 36 random bits follow."""
-    from sagents_nb._session import new_session_id
+    from sagents_nb._runtime.session import new_session_id
 
     many = [new_session_id() for _ in range(20_000)]
     assert len(set(many)) == len(many)

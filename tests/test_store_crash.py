@@ -177,7 +177,7 @@ def writers(db: Path) -> list[int]:
             state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
         except OSError:
             continue
-        if state != "Z" and any(b"_store_sqlite_writer" in c for c in command):
+        if state != "Z" and any(b"writer_process.py" in c for c in command):
             if str(db).encode() in command:
                 found.append(int(entry.name))
     return found

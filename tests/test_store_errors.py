@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import sagents_nb as sn
-from sagents_nb import _store_sqlite
+from sagents_nb._store.sqlite import store as _store_sqlite
 
 from .test_store import BOSS, boss_handler
 

@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 import sagents_nb as sn
-from sagents_nb._wire import StreamAssembler
+from sagents_nb._endpoints.openai import StreamAssembler
 from tests.conftest import add, usage
 
 SECRET = "sk-test-SECRET-0123456789"
@@ -202,7 +202,7 @@ def test_endpoint_is_usable_from_several_event_loops() -> None:
     llm = sn.mock_llm(lambda req: "pong")
 
     async def once() -> str:
-        from sagents_nb._messages import user
+        from sagents_nb._base.messages import user
 
         completion = await llm.complete({"model": "m", "messages": [user("ping").to_wire()]})
         return completion.message.content or ""

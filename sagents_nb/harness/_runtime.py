@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Literal
 
-from .._errors import ConfigurationError
+from .._base.errors import ConfigurationError
 from ._events import HarnessDone, HarnessError, HarnessEvent, HarnessText
 from ._framing import LineFramer
 from ._mcp import CallTool, ServedTool, serve_tools

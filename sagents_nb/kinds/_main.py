@@ -6,14 +6,14 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
-from .._messages import Message, system
-from .._tools import Tool
+from .._base.messages import Message, system
+from .._tools.tool import Tool
 from ..events import ColdSink
 from ._protocol import BaseKind, View
 from ._relevance import Group, LexicalScorer, Scorer, group_text
 
 if TYPE_CHECKING:
-    from .._node import Node
+    from .._runtime.node import Node
 
 
 _best_first = attrgetter("score", "start")

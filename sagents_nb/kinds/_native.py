@@ -7,12 +7,12 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .._messages import Message, ToolCall, Usage
+from .._base.messages import Message, ToolCall, Usage
 from ..events import HarnessEventOccurred
 from ._protocol import BaseKind
 
 if TYPE_CHECKING:
-    from .._node import Node, Outcome
+    from .._runtime.node import Node, Outcome
     from ..harness import HarnessEvent, NativeHarness
 
 
@@ -55,8 +55,8 @@ class Native(BaseKind):
 
     async def run_task(self, child: Node) -> Outcome:
         """Run the CLI once on the child's current input and record its answer."""
-        from .._node import Outcome
-        from .._toolcalls import execute_call
+        from .._runtime.node import Outcome
+        from .._runtime.toolcalls import execute_call
         from ..harness import HarnessConfig, run_harness
 
         agent = child.agent

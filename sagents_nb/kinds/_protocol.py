@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
-from .._messages import Message, ToolCall
-from .._tools import ToolResult
+from .._base.messages import Message, ToolCall
+from .._tools.tool import ToolResult
 from ..events import TextDelta
 
 if TYPE_CHECKING:
-    from .._node import Node
+    from .._runtime.node import Node
 
 DisposePolicy = Literal["keep", "drop"]
 

@@ -6,12 +6,12 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .._messages import Message
+from .._base.messages import Message
 from ..events import TextDelta, WindowTrim
 from ._protocol import BaseKind
 
 if TYPE_CHECKING:
-    from .._node import Node
+    from .._runtime.node import Node
 
 
 @dataclass

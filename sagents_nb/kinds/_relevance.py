@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .._messages import Message
+from .._base.messages import Message
 
 _WORD = re.compile(r"[a-z0-9_]{3,}")
 _STOP = frozenset(

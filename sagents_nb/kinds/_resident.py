@@ -5,14 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .._errors import LLMError
-from .._messages import Message
+from .._base.errors import LLMError
+from .._base.messages import Message
 from ..events import Compaction, ContextFull
 from ._protocol import BaseKind, CompactionReport, DisposePolicy
 from ._relevance import split_groups
 
 if TYPE_CHECKING:
-    from .._node import Node
+    from .._runtime.node import Node
 
 SUMMARY_PREFIX = "Summary of the earlier conversation:\n"
 
@@ -119,7 +119,7 @@ class Resident(BaseKind):
         return child.release_inbox(policy)
 
     def parent_tools(self) -> list[Any]:
-        from .._delegation import RESIDENT_CONTROL
+        from .._runtime.delegation import RESIDENT_CONTROL
 
         return [RESIDENT_CONTROL]
 

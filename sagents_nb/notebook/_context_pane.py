@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._messages import Message
+from .._base.messages import Message
 from ._render import ROWS, message_parts, message_state
 from ._state import NodeState, Stored, Turn
 

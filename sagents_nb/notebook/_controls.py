@@ -12,7 +12,7 @@ from .. import kinds
 from ._panes import TABS
 
 if TYPE_CHECKING:
-    from .._run import Run
+    from .._runtime.run import Run
     from ._widget import LiveView
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from .._messages import Message
+from .._base.messages import Message
 from ..events import Event
 from ._projector import Projector
 from ._render import ROWS, as_json, clip

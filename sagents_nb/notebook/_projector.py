@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .._messages import Message
+from .._base.messages import Message
 from ..events import (
     ColdSink,
     Compaction,
@@ -41,7 +41,7 @@ from ..events import (
 from ._state import Mark, NodeState, PendingState, RunState, ToolCard, Turn
 
 if TYPE_CHECKING:
-    from .._result import TreeNode
+    from .._runtime.result import TreeNode
 
 
 class Projector:

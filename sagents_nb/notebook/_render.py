@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterable
 from typing import Any, assert_never
 
-from .._messages import Message, ToolCall
+from .._base.messages import Message, ToolCall
 from ..events import RunStarted, TaskSpawned, ToolCallFinished
 from ._projector import Projector
 from ._state import NodeState, Stored

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._messages import Message, Usage
+from .._base.messages import Message, Usage
 from ..events import (
     ErrorOccurred,
     HarnessEventOccurred,

@@ -6,8 +6,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from .. import Agent, Result, Run, Session, kinds
-from .._agent import member_agent
-from .._loop import on_library_thread, run_sync
+from .._base.loop import on_library_thread, run_sync
+from .._runtime.agent import member_agent
 from ..events import Event
 from ._projector import Projector
 

@@ -9,7 +9,7 @@ import time
 import weakref
 from collections.abc import Callable
 
-from .._loop import call_soon, on_library_thread
+from .._base.loop import call_soon, on_library_thread
 
 log = logging.getLogger("sagents_nb")
 

@@ -15,7 +15,7 @@ except ImportError as exc:  # pragma: no cover - both ship with sagents_nb's dep
     ) from exc
 
 from .. import kinds
-from .._loop import run_sync
+from .._base.loop import run_sync
 from ._controls import handle_message
 from ._panes import Focus, pane_state
 from ._projector import Projector

@@ -1,0 +1,1 @@
+"""Foundation: errors, messages, ids and the library's loop thread; imports nothing of the package."""

@@ -1,0 +1,95 @@
+"""The library's own event loop, run by a daemon thread; sync entry points block on it in short polls.
+
+Why not nest-asyncio: it loses kernel requests on ipykernel >= 7.1 (see the project's notes on
+Jupyter async). A separate loop thread keeps runs progressing while a cell blocks and keeps
+Ctrl-C / kernel interrupts responsive.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import os
+import threading
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+from .errors import ConfigurationError
+
+T = TypeVar("T")
+POLL_SECONDS = 0.1
+
+_lock = threading.Lock()
+_loop: asyncio.AbstractEventLoop | None = None
+_thread: threading.Thread | None = None
+_pid: int | None = None
+
+
+def library_loop() -> asyncio.AbstractEventLoop:
+    """The library's event loop, started on first use (and again after a fork or a dead thread)."""
+    global _loop, _thread, _pid
+    with _lock:
+        if _loop is None or _pid != os.getpid() or _thread is None or not _thread.is_alive():
+            loop = asyncio.new_event_loop()
+            ready = threading.Event()
+
+            def serve() -> None:
+                asyncio.set_event_loop(loop)
+                loop.call_soon(ready.set)
+                loop.run_forever()
+
+            thread = threading.Thread(target=serve, name="sagents_nb-loop", daemon=True)
+            thread.start()
+            ready.wait()
+            _loop, _thread, _pid = loop, thread, os.getpid()
+        return _loop
+
+
+def on_library_thread() -> bool:
+    """Whether the caller runs on the library's loop thread."""
+    return _thread is not None and threading.current_thread() is _thread
+
+
+def submit(coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+    """Schedule `coro` on the library loop."""
+    return asyncio.run_coroutine_threadsafe(coro, library_loop())
+
+
+def call_soon(callback: Any, *args: Any) -> None:
+    """Run `callback(*args)` on the library loop thread (thread-safe)."""
+    library_loop().call_soon_threadsafe(callback, *args)
+
+
+def block_on(future: concurrent.futures.Future[T], *, what: str) -> T:
+    """Wait for `future` in short polls so KeyboardInterrupt (a kernel interrupt) gets through."""
+    if on_library_thread():
+        future.cancel()
+        raise ConfigurationError(
+            f"{what} blocks, and was called on sagents_nb's own loop thread where it would "
+            "deadlock; use the async form (await agent.run(...), await run) instead"
+        )
+    while True:
+        try:
+            return future.result(timeout=POLL_SECONDS)
+        except concurrent.futures.TimeoutError:
+            continue
+
+
+def run_sync(coro: Coroutine[Any, Any, T], *, what: str) -> T:
+    """Run `coro` on the library loop and wait; an interrupt cancels it and re-raises."""
+    if on_library_thread():
+        coro.close()
+        block_on(concurrent.futures.Future(), what=what)
+    future = submit(coro)
+    try:
+        return block_on(future, what=what)
+    except KeyboardInterrupt:
+        future.cancel()
+        raise
+
+
+async def run_on_library_loop(coro: Coroutine[Any, Any, T]) -> T:
+    """Await `coro` on the library loop from any loop (inline when already there)."""
+    if on_library_thread():
+        return await coro
+    return await asyncio.wrap_future(submit(coro))

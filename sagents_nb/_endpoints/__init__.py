@@ -1,0 +1,1 @@
+"""Endpoints: the OpenAI-compatible wire on httpx, inline mocks and cassettes."""

@@ -1,0 +1,311 @@
+"""Inline mock endpoints: a handler written in the notebook answers like an OpenAI server."""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import json
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import httpx
+
+from .openai import LLM
+
+
+@dataclass(frozen=True)
+class CallSpec:
+    """A tool call the mock should make: `sn.call("search", q="cats")`."""
+
+    name: str
+    arguments: dict[str, Any]
+    id: str | None = None
+
+
+def call(name: str, /, _id: str | None = None, **arguments: Any) -> CallSpec:
+    """A tool call for `sn.reply(tool_calls=[...])`."""
+    return CallSpec(name, arguments, _id)
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What a mock answers: text, tool calls, reported usage, and whether to stream."""
+
+    text: str | None = None
+    tool_calls: tuple[CallSpec, ...] = ()
+    usage: dict[str, int] | None = None
+    stream: bool = False
+    raw_arguments: dict[int, str] = field(default_factory=dict)
+    """Override the JSON text of the i-th call's arguments (to send malformed JSON on purpose)."""
+
+
+def reply(
+    text: str | None = None,
+    *,
+    tool_calls: Iterable[CallSpec] = (),
+    usage: Mapping[str, int] | None = None,
+    stream: bool = False,
+) -> Reply:
+    """Build a mock reply.
+
+    Args:
+        text: the assistant text.
+        tool_calls: `sn.call(...)` items.
+        usage: reported usage, e.g. `{"prompt_tokens": 30, "completion_tokens": 10, "total_tokens": 40}`.
+        stream: answer as server-sent events even if the request did not ask to stream.
+    """
+    return Reply(text, tuple(tool_calls), dict(usage) if usage else None, stream)
+
+
+_JSON = {"content-type": "application/json"}
+
+
+class ChatRequest:
+    """A request as the mock handler sees it."""
+
+    def __init__(self, body: dict[str, Any], size: int) -> None:
+        self.body = body
+        """The JSON body exactly as sent."""
+        self.size = size
+
+    @property
+    def model(self) -> str:
+        return str(self.body.get("model", ""))
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        return self.body.get("messages") or []
+
+    @property
+    def stream(self) -> bool:
+        return bool(self.body.get("stream"))
+
+    @cached_property
+    def tools(self) -> list[str]:
+        """Names of the tools offered."""
+        return [t["function"]["name"] for t in self.body.get("tools") or ()]
+
+    @cached_property
+    def tool_results(self) -> list[str]:
+        """Contents of the `role: "tool"` messages, in order."""
+        return [m.get("content") or "" for m in self.messages if m.get("role") == "tool"]
+
+    @property
+    def last_user(self) -> str:
+        """Text of the last user message."""
+        for message in reversed(self.messages):
+            if message.get("role") == "user":
+                return message.get("content") or ""
+        return ""
+
+    @property
+    def last(self) -> dict[str, Any]:
+        """The last message of the request."""
+        return self.messages[-1] if self.messages else {}
+
+    @property
+    def system(self) -> str:
+        """Text of the first system message."""
+        first = self.messages[0] if self.messages else {}
+        return (first.get("content") or "") if first.get("role") == "system" else ""
+
+    def __repr__(self) -> str:
+        return f"ChatRequest(model={self.model!r}, messages={len(self.messages)})"
+
+
+Handler = Callable[[ChatRequest], Any]
+
+
+class MockLLM(LLM):
+    """An `sn.LLM` whose transport is an `httpx.MockTransport` calling a Python handler."""
+
+    def __init__(self, handler: Handler, *, model: str = "mock", **options: Any) -> None:
+        self.handler = handler
+        self._ids = itertools.count(1)
+        super().__init__(
+            "http://mock.local/v1",
+            api_key="",
+            model=model,
+            transport=httpx.MockTransport(self._serve),
+            **options,
+        )
+
+    @property
+    def label(self) -> str:
+        return f"mock:{getattr(self.handler, '__name__', type(self.handler).__name__)}"
+
+    async def _serve(self, request: httpx.Request) -> httpx.Response:
+        raw = await request.aread()
+        chat = ChatRequest(json.loads(raw), len(raw))
+        answer = self.handler(chat)
+        if inspect.isawaitable(answer):
+            answer = await answer
+        if isinstance(answer, httpx.Response):
+            return answer
+        if answer is None or isinstance(answer, str):
+            answer = Reply(answer or "")
+        if not isinstance(answer, Reply):
+            return httpx.Response(
+                500,
+                json={
+                    "error": {
+                        "message": f"mock handler returned {type(answer).__name__}; "
+                        "return a str, sn.reply(...) or an httpx.Response"
+                    }
+                },
+            )
+        return self.respond(answer, chat)
+
+    def respond(self, answer: Reply, chat: ChatRequest) -> httpx.Response:
+        """The HTTP response a real server would give for `answer`."""
+        calls = [
+            {
+                "id": spec.id or f"call_{next(self._ids)}",
+                "type": "function",
+                "function": {
+                    "name": spec.name,
+                    "arguments": answer.raw_arguments.get(i, json.dumps(spec.arguments)),
+                },
+            }
+            for i, spec in enumerate(answer.tool_calls)
+        ]
+        usage = dict(answer.usage or _estimated_usage(chat.size, answer.text or ""))
+        usage.setdefault(
+            "total_tokens", usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)
+        )
+        if chat.stream or answer.stream:
+            return httpx.Response(
+                200,
+                content=_sse_body(answer.text, calls, usage),
+                headers={"content-type": "text/event-stream"},
+            )
+        message: dict[str, Any] = {"role": "assistant", "content": answer.text}
+        if calls:
+            message["tool_calls"] = calls
+        body = {
+            "id": "chatcmpl-mock",
+            "object": "chat.completion",
+            "model": chat.model,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "finish_reason": "tool_calls" if calls else "stop",
+                }
+            ],
+            "usage": usage,
+        }
+        return httpx.Response(200, content=json.dumps(body).encode(), headers=_JSON)
+
+
+def _estimated_usage(request_size: int, text: str) -> dict[str, int]:
+    prompt, completion = request_size // 4, len(text) // 4 + 1
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
+
+
+def _sse_body(text: str | None, calls: list[dict[str, Any]], usage: dict[str, int]) -> bytes:
+    def event(delta: dict[str, Any], finish: str | None = None) -> str:
+        chunk = {
+            "object": "chat.completion.chunk",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
+        return f"data: {json.dumps(chunk)}\n\n"
+
+    parts = [event({"role": "assistant"})]
+    for piece in _chunks(text or ""):
+        parts.append(event({"content": piece}))
+    for index, c in enumerate(calls):
+        fn = c["function"]
+        parts.append(
+            event(
+                {
+                    "tool_calls": [
+                        {
+                            "index": index,
+                            "id": c["id"],
+                            "type": "function",
+                            "function": {"name": fn["name"], "arguments": ""},
+                        }
+                    ]
+                }
+            )
+        )
+        parts.append(
+            event({"tool_calls": [{"index": index, "function": {"arguments": fn["arguments"]}}]})
+        )
+    parts.append(event({}, "tool_calls" if calls else "stop"))
+    parts.append(f"data: {json.dumps({'choices': [], 'usage': usage})}\n\n")
+    parts.append("data: [DONE]\n\n")
+    return "".join(parts).encode()
+
+
+def _chunks(text: str) -> list[str]:
+    """Split text into word-sized pieces, keeping the spaces, as a real stream would."""
+    pieces, start = [], 0
+    for i, ch in enumerate(text):
+        if ch == " " and i > start:
+            pieces.append(text[start:i])
+            start = i
+    if start < len(text):
+        pieces.append(text[start:])
+    return pieces
+
+
+def mock_llm(handler: Handler, *, model: str = "mock", **options: Any) -> MockLLM:
+    """An inline mock endpoint: `handler(request: sn.ChatRequest)` returns the reply.
+
+    The handler (sync or async) returns a `str`, an `sn.reply(...)` or an `httpx.Response`.
+    Every exchange is recorded in `.exchanges`.
+    """
+    return MockLLM(handler, model=model, **options)
+
+
+class _Script:
+    """Answers with the given replies in order (per model name, if given a dict)."""
+
+    __name__ = "script"
+
+    def __init__(self, replies: tuple[Any, ...] | Mapping[str, Iterable[Any]]) -> None:
+        if isinstance(replies, Mapping):
+            self.queues = {name: list(items) for name, items in replies.items()}
+        else:
+            self.queues = {"": list(replies)}
+        self.positions = dict.fromkeys(self.queues, 0)
+
+    def __call__(self, request: ChatRequest) -> Any:
+        key = request.model if request.model in self.queues else ""
+        if key not in self.queues:
+            return _script_error(
+                f"sn.script has no replies for model {request.model!r} "
+                f"(it has: {', '.join(sorted(self.queues))})"
+            )
+        queue, position = self.queues[key], self.positions[key]
+        if position >= len(queue):
+            return _script_error(
+                f"sn.script ran out of replies after {len(queue)}"
+                f"{f' for model {key!r}' if key else ''}; add more replies to the script"
+            )
+        self.positions[key] = position + 1
+        answer = queue[position]
+        return answer(request) if callable(answer) else answer
+
+
+def _script_error(message: str) -> httpx.Response:
+    return httpx.Response(400, json={"error": {"message": message, "type": "script_exhausted"}})
+
+
+def script(*replies: Any, **options: Any) -> MockLLM:
+    """A mock endpoint answering with `replies` in order.
+
+    Each reply is a `str`, an `sn.reply(...)`, an `httpx.Response` or a callable taking the request.
+    Pass a single dict `{model_name: [replies...]}` to script several models.
+    """
+    if len(replies) == 1 and isinstance(replies[0], Mapping):
+        return MockLLM(_Script(replies[0]), **options)
+    return MockLLM(_Script(replies), **options)

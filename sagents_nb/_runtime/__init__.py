@@ -1,0 +1,1 @@
+"""The runtime: nodes, the turn loop, delegation, runs and pauses, sessions, agents."""

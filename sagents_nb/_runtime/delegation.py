@@ -1,0 +1,308 @@
+"""Delegation: the model-facing `task` tool, team scoping, reattach, Task instructions, residents."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from .._base.messages import user
+from .._tools.tool import ToolResult
+from ..events import TaskFinished, TaskReattached, TaskRefused, TaskSpawned
+from ..kinds import CompactUnsupported, kind_name
+from .agent import Agent, member_agent
+from .node import Node, Outcome, QueuedInput, TaskEntry
+from .resume import continue_restored
+from .toolcalls import NodeTool
+
+TASK_DESCRIPTION = "Delegate a subtask to an isolated subagent. Available agents — "
+
+
+class TaskTool(NodeTool):
+    """`task(agent, prompt)`: spawn (or reattach to) an isolated child from the caller's team."""
+
+    name = "task"
+
+    def __init__(self, members: list[Agent]) -> None:
+        ordered = sorted(members, key=lambda a: a.name)
+        self.description = TASK_DESCRIPTION + "; ".join(f"{a.name}: {a.does}" for a in ordered)
+        self.parameters = {
+            "type": "object",
+            "properties": {
+                "agent": {
+                    "type": "string",
+                    "enum": [a.name for a in ordered],
+                    "description": "which team member does the subtask",
+                },
+                "prompt": {
+                    "type": "string",
+                    "description": "the subtask, complete and self-contained",
+                },
+            },
+            "required": ["agent", "prompt"],
+        }
+
+    async def run(self, node: Node, call_id: str, arguments: dict[str, Any]) -> ToolResult:
+        name, prompt = arguments.get("agent"), arguments.get("prompt")
+        if not isinstance(name, str) or not isinstance(prompt, str):
+            return ToolResult(
+                call_id,
+                self.name,
+                "error: task needs string arguments 'agent' and 'prompt'",
+                "error",
+            )
+        members = {a.name: a for a in map(member_agent, node.agent.team)}
+        if name not in members:
+            reason = (
+                f'agent "{name}" is not in this agent\'s team '
+                f"(available: {', '.join(sorted(members)) or 'none'})"
+            )
+            return _refuse(node, call_id, name, prompt, reason)
+        limit = node.session.max_depth
+        if node.depth >= limit:
+            reason = (
+                f"depth limit ({limit}) reached: {node.path} is at depth {node.depth} and "
+                "cannot delegate further; do this part yourself or answer with what you have"
+            )
+            return _refuse(node, call_id, name, prompt, reason)
+        outcome = await delegate(node, members[name], prompt, call_id)
+        status = "error" if outcome.status in ("error", "cancelled") else "ok"
+        return ToolResult(call_id, self.name, outcome.as_tool_text(), status)
+
+
+def _refuse(node: Node, call_id: str, agent: str, prompt: str, reason: str) -> ToolResult:
+    node.refused.append(reason)
+    node.emit(TaskRefused(agent=agent, prompt=prompt, reason=reason, call_id=call_id))
+    return ToolResult(call_id, "task", f"error: {reason}", "refused")
+
+
+class TaskInstructionsTool(NodeTool):
+    """`get_task_instructions(agent)`: a team member's usage instructions, served on request."""
+
+    name = "get_task_instructions"
+
+    def __init__(self, members: list[Agent]) -> None:
+        self.description = (
+            "Get detailed instructions on how to use a team member before delegating to it."
+        )
+        self.parameters = {
+            "type": "object",
+            "properties": {"agent": {"type": "string", "enum": sorted(a.name for a in members)}},
+            "required": ["agent"],
+        }
+
+    async def run(self, node: Node, call_id: str, arguments: dict[str, Any]) -> ToolResult:
+        wanted = arguments.get("agent")
+        for agent in map(member_agent, node.agent.team):
+            if agent.name == wanted and agent.use_instructions:
+                return ToolResult(call_id, self.name, agent.use_instructions)
+        return ToolResult(
+            call_id, self.name, f"error: no instructions for agent {wanted!r}", "error"
+        )
+
+
+class ResidentControlTool(NodeTool):
+    """`resident_agents`: list, inspect, compress or destroy this agent's resident children."""
+
+    name = "resident_agents"
+    description = (
+        "Manage your resident sub-agents (children that remember across tasks): "
+        "list them, inspect one, compress its context, or destroy it."
+    )
+    parameters = {  # noqa: RUF012
+        "type": "object",
+        "properties": {
+            "action": {"type": "string", "enum": ["list", "inspect", "compress", "destroy"]},
+            "id": {"type": "string", "description": "the resident's id (for all but list)"},
+            "residual": {
+                "type": "string",
+                "enum": ["keep", "drop"],
+                "description": "for destroy: hand queued inputs back (keep) or skip them",
+            },
+        },
+        "required": ["action"],
+    }
+
+    async def run(self, node: Node, call_id: str, arguments: dict[str, Any]) -> ToolResult:
+        action = arguments.get("action")
+        residents = {c.path: c for c in node.persistent.values() if hasattr(c.kind, "describe")}
+        if action == "list":
+            return ToolResult(
+                call_id, self.name, json.dumps([c.kind.describe(c) for c in residents.values()])
+            )  # type: ignore[attr-defined]
+        child = residents.get(str(arguments.get("id")))
+        if child is None:
+            return ToolResult(
+                call_id,
+                self.name,
+                f"error: no resident with id "
+                f"{arguments.get('id')!r} (residents: {', '.join(residents) or 'none'})",
+                "error",
+            )
+        if action == "inspect":
+            info = child.kind.describe(child)  # type: ignore[attr-defined]
+            info["recent"] = [f"{m.role}: {(m.content or '')[:200]}" for m in child.history[-6:]]
+            return ToolResult(call_id, self.name, json.dumps(info))
+        if action == "compress":
+            try:
+                report = await child.kind.compact(child)
+            except CompactUnsupported as exc:
+                return ToolResult(call_id, self.name, f"error: {exc}", "error")
+            return ToolResult(
+                call_id,
+                self.name,
+                f"compacted {child.path} by {report.strategy}: {report.before_tokens} "
+                f"-> {report.after_tokens} tokens, {report.removed} messages folded",
+            )
+        if action == "destroy":
+            residual = arguments.get("residual", "keep")
+            if residual not in ("keep", "drop"):
+                return ToolResult(
+                    call_id, self.name, "error: residual must be keep or drop", "error"
+                )
+            note = child.kind.dispose(child, residual)
+            node.persistent.pop(child.agent.name, None)
+            child.set_status("destroyed", note)
+            return ToolResult(call_id, self.name, note)
+        return ToolResult(
+            call_id,
+            self.name,
+            f"error: unknown action {action!r} (use list, inspect, compress or destroy)",
+            "error",
+        )
+
+
+RESIDENT_CONTROL = ResidentControlTool()
+_task_tools: dict[tuple[tuple[str, str], ...], TaskTool] = {}
+
+
+def team_tools(agent: Agent) -> list[Any]:
+    """The tools an agent's team gives it this turn (none for an empty team)."""
+    if not agent.team:
+        return []
+    members = [member_agent(m) for m in agent.team]
+    key = tuple((a.name, a.does) for a in members)
+    task = _task_tools.get(key)
+    if task is None:
+        task = _task_tools[key] = TaskTool(members)
+    tools: list[Any] = [task]
+    if any(a.use_instructions for a in members):
+        tools.append(TaskInstructionsTool(members))
+    seen: set[int] = set()
+    for member in members:
+        kind = member.kind
+        if kind is not None:
+            for control in kind.parent_tools():
+                if id(control) not in seen:
+                    seen.add(id(control))
+                    tools.append(control)
+    return tools
+
+
+async def delegate(parent: Node, agent: Agent, prompt: str, call_id: str | None) -> Outcome:
+    """Hand `prompt` to a child of `parent` running `agent`: reattach, deliver, or spawn."""
+    session = parent.session
+    kind = agent.kind if agent.kind is not None else session.default_worker
+    seen = parent.kinds_seen.get(agent.name)
+    if seen is not None and seen is not kind:
+        _swap_child_kind(parent, agent, seen, kind)
+    parent.kinds_seen[agent.name] = kind
+    key = (agent.name, prompt)
+    entry = parent.tasks.get(key)
+    if entry is not None and entry.task is None and entry.outcome is None:
+        return await continue_restored(parent, entry, call_id)
+    if entry is not None and entry.outcome is None and entry.task is not None and entry.task.done():
+        entry = None  # cancelled before it settled: run it again rather than reattach
+    if entry is not None:
+        return await _reattach(parent, entry, call_id)
+    child = parent.persistent.get(agent.name) if getattr(kind, "persistent", False) else None
+    spawned = child is None
+    if child is None:
+        child = Node(session, agent, kind, path=parent.next_child_path(agent.name), parent=parent)
+        parent.order.append(child)
+        if getattr(kind, "persistent", False):
+            parent.persistent[agent.name] = child
+    entry = parent.tasks[key] = TaskEntry(child, prompt)
+    parent.emit(
+        TaskSpawned(
+            child=child.path,
+            agent=agent.name,
+            prompt=prompt,
+            kind=kind_name(kind),
+            call_id=call_id,
+            display_text=agent.display_text,
+        )
+    )
+    if spawned:
+        child.set_status("spawned")
+    entry.task = asyncio.get_running_loop().create_task(_run_child(parent, child, prompt))
+    entry.outcome = outcome = await entry.task
+    parent.emit(
+        TaskFinished(
+            child=child.path,
+            agent=agent.name,
+            status=outcome.status,
+            text=outcome.text,
+            turns=child.task_turns,
+            usage=child.usage,
+        )
+    )
+    return outcome
+
+
+async def _run_child(parent: Node, child: Node, prompt: str) -> Outcome:
+    from .turns import run_task
+
+    semaphore = parent.session.child_slots(parent)
+    async with semaphore:
+        if not getattr(child.kind, "persistent", False):
+            return await run_task(child, user(prompt))
+        item = QueuedInput(prompt, asyncio.get_running_loop().create_future())
+        child.inbox.append(item)
+        async with child.lock:
+            if item.future.done():
+                return item.future.result()
+            child.inbox.remove(item)
+            return await run_task(child, user(prompt))
+
+
+async def _reattach(parent: Node, entry: TaskEntry, call_id: str | None) -> Outcome:
+    child = entry.child
+    parent.reattached += 1
+    child.reattached += 1
+    if entry.outcome is not None:
+        state = "settled"
+    elif child.status == "paused":
+        state = "pending"
+    else:
+        state = "running"
+    parent.emit(
+        TaskReattached(
+            child=child.path,
+            agent=child.agent.name,
+            prompt=entry.prompt,
+            state=state,
+            call_id=call_id,
+        )
+    )
+    if entry.outcome is not None:
+        return entry.outcome
+    if state == "pending":
+        pending = parent.session.pending_for(child.path)
+        return Outcome("pending", f"{child.path} is waiting at a pause: {pending}")
+    assert entry.task is not None
+    return await entry.task
+
+
+def _swap_child_kind(parent: Node, agent: Agent, old: Any, new: Any) -> None:
+    from ..events import KindSwapped
+
+    # results settled under the old kind are not reattached to: the configuration changed
+    for key in [k for k, e in parent.tasks.items() if k[0] == agent.name and e.outcome]:
+        del parent.tasks[key]
+    resident = parent.persistent.pop(agent.name, None)
+    if resident is not None:
+        resident.set_status("disposed", resident.kind.dispose(resident, "keep"))
+    parent.emit(
+        KindSwapped(agent=agent.name, old=kind_name(old), new=kind_name(new), policy="keep")
+    )

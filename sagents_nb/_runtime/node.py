@@ -1,0 +1,255 @@
+"""A node: one agent instance in a delegation tree, with its storage, status, usage and children."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .._base.messages import Message, Usage, estimate_tokens, system, tool_message
+from ..events import Event, StatusChanged
+from ..kinds import kind_name
+from .result import TreeNode
+
+if TYPE_CHECKING:
+    from .._tools.tool import ToolResult
+    from ..kinds import ChildKind
+    from .agent import Agent
+    from .session import Session
+
+TERMINAL = frozenset({"done", "incomplete", "error", "cancelled", "pending"})
+
+
+@dataclass
+class Outcome:
+    """How a task ended for one node."""
+
+    status: str
+    text: str
+
+    def as_tool_text(self) -> str:
+        """What the parent's `task` call returns: the text, prefixed by the status unless done."""
+        return self.text if self.status == "done" else f"[{self.status}] {self.text}"
+
+
+@dataclass
+class TaskEntry:
+    """One delegated task among a parent's children, keyed by (agent, prompt)."""
+
+    child: Node
+    prompt: str
+    task: asyncio.Task[Outcome] | None = None
+    outcome: Outcome | None = None
+
+
+@dataclass
+class QueuedInput:
+    """An input waiting for a busy persistent child."""
+
+    prompt: str
+    future: asyncio.Future[Outcome]
+
+
+class Node:
+    """Runtime state of one agent instance; kinds read and write its storage through it."""
+
+    def __init__(
+        self,
+        session: Session,
+        agent: Agent,
+        kind: ChildKind,
+        *,
+        path: str,
+        parent: Node | None = None,
+    ) -> None:
+        self.session = session
+        self.agent = agent
+        self.kind = kind
+        self.kind_state: dict[str, Any] = {}
+        self.path = path
+        self.parent = parent
+        self.depth = 0 if parent is None else parent.depth + 1
+        self.history: list[Message] = []
+        self.history_tokens = 0
+        self.display: list[Message] | None = None
+        self.display_swaps: dict[int, Message] = {}
+        self.status = "spawned"
+        self.turns = 0
+        self.task_turns = 0
+        self.task_tool_calls = 0
+        self.task_tokens = 0
+        self.usage = Usage()
+        self.tasks: dict[tuple[str, str], TaskEntry] = {}
+        self.persistent: dict[str, Node] = {}
+        self.kinds_seen: dict[str, ChildKind] = {}
+        self.counters: dict[str, int] = {}
+        self.order: list[Node] = []
+        self.notices: list[str] = []
+        self.inbox: list[QueuedInput] = []
+        self.lock = asyncio.Lock()
+        self.busy = False
+        self.input_index = -1
+        self.input_text = ""
+        self.display_text = agent.display_text
+        self.reattached = 0
+        self.refused: list[str] = []
+        self.measured: tuple[int, int] | None = None
+        self.tool_map: dict[str, Any] = {}
+        self.last_outcome: Outcome | None = None
+
+    def __repr__(self) -> str:
+        return f"Node({self.path!r}, kind={kind_name(self.kind)}, status={self.status!r})"
+
+    # events and status
+
+    def emit(self, event: Event) -> Event:
+        """Emit `event` on the session's bus, stamped with this node's path."""
+        event.__dict__["path"] = self.path  # plain dict write: pydantic's __setattr__ is slow
+        return self.session.bus.emit(event)
+
+    def set_status(self, status: str, detail: str | None = None) -> None:
+        """Change the status and emit `status_changed`."""
+        self.status = status
+        self.emit(StatusChanged(status=status, detail=detail))
+
+    # storage
+
+    @property
+    def token_count(self) -> Callable[[Message], int]:
+        """The session's token counter."""
+        return self.session.token_counter
+
+    def system_messages(self) -> list[Message]:
+        """The system prompt (read from the agent now, so edits between cells apply)."""
+        return [system(self.agent.instructions)] if self.agent.instructions else []
+
+    def append(self, *messages: Message) -> None:
+        """Append to storage (and to the display transcript for the session's top agent)."""
+        self.history.extend(messages)
+        count = self.session.token_counter
+        self.history_tokens += sum(count(m) for m in messages)
+        if self.display is not None:
+            swaps = self.display_swaps
+            self.display.extend(swaps.pop(id(m), m) if swaps else m for m in messages)
+        if self.session.store is not None:
+            self.session.store.messages_appended(self, messages)
+
+    def replace_history(self, messages: list[Message]) -> None:
+        """Replace storage wholesale (compaction); the display transcript is left alone."""
+        self.history = list(messages)
+        self.history_tokens = sum(self.session.token_counter(m) for m in self.history)
+        self.measured = None
+        for state_key in [k for k in self.kind_state if k != self.kind.name]:
+            del self.kind_state[state_key]
+        if self.session.store is not None:
+            self.session.store.history_replaced(self)
+
+    def context_tokens(self) -> int:
+        """Storage size in tokens: the endpoint's reported usage when known, else the estimate."""
+        if self.measured is not None:
+            tokens, at = self.measured
+            if at <= len(self.history):
+                count = self.session.token_counter
+                return tokens + sum(count(m) for m in self.history[at:])
+        return self.history_tokens
+
+    def close_dangling(self, reason: str) -> None:
+        """Answer every unanswered tool call of the last assistant turn, so history stays valid."""
+        for index in range(len(self.history) - 1, -1, -1):
+            message = self.history[index]
+            if message.role == "assistant" and message.tool_calls:
+                answered = {m.tool_call_id for m in self.history[index + 1 :] if m.role == "tool"}
+                missing = [c for c in message.tool_calls if c.id not in answered]
+                if missing:
+                    self.kind.append_history(
+                        self, *(tool_message(c.id, f"[cancelled] {reason}") for c in missing)
+                    )
+                return
+            if message.role == "user":
+                return
+
+    # children
+
+    def next_child_path(self, agent_name: str) -> str:
+        """`<path>/<agent>.<n>` for the next child of `agent_name`."""
+        n = self.counters.get(agent_name, 0) + 1
+        self.counters[agent_name] = n
+        return f"{self.path}/{agent_name}.{n}"
+
+    def release_inbox(self, policy: str) -> str:
+        """Answer every queued input: `keep` hands it back to the parent, `drop` skips it."""
+        queued, self.inbox = self.inbox, []
+        for item in queued:
+            if item.future.done():
+                continue
+            if policy == "keep":
+                text = (
+                    f"{self.path} was disposed before handling this input; it is returned to "
+                    f"you unhandled: {item.prompt}"
+                )
+            else:
+                text = f"{self.path} was disposed; this input was skipped: {item.prompt}"
+            item.future.set_result(Outcome("incomplete", text))
+        return f"{self.path} disposed ({policy}); {len(queued)} queued input(s) " + (
+            "returned to the parent" if policy == "keep" else "skipped"
+        )
+
+    def rolled_usage(self) -> Usage:
+        """Usage of this node and all its children."""
+        total = self.usage
+        for child in self.order:
+            total = total + child.rolled_usage()
+        return total
+
+    def tree(self) -> TreeNode:
+        """A snapshot of this node and its children."""
+        return TreeNode(
+            id=self.path,
+            agent=self.agent.name,
+            kind=kind_name(self.kind),
+            status=self.status,
+            turns=self.turns,
+            usage=self.rolled_usage(),
+            children=[child.tree() for child in self.order],
+            display_text=self.display_text,
+            reattached=self.reattached,
+            refused=list(self.refused),
+        )
+
+    def find(self, path: str) -> Node | None:
+        """The node at `path` in this subtree."""
+        if path == self.path:
+            return self
+        for child in self.order:
+            if path.startswith(child.path):
+                found = child.find(path)
+                if found is not None:
+                    return found
+        return None
+
+    def walk(self) -> list[Node]:
+        """This node and all below it."""
+        nodes = [self]
+        for child in self.order:
+            nodes.extend(child.walk())
+        return nodes
+
+    async def execute_tools(self, calls: list[Any]) -> list[ToolResult]:
+        """Run tool calls concurrently (hooks and pauses applied); results in call order."""
+        from .toolcalls import execute_call
+
+        if len(calls) == 1:
+            return [await execute_call(self, calls[0])]
+        return list(await asyncio.gather(*(execute_call(self, c) for c in calls)))
+
+    async def summarise(self, messages: list[Message]) -> str:
+        """Ask this node's endpoint for a summary of `messages` (visible in events and the wire)."""
+        from .turns import summarise
+
+        return await summarise(self, messages)
+
+
+def default_token_counter(message: Message) -> int:
+    """The default estimate (about four characters a token)."""
+    return estimate_tokens(message)

@@ -1,0 +1,94 @@
+"""Message preprocessors: each user message becomes a display version and an LLM version."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from .._base.errors import Rejected
+from .._base.messages import Message
+
+
+@dataclass
+class PreprocessContext:
+    """What a preprocessor knows besides the message."""
+
+    agent_id: str
+    conversation_id: str
+    tool_context: dict[str, Any] = field(default_factory=dict)
+    state: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class MessagePreprocessor(Protocol):
+    """`preprocess(scope, message, context) -> (display_message, llm_message)`, sync or async.
+
+    Raise `sn.Rejected(reason)` to refuse the message: nothing is added anywhere.
+    """
+
+    def preprocess(self, scope: Any, message: Message, context: PreprocessContext) -> Any: ...
+
+
+def preprocessor_name(preprocessor: Any) -> str:
+    """A short label for events and views."""
+    if preprocessor is None:
+        return "none"
+    return str(getattr(preprocessor, "name", None) or type(preprocessor).__name__)
+
+
+class Mentions:
+    """Expands `@Name` mentions into documents in the LLM message; the display keeps `@Name`.
+
+    Args:
+        documents: a mapping from name to text, or a callable returning the text (or None).
+        strict: refuse messages that mention an unknown name instead of leaving them as typed.
+    """
+
+    name = "mentions"
+    pattern = re.compile(r"@([A-Za-z0-9_][\w.\-]*)")
+
+    def __init__(
+        self, documents: Mapping[str, str] | Callable[[str], str | None], *, strict: bool = False
+    ) -> None:
+        self.documents = documents
+        self.strict = strict
+
+    def _lookup(self, name: str) -> str | None:
+        if callable(self.documents):
+            return self.documents(name)
+        return self.documents.get(name)
+
+    def preprocess(
+        self, scope: Any, message: Message, context: PreprocessContext
+    ) -> tuple[Message, Message]:
+        text = message.content or ""
+        found: dict[str, str] = {}
+        for name in self.pattern.findall(text):
+            name = name.rstrip(".")
+            if name in found:
+                continue
+            document = self._lookup(name)
+            if document is None:
+                if self.strict:
+                    raise Rejected(f"unknown mention @{name}; known: {self._known()}")
+                continue
+            found[name] = document
+        if not found:
+            return message, message
+        from html import escape  # here, not at import: `html` loads its entity table (~1 ms)
+
+        attached = "\n\n".join(
+            f'<document name="{escape(name, quote=True)}">\n{doc}\n</document>'
+            for name, doc in found.items()
+        )
+        return message, message.model_copy(update={"content": f"{text}\n\n{attached}"})
+
+    def _known(self) -> str:
+        if callable(self.documents):
+            return "(looked up by a function)"
+        return ", ".join(f"@{k}" for k in sorted(self.documents)) or "none"
+
+    def __repr__(self) -> str:
+        return f"Mentions({self._known()})"

@@ -1,0 +1,250 @@
+"""Rebuilding a session from stored rows: its tree, storage, transcripts, events and runs."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+from .._base.errors import ConfigurationError, StoreError
+from .._base.messages import Message
+from .._endpoints.openai import LLM
+from .._store.journal import Journal
+from .._store.protocol import SessionRows, Store, StoredSession, TaskRow, resolve_store
+from .._store.snapshot import load_node
+from ..events import Event, RunFinished, StatusChanged, parse_event
+from .agent import Agent, member_agent
+from .node import Node, Outcome, TaskEntry
+from .result import Result
+from .run import Run
+from .session import new_session_id
+
+if TYPE_CHECKING:
+    from .session import Session
+
+UNSTORED = Message(role="system", content="[this message of the view was not stored]")
+"""Stands in a view for a message whose step never committed (a fork cut between the two)."""
+
+NEVER_STARTED = "cancelled before it started"
+
+INTERRUPTED = (
+    "the process stopped before this run finished; session.resume() continues it from its last "
+    "committed step"
+)
+
+
+def open_session(
+    cls: type[Session], store: object, session_id: str, agent: Agent, options: dict[str, Any]
+) -> Session:
+    """`Session.open`: load `session_id` from `store` and rebuild it around `agent`."""
+    backend = resolve_store(store, create=False)
+    rows = backend.load(session_id)
+    return restore(cls(agent, session_id=session_id, **options), backend, rows)
+
+
+def reopening_endpoint(llm: LLM | None) -> LLM:
+    """`llm`, else the environment's endpoint, else one that tells what to do when it is used:
+    reopening a session to look at it needs no endpoint."""
+    if llm is not None:
+        return llm
+    try:
+        return LLM()
+    except ConfigurationError:
+        return LLM("http://no-endpoint.invalid/v1", transport=httpx.MockTransport(_no_endpoint))
+
+
+def _no_endpoint(request: httpx.Request) -> httpx.Response:
+    raise httpx.ConnectError(
+        "this session was reopened without an endpoint; set session.llm = sn.mock_llm(...) "
+        "or sn.LLM(...) before sending or resuming"
+    )
+
+
+def fork_session(session: Session, at: int | None) -> Session:
+    """`Session.fork`: a new session in the same store holding the state as of event `at`."""
+    journal = require_journal(session, "fork")
+    journal.flush()
+    rows = journal.store.load(session.id)
+    last = rows.info.last_seq
+    seq = last if at is None else at
+    if not 1 <= seq <= last:
+        raise StoreError(
+            f"fork(at={at}): session {session.id!r} has committed events 1..{last}; "
+            "pass the seq of one of them (event.seq)"
+        )
+    cut = rows.at(seq)
+    cut.info = StoredSession(
+        new_session_id(), session.agent.name, time.time(), session.id, seq, seq
+    )
+    journal.store.create(cut)
+    forked = type(session)(
+        session.agent,
+        llm=session.llm,
+        scope=session.scope,
+        preprocessor=session.preprocessor,
+        hooks=session.hooks,
+        max_depth=session.max_depth,
+        max_parallel=session.max_parallel,
+        token_counter=session.token_counter,
+        state=dict(session.state),
+        tool_context=session.tool_context,
+        session_id=cut.info.id,
+    )
+    forked.default_worker = session.default_worker
+    if session.agent.kind is None:
+        forked.default_main = forked.root.kind = session.default_main
+    return restore(forked, journal.store, cut)
+
+
+def require_journal(session: Session, what: str) -> Journal:
+    """The session's journal, or a `StoreError` saying how to make the session durable."""
+    journal = session.store
+    if not isinstance(journal, Journal):
+        raise StoreError(
+            f"session.{what}() needs a durable session: create it with "
+            "sn.Session(agent, store='runs.db') (or store=':memory:' to keep it in memory)"
+        )
+    return journal
+
+
+def restore(session: Session, store: Store, rows: SessionRows) -> Session:
+    """Put the stored state into a fresh `session` (built from code) and start recording."""
+    root = session.root
+    if rows.info.agent != root.agent.name:
+        raise StoreError(
+            f"session {rows.info.id!r} was saved with top agent {rows.info.agent!r}, not "
+            f"{root.agent.name!r}; pass agent= the agent it was saved with"
+        )
+    try:
+        stored = _Stored(rows)
+        stored.restore_node(root)
+        root.display = stored.transcript(root.path, "display")
+        events = stored.events()
+    except (ValueError, KeyError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
+        raise StoreError(
+            f"session {rows.info.id!r} could not be read back ({type(exc).__name__}: {exc}); "
+            "the store is damaged or was written by another program"
+        ) from exc
+    bus = session.bus
+    bus.log = events
+    bus._seq = events[-1].seq if events else 0
+    bus.statuses = {e.path: e.status for e in events if isinstance(e, StatusChanged)}
+    bus.run = max((e.run for e in events), default=0)
+    session.runs = _restore_runs(session, events)
+    session.store = Journal(session, store, rows=rows)
+    return session
+
+
+class _Stored:
+    """A session's rows, parsed once: one `Message` per stored message, shared by the
+    transcripts and the views in events, and each node's newest state."""
+
+    def __init__(self, rows: SessionRows) -> None:
+        self.rows = rows
+        self.messages = {row.n: Message.model_validate_json(row.body) for row in rows.messages}
+        self.live = rows.live_messages()
+        self.tasks: dict[str, list[TaskRow]] = {}
+        for task in rows.tasks:
+            if task.retired is None:
+                self.tasks.setdefault(task.parent, []).append(task)
+        parts = rows.node_states()
+        self.states = {p: data for (p, part), data in parts.items() if part == "state"}
+        self.kind_states = {p: data for (p, part), data in parts.items() if part == "kind"}
+        self.children: dict[str, list[str]] = {}
+        for path, state in sorted(self.states.items(), key=lambda item: item[1]["position"]):
+            if state["parent"] is not None:
+                self.children.setdefault(state["parent"], []).append(path)
+
+    def transcript(self, path: str, transcript: str) -> list[Message]:
+        return [self.messages[row.n] for row in self.live.get((path, transcript), ())]
+
+    def events(self) -> list[Event]:
+        """The stored events; a request's view gets its numbered messages back."""
+        events = []
+        for row in self.rows.events:
+            if row.type == "model_request":
+                data = json.loads(row.body)
+                data["messages"] = list(map(self._message, data["messages"]))
+                events.append(parse_event(data))
+            elif row.type == "model_response":
+                data = json.loads(row.body)
+                data["message"] = self._message(data["message"])
+                events.append(parse_event(data))
+            else:
+                events.append(parse_event(row.body))
+        return events
+
+    def _message(self, item: dict[str, Any] | int) -> dict[str, Any] | Message:
+        """A message in an event: its JSON, or the number of a stored one."""
+        return item if isinstance(item, dict) else self.messages.get(item, UNSTORED)
+
+    def restore_node(self, node: Node) -> None:
+        """Restore `node`'s storage and state, then its children and their task entries."""
+        node.history = self.transcript(node.path, "llm")
+        node.history_tokens = sum(map(node.token_count, node.history))
+        state = self.states.get(node.path)
+        if state is None:
+            return
+        load_node(node, state, self.kind_states.get(node.path))
+        session = node.session
+        for path in self.children.get(node.path, ()):
+            agent = _team_member(node.agent, self.states[path]["agent"])
+            kind = agent.kind if agent.kind is not None else session.default_worker
+            child = Node(session, agent, kind, path=path, parent=node)
+            node.order.append(child)
+            node.kinds_seen[agent.name] = kind
+            self.restore_node(child)
+        children = {child.path: child for child in node.order}
+        node.persistent = {
+            name: children[path] for name, path in state["persistent"].items() if path in children
+        }
+        for task in self.tasks.get(node.path, ()):
+            owner = children.get(task.child)
+            if owner is not None:
+                outcome = Outcome(task.status, task.text or "") if task.status is not None else None
+                node.tasks[(task.agent, task.prompt)] = TaskEntry(
+                    owner, task.prompt, outcome=outcome
+                )
+
+
+def _team_member(parent: Agent, name: str) -> Agent:
+    for member in parent.team:
+        agent = member_agent(member)
+        if agent.name == name:
+            return agent
+    return Agent(name, does=f"restored from a store; {name!r} is not in {parent.name}'s team now")
+
+
+def _restore_runs(session: Session, events: list[Event]) -> list[Run]:
+    """Finished runs with their results; an interrupted run as `incomplete`, to be resumed."""
+    firsts: dict[int, int] = {}
+    lasts: dict[int, int] = {}
+    for index, event in enumerate(events):
+        if event.run:
+            firsts.setdefault(event.run, index)
+            if event.run not in lasts or not isinstance(events[lasts[event.run]], RunFinished):
+                lasts[event.run] = index
+    runs = []
+    tree = session.tree
+    for number in range(1, max(firsts, default=0) + 1):
+        if number not in firsts:  # cancelled while queued: it left no event
+            first = last = 0
+            result = Result(NEVER_STARTED, "cancelled", 0, session.run_usage, [], tree, number)
+        else:
+            first, last = firsts[number], lasts[number] + 1
+            end = events[last - 1]
+            if isinstance(end, RunFinished):
+                result = Result(end.text, end.status, end.turns, end.usage, [], tree, number)
+            else:
+                result = Result(INTERRUPTED, "incomplete", 0, session.run_usage, [], tree, number)
+        result.events = events[first:last]
+        run = Run(session, number)
+        run._first, run._last = first, last
+        run._result = result
+        run.status = result.status
+        run._finished.set_result(result)
+        run._stop.set()
+        runs.append(run)
+    return runs

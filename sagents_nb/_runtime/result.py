@@ -1,0 +1,120 @@
+"""What a run returns: its text and status, usage, events, and the delegation tree."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .._base.messages import Usage
+
+if TYPE_CHECKING:
+    from ..events import Event
+
+
+@dataclass
+class TreeNode:
+    """One agent instance in the delegation tree (a snapshot)."""
+
+    id: str
+    """The node's path, e.g. `coordinator/explore.1`."""
+    agent: str
+    kind: str
+    status: str
+    turns: int
+    usage: Usage
+    """Usage of this node and everything below it."""
+    children: list[TreeNode] = field(default_factory=list)
+    display_text: str | None = None
+    reattached: int = 0
+    refused: list[str] = field(default_factory=list)
+
+    def walk(self) -> list[TreeNode]:
+        """This node and every node below it, depth first."""
+        nodes = [self]
+        for child in self.children:
+            nodes.extend(child.walk())
+        return nodes
+
+    def find(self, path: str) -> TreeNode | None:
+        """The node with id `path`, if any."""
+        return next((n for n in self.walk() if n.id == path), None)
+
+    def render(self) -> str:
+        """The tree as indented text lines."""
+        lines: list[str] = []
+
+        def visit(node: TreeNode, prefix: str, last: bool, root: bool) -> None:
+            branch = "" if root else ("└─ " if last else "├─ ")
+            extra = f", reattached x{node.reattached}" if node.reattached else ""
+            extra += f", refused {len(node.refused)}" if node.refused else ""
+            lines.append(
+                f"{prefix}{branch}{node.id} [{node.kind}] {node.status} · {node.turns} turns · "
+                f"{node.usage.total_tokens} tokens{extra}"
+            )
+            inner = prefix if root else prefix + ("   " if last else "│  ")
+            for i, child in enumerate(node.children):
+                visit(child, inner, i == len(node.children) - 1, False)
+
+        visit(self, "", True, True)
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable copy."""
+        return {
+            "id": self.id,
+            "agent": self.agent,
+            "kind": self.kind,
+            "status": self.status,
+            "turns": self.turns,
+            "usage": self.usage.model_dump(),
+            "display_text": self.display_text,
+            "reattached": self.reattached,
+            "refused": self.refused,
+            "children": [c.to_dict() for c in self.children],
+        }
+
+
+@dataclass
+class Result:
+    """The outcome of one run."""
+
+    text: str
+    status: str
+    """`done`, `incomplete`, `pending`, `error` or `cancelled`."""
+    turns: int
+    """Model calls the top agent made in this run."""
+    usage: Usage
+    """Tokens summed over the run, children included."""
+    events: list[Event]
+    tree: TreeNode
+    run: int = 1
+
+    def __repr__(self) -> str:
+        text = self.text if len(self.text) <= 80 else self.text[:77] + "..."
+        return (
+            f"Result(status={self.status!r}, turns={self.turns}, "
+            f"tokens={self.usage.total_tokens}, text={text!r})"
+        )
+
+    def _ipython_display_(self) -> None:
+        from ..notebook import display_live
+
+        display_live(self)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        from .static import static_bundle
+
+        return static_bundle(self.tree, self.text, self.status)
+
+    def to_json(self) -> str:
+        """Text, status, usage and tree as JSON (events excluded)."""
+        return json.dumps(
+            {
+                "text": self.text,
+                "status": self.status,
+                "turns": self.turns,
+                "usage": self.usage.model_dump(),
+                "tree": self.tree.to_dict(),
+            }
+        )

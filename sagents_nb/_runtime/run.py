@@ -1,0 +1,273 @@
+"""`Run`: the handle of one message's run; thread-safe controls, blocking and awaitable waits."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import itertools
+import threading
+from collections.abc import Generator, Iterable
+from typing import TYPE_CHECKING, Any
+
+from .._base.errors import ConfigurationError, RunPaused
+from .._base.loop import POLL_SECONDS, call_soon, on_library_thread
+from .._base.messages import Message
+from ..events import Paused, Resumed
+from .pausing import APPROVE, PAUSE_ACTIONS, Decision, PendingAction
+
+if TYPE_CHECKING:
+    from ..events import Event
+    from .node import Node
+    from .result import Result
+    from .session import Session
+
+FINAL = frozenset({"done", "incomplete", "pending", "error", "cancelled"})
+
+
+class Run:
+    """One message's run. Control methods return at once; `wait()` observes their effect.
+
+    `status` is `queued`, `running`, `paused`, or one of `done`, `incomplete`, `pending`,
+    `error`, `cancelled`.
+    """
+
+    def __init__(
+        self,
+        session: Session,
+        number: int,
+        *,
+        pause_on: Iterable[str] = (),
+        message: Message | None = None,
+        display: Message | None = None,
+    ) -> None:
+        unknown = set(pause_on) - PAUSE_ACTIONS
+        if unknown:
+            raise ConfigurationError(
+                f"pause_on accepts {sorted(PAUSE_ACTIONS)}, not {sorted(unknown)}"
+            )
+        self.session = session
+        self.number = number
+        self.pause_on = set(pause_on)
+        self.message = message
+        self.display = display
+        self.status = "queued"
+        self.pending: list[PendingAction] = []
+        self.mode = "normal"
+        self._result: Result | None = None
+        self._stop = threading.Event()
+        self._finished: concurrent.futures.Future[Result] = concurrent.futures.Future()
+        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
+        self._task: asyncio.Task[Any] | None = None
+        self._first = 0
+        self._last: int | None = None
+        self._pause_ids = itertools.count(1)
+
+    def __repr__(self) -> str:
+        at = f", paused_at={self.paused_at}" if self.paused_at else ""
+        return f"Run({self.number}, status={self.status!r}{at})"
+
+    def _ipython_display_(self) -> None:
+        from ..notebook import display_live
+
+        display_live(self)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        from .static import static_bundle
+
+        result = self._result
+        text = result.text if result else (str(self.paused_at) if self.paused_at else "")
+        return static_bundle(self.session.tree, text, self.status)
+
+    # observation
+
+    @property
+    def paused_at(self) -> PendingAction | None:
+        """The first pending action while paused, else None."""
+        return self.pending[0] if self.pending else None
+
+    @property
+    def events(self) -> list[Event]:
+        """The events of this run so far."""
+        log = self.session.bus.log
+        return log[self._first : self._last] if self.status != "queued" else []
+
+    @property
+    def done(self) -> bool:
+        return self.status in FINAL
+
+    def wait(self, timeout: float | None = None) -> str:
+        """Block until the run is paused or finished (interruptible); return its status."""
+        if on_library_thread():
+            raise ConfigurationError(
+                "run.wait() would deadlock on sagents_nb's loop thread; "
+                "use `await run.wait_async()`"
+            )
+        waited = 0.0
+        while not self._stop.wait(POLL_SECONDS):
+            waited += POLL_SECONDS
+            if timeout is not None and waited >= timeout:
+                break
+        return self.status
+
+    async def wait_async(self) -> str:
+        """Await until the run is paused or finished; return its status."""
+        if not self._stop.is_set():
+            loop = asyncio.get_running_loop()
+            future: asyncio.Future[None] = loop.create_future()
+            self._waiters.append((loop, future))
+            if not self._stop.is_set():
+                await future
+        return self.status
+
+    def result(self, timeout: float | None = None) -> Result:
+        """Wait for the end and return the `Result`; a paused run raises `RunPaused`."""
+        self.wait(timeout)
+        return self._result_now()
+
+    def __await__(self) -> Generator[Any, None, Result]:
+        yield from self.wait_async().__await__()
+        return self._result_now()
+
+    def _result_now(self) -> Result:
+        if self._result is not None:
+            return self._result
+        if self.status == "paused":
+            raise RunPaused(
+                f"run {self.number} is paused before {self.paused_at}; call "
+                "run.approve(), run.step() or run.resume() (or run.reject(reason))"
+            )
+        raise TimeoutError(f"run {self.number} is still {self.status}")
+
+    # controls (thread-safe)
+
+    def approve(self) -> None:
+        """Let the pending action go ahead; keep pausing at the configured points."""
+        self._decide(APPROVE, mode="normal")
+
+    def reject(self, reason: str = "rejected by the user") -> None:
+        """Refuse the pending action; a tool call's model is told `reason`."""
+        self._decide(Decision("reject", {"reason": reason}))
+
+    def edit(self, **changes: Any) -> None:
+        """Change the pending action, then let it go ahead.
+
+        For a tool call: new argument values (`city="Paris"`) or `arguments={...}` to replace all.
+        For a model request: `reply=` (a str or `sn.reply(...)`) instead of calling the model,
+        or `messages=[...]` to change the view sent.
+        """
+        self._decide(Decision("edit", changes))
+
+    def step(self) -> None:
+        """Approve, and pause again before the very next action of any kind."""
+        self._decide(APPROVE, mode="step")
+
+    def resume(self) -> None:
+        """Approve, and run to the end without pausing again."""
+        self._decide(APPROVE, mode="free")
+
+    def cancel(self) -> None:
+        """Stop the run and its children; dangling tool calls are answered as cancelled."""
+        if self.status == "paused":
+            self._stop.clear()
+        call_soon(self._cancel_on_loop)
+
+    def _decide(self, decision: Decision, mode: str | None = None) -> None:
+        if self.status == "paused":
+            self._stop.clear()
+        call_soon(self._decide_on_loop, decision, mode)
+
+    # on the library loop
+
+    def _decide_on_loop(self, decision: Decision, mode: str | None) -> None:
+        if mode is not None:
+            self.mode = mode
+        if not self.pending:
+            if self.status == "paused" or self.done:
+                self._signal_stop()
+            return
+        pending = self.pending.pop(0)
+        self.session.bus.emit(
+            Resumed(
+                path=pending.path,
+                pause_id=pending.id,
+                decision=decision.kind,
+                reason=decision.changes.get("reason"),
+            )
+        )
+        if pending.future is not None and not pending.future.done():
+            pending.future.set_result(decision)
+        if mode == "free":
+            for other in self.pending:
+                if other.future is not None and not other.future.done():
+                    other.future.set_result(APPROVE)
+            self.pending.clear()
+        if self.pending:
+            self._signal_stop()
+        else:
+            self._set_status("running")
+
+    def _cancel_on_loop(self) -> None:
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+
+    def should_pause(self, node: Node, action: str) -> bool:
+        if self.mode == "free":
+            return False
+        if self.mode == "step":
+            return True
+        return action in self.pause_on or action in node.agent.pause_on
+
+    async def pause(self, node: Node, action: str, **details: Any) -> Decision:
+        future: asyncio.Future[Decision] = asyncio.get_running_loop().create_future()
+        pending = PendingAction(next(self._pause_ids), action, node.path, future=future, **details)
+        self.pending.append(pending)
+        previous = node.status
+        node.set_status("paused", str(pending))
+        self.session.bus.emit(
+            Paused(
+                path=node.path,
+                pause_id=pending.id,
+                action=action,
+                name=pending.name,
+                call_id=pending.call_id,
+                arguments=pending.arguments,
+            )
+        )
+        self._set_status("paused")
+        self._signal_stop()
+        try:
+            decision = await future
+        finally:
+            if pending in self.pending:
+                self.pending.remove(pending)
+        node.set_status(previous if previous != "paused" else "running")
+        return decision
+
+    def _set_status(self, status: str) -> None:
+        self.status = status
+
+    def _signal_stop(self) -> None:
+        self._stop.set()
+        waiters, self._waiters = self._waiters, []
+        for loop, future in waiters:
+            loop.call_soon_threadsafe(_settle, future)
+
+    def _started(self) -> None:
+        self._first = len(self.session.bus.log)
+        self._set_status("running")
+
+    def _finish(self, result: Result) -> None:
+        self._result = result
+        self._last = len(self.session.bus.log)
+        for pending in self.pending:
+            if pending.future is not None and not pending.future.done():
+                pending.future.cancel()
+        self.pending.clear()
+        self.status = result.status
+        self._finished.set_result(result)
+        self._signal_stop()
+
+
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)

@@ -1,0 +1,170 @@
+"""One tool call, start to finish: pause gate, argument decoding, hooks, the call, its events."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import Any
+
+import pydantic
+
+from .._base.messages import ToolCall
+from .._tools.hooks import ToolCallInfo, apply_after, apply_before
+from .._tools.tool import Tool, ToolError, ToolResult, parse_arguments, validation_message
+from ..events import ToolCallFinished, ToolCallStarted
+from .node import Node
+
+
+class NodeTool:
+    """A built-in tool that acts on the calling node (`task`, `resident_agents`, ...)."""
+
+    name: str = ""
+    description: str = ""
+    parameters: dict[str, Any] = {}  # noqa: RUF012 - replaced per instance
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+    async def run(self, node: Node, call_id: str, arguments: dict[str, Any]) -> ToolResult:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+
+def _hooks(node: Node) -> list[Any]:
+    return [*node.session.hooks, *node.agent.hooks]
+
+
+async def execute_call(node: Node, call: ToolCall) -> ToolResult:
+    """Run one call and return its result; every failure becomes an error result, never a raise."""
+    name = call.name
+    tool = node.tool_map.get(name)
+    try:
+        arguments = parse_arguments(call.arguments)
+    except ValueError as exc:
+        return _finish(
+            node,
+            call,
+            call.arguments,
+            0.0,
+            ToolResult(
+                call.id,
+                name,
+                f"error: {exc}; send the arguments as a JSON object matching the tool's schema",
+                "error",
+            ),
+        )
+    action = "task" if name == "task" else "tool"
+    decision = await node.session.gate(
+        node, action, name=name, arguments=arguments, call_id=call.id
+    )
+    if decision.kind == "reject":
+        reason = decision.changes.get("reason") or "no reason given"
+        return _finish(
+            node,
+            call,
+            call.arguments,
+            0.0,
+            ToolResult(call.id, name, f"the user rejected this call: {reason}", "denied"),
+        )
+    if decision.kind == "edit":
+        arguments = decision.edited_arguments(arguments)
+    hooks = _hooks(node)
+    info = ToolCallInfo(  # hooks get a copy, so a rewrite in place still shows in the events
+        name=name,
+        arguments=dict(arguments) if hooks else arguments,
+        path=node.path,
+        id=call.id,
+        agent=node.agent.name,
+    )
+    # the model's own argument text, unless a pause edit changed the arguments
+    shown = _dump(arguments) if decision.kind == "edit" else call.arguments
+    node.emit(
+        ToolCallStarted(
+            call_id=call.id,
+            name=name,
+            arguments=shown,
+            display_text=_display_text(node, name, arguments),
+        )
+    )
+    started = time.perf_counter()
+    denied = await apply_before(hooks, info) if hooks else None
+    if denied is not None:
+        result = ToolResult(call.id, name, f"call rejected: {denied.reason}", "denied")
+    elif tool is None:
+        available = ", ".join(sorted(node.tool_map)) or "none"
+        result = ToolResult(
+            call.id, name, f"error: unknown tool {name!r} (available: {available})", "error"
+        )
+    else:
+        result = await _invoke(node, tool, call.id, info.arguments)
+    if hooks and denied is None:
+        result = await apply_after(hooks, info, result)
+    if hooks and info.arguments != arguments:  # a hook rewrote them
+        shown = _dump(info.arguments)
+    return _finish(node, call, shown, time.perf_counter() - started, result)
+
+
+async def _invoke(node: Node, tool: Any, call_id: str, arguments: dict[str, Any]) -> ToolResult:
+    name = tool.name
+    try:
+        if isinstance(tool, NodeTool):
+            return await tool.run(node, call_id, arguments)
+        return ToolResult(call_id, name, await tool.invoke(arguments))
+    except pydantic.ValidationError as exc:
+        message = f"error: invalid arguments for {name}: {validation_message(exc)}"
+    except ToolError as exc:
+        message = f"error: {exc}"
+    except TimeoutError:
+        limit = tool.timeout if isinstance(tool, Tool) else None
+        message = f"error: tool {name} timed out after {limit} s"
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:
+        message = f"error: tool {name} failed: {type(exc).__name__}: {exc}"
+    return ToolResult(call_id, name, message, "error")
+
+
+def _finish(
+    node: Node, call: ToolCall, arguments: str, duration: float, result: ToolResult
+) -> ToolResult:
+    result.duration = duration
+    node.emit(
+        ToolCallFinished(
+            call_id=call.id,
+            name=call.name,
+            arguments=arguments,
+            result=result.content,
+            status=result.status,
+            duration=duration,
+        )
+    )
+    return result
+
+
+def _display_text(node: Node, name: str, arguments: dict[str, Any]) -> str | None:
+    if name != "task":
+        return None
+    from .agent import member_agent
+
+    for member in node.agent.team:
+        agent = member_agent(member)
+        if agent.name == arguments.get("agent"):
+            return agent.display_text
+    return None
+
+
+def _dump(arguments: dict[str, Any]) -> str:
+    try:
+        return json.dumps(arguments, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return str(arguments)

@@ -1,0 +1,339 @@
+"""The turn loop every kind shares: build the view, call the model, run tools, until an answer."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import TYPE_CHECKING, Any
+
+from .._base.errors import LLMError
+from .._base.messages import Message, ToolCall, system, tool_message, trusted, user
+from .._endpoints.openai import Completion, RetryNotice
+from ..events import (
+    ContextBuilt,
+    ErrorOccurred,
+    KindSwapped,
+    ModelRequest,
+    ModelResponse,
+    Retry,
+)
+from ..kinds import View, kind_name
+from .node import Node, Outcome
+from .resume import resume_open_turn
+
+if TYPE_CHECKING:
+    from .pausing import Decision
+
+SUMMARY_INSTRUCTIONS = (
+    "You compress conversation history. Summarise the conversation below for the agent that "
+    "will continue it: keep facts, decisions, results of tool calls and open questions; drop "
+    "chatter. Answer with the summary only."
+)
+
+
+def salvage_prompt(limit: int) -> str:
+    """The message sent with the one salvage call at a Worker's turn cap."""
+    return (
+        f"You have reached the turn limit for this task ({limit} model turns) without giving a "
+        "final answer. Do not call any tools. Summarise what you found so far, and say what "
+        "remains undone."
+    )
+
+
+def resolve_kind(node: Node) -> Any:
+    """The kind the agent asks for now (its default when unset), swapping at a turn boundary."""
+    wanted = node.agent.kind
+    if wanted is None:
+        wanted = node.session.default_main if node.parent is None else node.session.default_worker
+    if wanted is not node.kind:
+        old = node.kind
+        note = old.dispose(node, "keep")
+        node.emit(
+            KindSwapped(
+                agent=node.agent.name, old=kind_name(old), new=kind_name(wanted), policy="keep"
+            )
+        )
+        node.kind = wanted
+        if note and node.inbox:
+            node.notices.append(note)
+    return wanted
+
+
+async def run_task(node: Node, message: Message | None, *, resume: bool = False) -> Outcome:
+    """Run `node` on one input (None continues from storage, e.g. a retry) until it settles.
+
+    `resume=True` continues a task restored from a store: its turn counters carry on, and the
+    turn the interruption cut short is finished first (`resume_open_turn`).
+    """
+    node.busy = True
+    if not resume:
+        node.task_turns = node.task_tool_calls = node.task_tokens = 0
+    kind = resolve_kind(node)
+    if message is not None:
+        kind.append_history(node, message)
+        node.input_index = len(node.history) - 1
+        node.input_text = message.content or ""
+    node.set_status("running")
+    try:
+        if getattr(kind, "owns_loop", False):
+            outcome = await kind.run_task(node)
+        else:
+            outcome = await resume_open_turn(node) if resume else None
+            if outcome is None:
+                outcome = await _turns(node)
+    except asyncio.CancelledError:
+        node.close_dangling("the run was cancelled")
+        node.busy = False
+        node.set_status("cancelled")
+        raise
+    except LLMError as exc:
+        node.close_dangling("the model endpoint failed")
+        node.emit(ErrorOccurred(error_type=type(exc).__name__, message=str(exc)))
+        outcome = Outcome("error", str(exc))
+    except Exception as exc:  # a bug in a tool hook, kind or preprocessor must not kill the session
+        node.close_dangling("an internal error stopped the task")
+        node.emit(ErrorOccurred(error_type=type(exc).__name__, message=f"{exc}"))
+        outcome = Outcome("error", f"{type(exc).__name__}: {exc}")
+    node.busy = False
+    await node.kind.flush(node)
+    node.last_outcome = outcome
+    node.set_status(outcome.status)
+    return outcome
+
+
+async def _turns(node: Node) -> Outcome:
+    agent = node.agent
+    while True:
+        # let the loop breathe between turns: controls (cancel, step) and other runs get a turn
+        # even when the endpoint and the tools never suspend (an in-process mock)
+        await asyncio.sleep(0)
+        kind = resolve_kind(node)
+        limit = kind.turn_limit(agent.max_turns)
+        if node.task_turns >= limit:
+            return await _at_turn_cap(node, limit)
+        await kind.maintain(node)
+        kind.prepare(node)
+        view = kind.build_context(node, node.input_text)
+        if node.notices:
+            view = [*view, system("\n".join(node.notices))]
+            node.notices.clear()
+        tools = _turn_tools(node, kind)
+        completion = await call_model(node, view, tools, stream=kind.stream)
+        if completion is None:
+            return Outcome("incomplete", "the model call was rejected at a pause")
+        message = _unique_call_ids(completion.message)
+        kind.append_history(node, message)
+        if completion.truncated:
+            node.emit(
+                ErrorOccurred(
+                    error_type="TruncatedStream",
+                    message="the stream ended before [DONE]; the partial reply was kept",
+                )
+            )
+            return Outcome("incomplete", (message.content or "") + " [truncated]")
+        if not message.tool_calls:
+            if not kind.stream:
+                kind.emit(node, message.content or "")
+            return Outcome("done", message.content or "")
+        over = _over_budget(node, len(message.tool_calls))
+        if over == "tool calls":
+            node.close_dangling("the tool-call budget is exhausted")
+            return _budget_outcome(node, over)
+        node.task_tool_calls += len(message.tool_calls)
+        results = await kind.run_tools(node, list(message.tool_calls))
+        kind.append_history(node, *(tool_message(r.call_id, r.content) for r in results))
+        if _over_budget(node, 0) == "tokens":
+            return _budget_outcome(node, "tokens")
+
+
+def _over_budget(node: Node, new_calls: int) -> str | None:
+    agent = node.agent
+    if (
+        agent.tool_call_budget is not None
+        and node.task_tool_calls + new_calls > agent.tool_call_budget
+    ):
+        return "tool calls"
+    if agent.token_budget is not None and node.task_tokens >= agent.token_budget:
+        return "tokens"
+    return None
+
+
+def _budget_outcome(node: Node, what: str) -> Outcome:
+    last = next(
+        (m.content for m in reversed(node.history) if m.role == "assistant" and m.content), ""
+    )
+    text = f"budget exhausted ({what}); partial work preserved"
+    return Outcome("incomplete", f"{text}: {last}" if last else text)
+
+
+async def _at_turn_cap(node: Node, limit: int) -> Outcome:
+    note = f"hit maxTurns ({limit}) without a final answer"
+    if not getattr(node.kind, "salvage", False):
+        return Outcome("incomplete", note)
+    node.kind.append_history(node, user(salvage_prompt(limit)))
+    view = node.kind.build_context(node, node.input_text)
+    completion = await call_model(node, view, _turn_tools(node, node.kind), tool_choice="none")
+    if completion is None:
+        return Outcome("incomplete", note)
+    message = completion.message.model_copy(update={"tool_calls": None})
+    node.kind.append_history(node, message)
+    summary = (message.content or "").strip()
+    return Outcome("incomplete", f"{note}; salvage summary: {summary}" if summary else note)
+
+
+def _turn_tools(node: Node, kind: Any) -> list[Any]:
+    from .delegation import team_tools
+
+    agent = node.agent
+    tools = [*agent.tools, *team_tools(agent), *kind.own_tools(node)]
+    node.tool_map = {t.name: t for t in tools}
+    return tools
+
+
+def _unique_call_ids(message: Message) -> Message:
+    calls = message.tool_calls
+    if not calls or len({c.id for c in calls}) == len(calls):
+        return message
+    seen: set[str] = set()
+    fixed = []
+    for call in calls:
+        call_id = call.id
+        while call_id in seen:
+            call_id = f"{call_id}_dup"
+        seen.add(call_id)
+        fixed.append(
+            call
+            if call_id == call.id
+            else ToolCall(id=call_id, name=call.name, arguments=call.arguments)
+        )
+    return message.model_copy(update={"tool_calls": tuple(fixed)})
+
+
+def model_name(node: Node) -> str:
+    """The agent's model, else its parent's, else the endpoint's default."""
+    current: Node | None = node
+    while current is not None:
+        if current.agent.model:
+            return current.agent.model
+        current = current.parent
+    return node.session.llm.model
+
+
+async def call_model(
+    node: Node,
+    view: list[Message],
+    tools: list[Any],
+    *,
+    stream: bool = False,
+    tool_choice: str | None = None,
+    count_turn: bool = True,
+) -> Completion | None:
+    """Send one request for `node` (after its pause gate); None when the user rejected it."""
+    decision: Decision = await node.session.gate(node, "model", messages=view)
+    if decision.kind == "reject":
+        return None
+    if decision.kind == "edit" and "messages" in decision.changes:
+        view = list(decision.changes["messages"])
+    llm = node.session.llm
+    model = model_name(node)
+    body: dict[str, Any] = {"model": model, "messages": list(map(Message.to_wire, view))}
+    if tools:
+        body["tools"] = [t.to_wire() for t in tools]
+        if tool_choice:
+            body["tool_choice"] = tool_choice
+    if stream:
+        body["stream"] = True
+    if count_turn:
+        view_tokens, in_storage = _measure(view, node.token_count)
+        node.emit(
+            ContextBuilt(
+                turn=node.turns + 1,
+                kind=kind_name(node.kind),
+                view_messages=len(view),
+                storage_messages=len(node.history),
+                view_tokens=view_tokens,
+                storage_tokens=node.context_tokens(),
+                hidden=len(node.history) - in_storage,
+            )
+        )
+    node.emit(
+        _model_request(
+            turn=node.turns + 1,
+            model=model,
+            messages=view if type(view) is View else list(view),  # a View is fresh
+            tools=[t.name for t in tools],
+            tool_choice=tool_choice,
+            stream=stream,
+        )
+    )
+    started = time.perf_counter()
+    if decision.kind == "edit" and "reply" in decision.changes:
+        completion = Completion(message=decision.reply_message())
+    else:
+        completion = await llm.complete(
+            body,
+            on_delta=(lambda text: node.kind.emit(node, text)) if stream else None,
+            on_retry=lambda notice: _emit_retry(node, notice),
+        )
+    if count_turn:
+        node.turns += 1
+        node.task_turns += 1
+    if completion.usage is not None:
+        node.usage = node.usage + completion.usage
+        node.task_tokens += completion.usage.total_tokens
+        node.session.add_usage(completion.usage)
+        node.measured = (
+            completion.usage.prompt_tokens + completion.usage.completion_tokens,
+            len(node.history) + 1,
+        )
+    node.emit(
+        ModelResponse(
+            turn=node.turns,
+            message=completion.message,
+            usage=completion.usage,
+            duration=time.perf_counter() - started,
+            finish_reason=completion.finish_reason,
+            truncated=completion.truncated,
+        )
+    )
+    return completion
+
+
+def _measure(view: list[Message], count: Any) -> tuple[int, int]:
+    """The view's tokens, and how many of its messages come from storage (as its kind measured
+    them, if it did: see `kinds.View`).
+
+    Otherwise view-only messages are taken to be the system notes (the prompt, cold-storage
+    notes, notices); a resident's summary is a system message that does live in storage.
+    """
+    known = getattr(view, "measure", None)
+    if known is not None:
+        return known  # type: ignore[no-any-return]
+    view_only = sum(1 for m in view if m.role == "system" and not m.meta.get("summary"))
+    return sum(map(count, view)), len(view) - view_only
+
+
+def _emit_retry(node: Node, notice: RetryNotice) -> None:
+    node.emit(
+        Retry(attempt=notice.attempt, status=notice.status, error=notice.error, delay=notice.delay)
+    )
+
+
+async def summarise(node: Node, messages: list[Message]) -> str:
+    """A model-written summary of `messages`, through the node's endpoint."""
+    lines = []
+    for m in messages:
+        for call in m.tool_calls or ():
+            lines.append(f"{m.role} called {call.name}({call.arguments})")
+        if m.content:
+            lines.append(f"{m.role}: {m.content}")
+    view = [system(SUMMARY_INSTRUCTIONS), user("\n".join(lines))]
+    completion = await call_model(node, view, [], count_turn=False)
+    return (completion.message.content or "") if completion is not None else ""
+
+
+def _model_request(**fields: Any) -> ModelRequest:
+    """A `ModelRequest` without validation: validating a long view would cost O(view) a turn
+    (the bus stamps `seq`, `ts` and `run`)."""
+    values = {"type": "model_request", "seq": 0, "ts": 0.0, "path": "", "run": 0, **fields}
+    return trusted(ModelRequest, values)

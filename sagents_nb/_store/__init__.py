@@ -1,0 +1,1 @@
+"""The store seam: what a durable session writes, the journal that writes it, SQLite."""

@@ -1,0 +1,559 @@
+"""`Journal`: records a live session step by step, and hands each step to its writer."""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import operator
+import threading
+import time
+import types
+import typing
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pydantic.fields import FieldInfo
+
+from .._base.loop import library_loop, on_library_thread
+from .._base.messages import Message
+from ..events import AnyEvent, ModelRequest, ModelResponse
+from .protocol import (
+    EventRow,
+    MessageRow,
+    MessageWrite,
+    NodeRow,
+    SessionRows,
+    Step,
+    Store,
+    StoredSession,
+    TaskRow,
+)
+from .snapshot import (
+    NODE_FIELDS,
+    dump_json,
+    kind_state,
+    node_state,
+    node_values,
+    node_values_of,
+    stored_field,
+)
+from .sqlite.writer_process import body_text
+from .writer import MAX_DELAY_SECONDS, QUIET_SECONDS, StepWriter, later
+
+if TYPE_CHECKING:
+    from .._runtime.node import Node, TaskEntry
+    from .._runtime.session import Session
+    from ..events import Event
+    from .sqlite.writer_process import PlainStep
+
+    Written = tuple[dict[tuple[str, str], TaskEntry], set[tuple[str, str]]]
+    """The task entries written for a node, and the keys of those written unsettled."""
+    MessageWrites = tuple[str, str, int, tuple[Message, ...], bool]
+    """(path, transcript, seq, messages, replace): see `MessageWrite`."""
+
+RESCUE_SECONDS = MAX_DELAY_SECONDS
+"""A model request's sealed rows wait for the library loop to hand them over; if the loop
+emits no event for this long (a sync handler or tool blocks it), the store thread does (at its
+next look: within `LOOK_SECONDS` more)."""
+
+STEP_ENDS = frozenset(
+    {
+        "model_request",
+        "paused",
+        "run_finished",
+        "tool_call_finished",
+        "task_finished",
+        "compaction",
+        "resumed",
+        "kind_swapped",
+        "preprocessor_swapped",
+        "llm_swapped",
+        "error",
+    }
+)
+"""Events that end a step (as do replies and tool results reaching storage); an input and
+the events in between belong to the step that follows them."""
+
+BEFORE_WAITING = frozenset({"paused", "run_finished"})
+"""Step ends after which the session may wait for long (a person, the next message): the step
+is cut at once. Other steps are cut once the session is quiet (see `_step_ended`); a model
+request seals its step first (see `Journal`)."""
+
+CHILD_EVENTS = frozenset({"task_spawned", "task_reattached", "task_finished"})
+"""Events at a parent's path that name a child (`event.child`). They (and `kind_swapped`)
+follow every change of the parent's task entries: only then are the entries compared."""
+
+KIND_EVENTS = frozenset({"cold_sink", "compaction", "context_full", "window_trim", "kind_swapped"})
+"""Events after which a node's kind state (e.g. Main's cold storage) is written again."""
+
+_CHANGES = CHILD_EVENTS | KIND_EVENTS
+_path = operator.attrgetter("path")
+
+
+def _names_changes(event: Event) -> bool:
+    return event.type in _CHANGES
+
+
+class Journal:
+    """Records what a session does, step by step, for its `Store`.
+
+    A session's `store` attribute is its journal. The runtime reports storage writes to it
+    (`messages_appended`, `history_replaced`) and it follows the event log. Every row is
+    stamped with the event it follows, so the state as of any event can be read back.
+
+    At each model request the journal *seals*: it takes the events and messages since the
+    last seal and copies of the node states and task entries they changed, stamped with the
+    request (so a fork at a request is exact). The sealed rows are handed to a `StepWriter`
+    when the session is quiet (see `_step_ended`), at once after `paused` and `run_finished`,
+    or by the store thread when the loop stays busy in one callback for `RESCUE_SECONDS` (a
+    sync handler or tool blocking it: the sealed rows are copies, safe to take from another
+    thread). The store thread encodes and commits what all sessions handed over every
+    `LOOK_SECONDS` (a group commit), and at once what the rescue hands over. A crash loses at
+    most those last moments (`MAX_DELAY_SECONDS + LOOK_SECONDS`) and the action in flight (a
+    reply whose tools were still running is asked again on resume). Reading a store
+    in this process (`Session.open`, `list_stored`) commits what is queued first; `fork`,
+    `export_jsonl` and `flush()` do so for their session.
+
+    Args:
+        session: the session to record.
+        store: where to write.
+        rows: the session's stored record when it was reopened or forked; None for a new one.
+        fresh_id: a new session's id was generated here, so nobody else can have taken it:
+            its record is created by the store thread with its first step. A chosen id is
+            created at once, so that a taken one raises `StoreError` here.
+    """
+
+    def __init__(
+        self,
+        session: Session,
+        store: Store,
+        *,
+        rows: SessionRows | None = None,
+        fresh_id: bool = False,
+    ):
+        self.session = session
+        self.store = store
+        self._lock = threading.Lock()
+        self._logged = len(session.bus.log)
+        self._writes: list[MessageWrites] = []
+        self._numbering = Numbering()
+        self._dirty: set[str] = set()
+        self._nodes: dict[str, Node] = {session.root.path: session.root}
+        self._states: dict[str, tuple[Any, ...]] = {}
+        self._state_seqs: dict[str, int] = {}
+        """The event of each node's last state row: a row at the same event replaces it, so it
+        is written whole rather than as changes."""
+        self._kinds: dict[str, dict[str, Any]] = {}
+        self._kind_dirty: set[str] = set()
+        self._task_dirty: set[str] = set()
+        self._tasks: dict[str, Written] = {}
+        self._ended = self._seen = 0
+        self._cut_at: float | None = None
+        self._step = PendingStep(0, [], [], self._numbering)
+        self._rescuing = False
+        self._rescue_seen = 0
+        created = None
+        if rows is None:
+            root = session.root
+            state = node_values(root)
+            self._states[root.path] = state
+            self._state_seqs[root.path] = 0
+            created = SessionRows(
+                StoredSession(session.id, session.agent.name, time.time()),
+                nodes=[NodeRow(root.path, "state", 0, dump_json(node_state(state)))],
+            )
+            if not fresh_id:  # a chosen id may be taken: say so now
+                store.create(created)
+                created = None
+        self._writer = StepWriter(store, session.id, cut=self._end_step, create=created)
+        if rows is not None:
+            for (path, part), data in rows.node_states().items():
+                if part == "state":
+                    self._states[path] = node_values_of(data)
+                else:
+                    self._kinds[path] = data
+            for row in rows.nodes:
+                if row.part == "state":
+                    self._state_seqs[row.path] = max(row.seq, self._state_seqs.get(row.path, 0))
+            self._numbering.next = max((m.n for m in rows.messages), default=0) + 1
+            live = rows.live_messages()
+            root = session.root
+            self._number(root.display or [], live.get((root.path, "display"), []))
+            for node in root.walk():
+                self._number(node.history, live.get((node.path, "llm"), []))
+                self._nodes[node.path] = node
+                self._tasks[node.path] = (
+                    dict(node.tasks),
+                    {key for key, entry in node.tasks.items() if entry.outcome is None},
+                )
+        session.bus.subscribe(self._on_event)
+
+    def __repr__(self) -> str:
+        return f"Journal(session={self.session.id!r}, store={self.store!r})"
+
+    # what the runtime reports
+
+    def messages_appended(self, node: Node, messages: Sequence[Message]) -> None:
+        """Record messages added to a node's storage (and the display transcript's copies)."""
+        if not messages:
+            return
+        seq = self.session.bus.last_seq
+        with self._lock:
+            self._nodes[node.path] = node
+            self._writes.append((node.path, "llm", seq, tuple(messages), False))
+            if node.display is not None:
+                display = tuple(node.display[-len(messages) :])
+                self._writes.append((node.path, "display", seq, display, False))
+            self._dirty.add(node.path)
+        if messages[-1].role != "user":  # an input waits for its model request
+            self._step_ended()
+
+    def history_replaced(self, node: Node) -> None:
+        """Record a compaction's new storage (the old rows stay, retired, for forks)."""
+        seq = self.session.bus.last_seq
+        with self._lock:
+            self._nodes[node.path] = node
+            self._writes.append((node.path, "llm", seq, tuple(node.history), True))
+            self._dirty.add(node.path)
+            self._kind_dirty.add(node.path)
+
+    def _number(self, messages: list[Message], rows: list[MessageRow]) -> None:
+        for message, row in zip(messages, rows, strict=True):
+            self._numbering.numbers[id(message)] = (message, str(row.n))
+
+    def _on_event(self, event: Event) -> None:
+        """Seal at a model request; cut a step at once after the events in `BEFORE_WAITING`,
+        and once the session is quiet after the other step ends (the events themselves are
+        read from the session's log when the step is sealed)."""
+        kind = event.type
+        if kind == "model_request":
+            self._seal_request()
+        elif kind in BEFORE_WAITING:
+            self._end_step()
+        elif kind in STEP_ENDS:
+            self._step_ended()
+
+    def _seal_request(self) -> None:
+        """Seal at a model request; have the store thread watch over the sealed rows."""
+        with self._lock:
+            self._seal()
+            watch, self._rescuing = not self._rescuing, True
+            self._rescue_seen = len(self.session.bus.log)
+        if watch:
+            later(self._rescue, RESCUE_SECONDS)
+        self._step_ended()
+
+    def _rescue(self) -> None:
+        """On the store thread: hand the sealed rows over if the session emitted no event for
+        `RESCUE_SECONDS` (its loop is blocked, e.g. by a sync handler); while the loop goes on
+        and has not handed them over itself, look again later."""
+        with self._lock:
+            if self._step.empty():
+                self._rescuing = False
+                return
+            seen = len(self.session.bus.log)
+            if seen == self._rescue_seen:
+                self._hand_over(at_once=True)
+                self._rescuing = False
+                return
+            self._rescue_seen = seen
+        later(self._rescue, RESCUE_SECONDS)
+
+    # committing
+
+    def flush(self) -> None:
+        """Commit everything recorded so far and wait; raises `StoreError` if the store refuses."""
+        self._writer.drain()
+
+    def _step_ended(self) -> None:
+        """A step ended: cut it once the session is quiet (`QUIET_SECONDS`), taking along the
+        steps that end meanwhile, at the latest `MAX_DELAY_SECONDS` later. Steps are cut on the
+        library loop, between its callbacks; off it they are cut at once."""
+        self._ended += 1
+        if self._cut_at is not None:
+            return
+        if not on_library_thread():
+            self._end_step()
+            return
+        now = time.monotonic()
+        self._cut_at = now + MAX_DELAY_SECONDS
+        self._seen = self._ended
+        library_loop().call_later(QUIET_SECONDS, self._cut_when_quiet)
+
+    def _cut_when_quiet(self) -> None:
+        if self._ended != self._seen:  # not quiet: look again later, up to the deadline
+            left = self._cut_at - time.monotonic() if self._cut_at is not None else 0.0
+            if left > 0:
+                self._seen = self._ended
+                library_loop().call_later(min(QUIET_SECONDS, left), self._cut_when_quiet)
+                return
+        self._cut_at = None
+        self._end_step()
+
+    def _end_step(self) -> None:
+        """Seal what was recorded since the last seal and hand the step to the writer (a failed
+        commit is logged and retried with the next step, never raised into the run)."""
+        with self._lock:
+            self._seal()
+            self._hand_over()
+
+    def _hand_over(self, *, at_once: bool = False) -> None:
+        """Queue the sealed step for the writer (the caller holds the lock)."""
+        step = self._step
+        if not step.empty():
+            self._writer.put(step, at_once=at_once)
+            self._step = PendingStep(0, [], [], self._numbering)
+
+    def _seal(self) -> None:
+        """Add the events and messages recorded since the last seal to the step, with the node
+        states, kind states and task entries they changed, stamped with the last event (the
+        caller holds the lock)."""
+        events = self.session.bus.log[self._logged :]
+        if not (events or self._writes or self._dirty):
+            return
+        self._dirty.update(map(_path, events))
+        for event in filter(_names_changes, events):
+            path, kind = event.path, event.type
+            if kind in CHILD_EVENTS:  # they change the child's counters too
+                self._dirty.add(event.child)  # type: ignore[attr-defined]
+                self._task_dirty.add(path)
+            else:
+                self._kind_dirty.add(path)
+                if kind == "kind_swapped":  # forgets the tasks settled under the old kind
+                    self._task_dirty.add(path)
+        step = self._step
+        seq = step.seq = events[-1].seq if events else self.session.bus.last_seq
+        step.events += events
+        step.messages += self._writes
+        self._logged += len(events)
+        self._writes = []
+        for path in self._dirty:
+            node = self._node(path)
+            if node is None:
+                continue
+            state = node_values(node)
+            previous = self._states.get(path)
+            if previous != state:
+                if self._state_seqs.get(path) == seq:
+                    previous = None
+                step.nodes.append((path, "state", seq, state, previous))
+                self._states[path] = state
+                self._state_seqs[path] = seq
+            kind = kind_state(node) if path in self._kind_dirty else None
+            if kind is not None and self._kinds.get(path) != kind:
+                step.nodes.append((path, "kind", seq, kind, None))
+                self._kinds[path] = kind
+            if path in self._task_dirty:
+                self._task_changes(node, seq, step)
+        self._dirty.clear()
+        self._kind_dirty.clear()
+        self._task_dirty.clear()
+
+    def _node(self, path: str) -> Node | None:
+        node = self._nodes.get(path)
+        if node is None:
+            node = self.session.root.find(path)
+            if node is not None:
+                self._nodes[path] = node
+        return node
+
+    def _task_changes(self, node: Node, seq: int, step: PendingStep) -> None:
+        """Add the node's new, settled and forgotten tasks to `step`, stamped `seq`, and note
+        them as written.
+
+        Tasks are only added (at the end), settled once, or forgotten (the count drops), so
+        only the newest and the unsettled ones need a look unless the count dropped.
+        """
+        tasks = node.tasks
+        known = self._tasks.get(node.path)
+        if known is None:
+            if not tasks:
+                return
+            known = self._tasks[node.path] = ({}, set())
+        written, unsettled = known
+        added = len(tasks) - len(written)
+        if added == 0 and all(
+            tasks.get(key) is written[key] and written[key].outcome is None for key in unsettled
+        ):
+            return  # e.g. a child still running: nothing new
+        candidates = [*unsettled, *itertools.islice(reversed(tasks), max(added, 0))]
+        full = added < 0 or any(key not in tasks for key in unsettled)
+        if full or any(key in written for key in candidates[len(unsettled) :]):
+            candidates = list(tasks)
+        for key in candidates:
+            entry = tasks[key]
+            outcome = entry.outcome
+            previous = written.get(key)
+            if previous is entry and (key not in unsettled or outcome is None):
+                continue
+            if previous is not None and previous is not entry:
+                step.retired.append((node.path, *key, seq))
+            step.tasks.append(
+                TaskRow(
+                    node.path,
+                    *key,
+                    entry.child.path,
+                    seq,
+                    outcome.status if outcome is not None else None,
+                    outcome.text if outcome is not None else None,
+                    seq if outcome is not None else None,
+                )
+            )
+            written[key] = entry
+            if outcome is None:
+                unsettled.add(key)
+            else:
+                unsettled.discard(key)
+        if full:
+            for key in [key for key in written if key not in tasks]:
+                step.retired.append((node.path, *key, seq))
+                del written[key]
+                unsettled.discard(key)
+
+
+@functools.cache
+def plain_events() -> frozenset[type[Event]]:
+    """The event classes whose fields are all plain values (text, numbers, flags, lists of
+    text): their `__dict__` is their JSON's content, which `marshal` ships to the writer."""
+    members = typing.get_args(typing.get_args(AnyEvent)[0])
+    return frozenset(c for c in members if all(map(_plain, c.model_fields.values())))
+
+
+def _plain(field: FieldInfo) -> bool:
+    return _plain_type(field.annotation)
+
+
+def _plain_type(annotation: Any) -> bool:
+    if annotation in (str, int, float, bool, type(None)):
+        return True
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is typing.Literal:
+        return all(isinstance(a, str) for a in args)
+    if origin in (typing.Union, types.UnionType):
+        return all(map(_plain_type, args))
+    return origin is list and args == (str,)
+
+
+class Numbering:
+    """Numbers of a session's stored messages, given in write order by the thread that encodes
+    its steps (one at a time); `numbers` maps a message's id to it and its number's text."""
+
+    def __init__(self) -> None:
+        self.numbers: dict[int, tuple[Message, str]] = {}
+        self.next = 1
+
+    def number(self, message: Message) -> int:
+        number = self.next
+        self.next += 1
+        self.numbers[id(message)] = (message, str(number))
+        return number
+
+
+@dataclass
+class PendingStep:
+    """A step as recorded on the loop: the objects themselves, each with the event it follows.
+    The writer encodes them (JSON) off the loop; events and messages are immutable, node
+    states are copies."""
+
+    seq: int
+    """The last event the step covers."""
+    events: list[Event]
+    messages: list[MessageWrites]
+    numbering: Numbering
+    """The journal's message numbers: given when a step is encoded, in order."""
+    nodes: list[tuple[str, str, int, Any, Any]] = field(default_factory=list)
+    """(path, "state", seq, `node_values` tuple, the previous tuple or None) or (path, "kind",
+    seq, `kind_state` dict, None): a state row holds the fields that changed, or all."""
+    tasks: list[TaskRow] = field(default_factory=list)
+    retired: list[tuple[str, str, str, int]] = field(default_factory=list)
+    _plain: PlainStep | None = None
+
+    def empty(self) -> bool:
+        return not (self.events or self.messages or self.nodes or self.tasks or self.retired)
+
+    def encode(self) -> Step:
+        """The step's rows, as a store writes them."""
+        events, messages, nodes, _, _ = self.plain()
+        return Step(
+            self.seq,
+            [EventRow(*event[:4], body_text(event[4])) for event in events],
+            [MessageWrite(*write) for write in messages],
+            [NodeRow(*node) for node in nodes],
+            self.tasks,
+            self.retired,
+        )
+
+    def plain(self) -> PlainStep:
+        """The step's rows as plain data (see `_store_sqlite_writer`); numbers its messages
+        first, so that the views in its requests can name them. Encoded once: a commit that
+        is tried again sends the same rows."""
+        if self._plain is None:
+            self._plain = self._encode()
+        return self._plain
+
+    def _encode(self) -> PlainStep:
+        number = self.numbering.number
+        writes = [
+            (path, transcript, seq, [(number(m), m) for m in messages], swap)
+            for path, transcript, seq, messages, swap in self.messages
+        ]
+        return (
+            [(e.seq, e.run, e.type, e.path, self._event_body(e)) for e in self.events],
+            [
+                (path, transcript, seq, [(n, _message_json(m)) for n, m in numbered], swap)
+                for path, transcript, seq, numbered, swap in writes
+            ],
+            [
+                (path, part, seq, dump_json(_node_json(part, data, previous)))
+                for path, part, seq, data, previous in self.nodes
+            ],
+            [task.values() for task in self.tasks],
+            self.retired,
+        )
+
+    def _event_body(self, event: Event) -> str | dict[str, Any]:
+        """The event's fields when they are all plain values (the writer makes their JSON),
+        else its JSON."""
+        if type(event) in plain_events():
+            return event.__dict__  # events are not changed once emitted
+        return self._event_json(event)
+
+    def _event_json(self, event: Event) -> str:
+        """The event's JSON; a request's view and a response's message name stored messages
+        by number."""
+        kind = type(event)
+        if kind is ModelRequest:
+            parts = ",".join(map(self._message_ref, event.messages))  # type: ignore[attr-defined]
+            head = event.__pydantic_serializer__.to_json(event, exclude=_VIEW).decode()
+            return f'{head[:-1]},"messages":[{parts}]}}'
+        if kind is ModelResponse:
+            head = event.__pydantic_serializer__.to_json(event, exclude=_MESSAGE).decode()
+            return f'{head[:-1]},"message":{self._message_ref(event.message)}}}'  # type: ignore[attr-defined]
+        return event.__pydantic_serializer__.to_json(event).decode()
+
+    def _message_ref(self, message: Message) -> str:
+        """The message's number if it is stored, else its JSON."""
+        known = self.numbering.numbers.get(id(message))
+        if known is not None and known[0] is message:
+            return known[1]
+        return _message_json(message)
+
+
+_VIEW = {"messages"}
+_MESSAGE = {"message"}
+
+
+def _node_json(part: str, data: Any, previous: tuple[Any, ...] | None) -> Any:
+    if part != "state":
+        return data
+    if previous is None:
+        return node_state(data)
+    changed = zip(NODE_FIELDS, data, previous, strict=True)
+    return {name: stored_field(name, new) for name, new, old in changed if new != old}
+
+
+def _message_json(message: Message) -> str:
+    # the class's serializer is looked up each time: bound at import, it would stay the
+    # placeholder a deferred schema build leaves (~1 µs more a message)
+    return message.__pydantic_serializer__.to_json(message, exclude_defaults=True).decode()

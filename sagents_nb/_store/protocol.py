@@ -1,0 +1,251 @@
+"""The `Store` protocol durable sessions write to, and the rows that cross it.
+
+A store keeps rows, not objects: events, transcript messages, node snapshots and task entries,
+each stamped with the event `seq` it follows (a message with the last event before it was
+stored; a snapshot with the event it was taken at). The state "as of" any event is then a
+filter over the rows (`SessionRows.at`), which is what reopening and forking read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol, runtime_checkable
+
+from .._base.errors import StoreError
+
+
+@dataclass(frozen=True)
+class StoredSession:
+    """One session in a store; a fork names the session and the event it branched from."""
+
+    id: str
+    agent: str
+    """The top agent's name."""
+    created: float
+    """Unix time the session was created."""
+    parent: str | None = None
+    """The session this one was forked from."""
+    fork_seq: int | None = None
+    """The parent's event this one branched at."""
+    last_seq: int = 0
+    """The last committed event (0 when none)."""
+
+
+@dataclass(slots=True)
+class EventRow:
+    """One event, as its JSON text.
+
+    A `model_request`'s `messages` may hold message numbers (`MessageRow.n`) in place of
+    messages that are stored as rows, so a long session's views do not repeat its history.
+    """
+
+    seq: int
+    run: int
+    type: str
+    path: str
+    body: str
+
+
+@dataclass(slots=True)
+class MessageRow:
+    """One transcript message: live from event `added` (the last event before it was stored)
+    until event `removed` (a compaction)."""
+
+    n: int
+    """The message's number in its session (write order)."""
+    path: str
+    transcript: str
+    """`llm` (the node's storage) or `display` (the top agent's display transcript)."""
+    added: int
+    removed: int | None
+    body: str
+
+
+@dataclass(slots=True)
+class NodeRow:
+    """Part of a node's state as of event `seq`, as a JSON object: `state` (counters, status,
+    outcome...) or `kind` (what its kind keeps besides the messages, e.g. cold storage).
+
+    A `state` row may hold only the fields that changed since the node's previous row: the
+    state as of an event is the node's rows up to it, merged in order (`SessionRows.nodes_at`).
+    """
+
+    path: str
+    part: str
+    seq: int
+    body: str
+
+
+@dataclass(slots=True)
+class TaskRow:
+    """A delegated task keyed by (parent, agent, prompt); `status` stays None until it settles.
+
+    `seq` and `settled` are the events at which the parent's entries were compared (model
+    requests and step ends). A task the parent forgets (e.g. its agent's kind was swapped) is
+    `retired` at such an event.
+    """
+
+    parent: str
+    agent: str
+    prompt: str
+    child: str
+    seq: int
+    status: str | None = None
+    text: str | None = None
+    settled: int | None = None
+    retired: int | None = None
+
+    def values(self) -> tuple[object, ...]:
+        """The fields, in order."""
+        return (
+            self.parent,
+            self.agent,
+            self.prompt,
+            self.child,
+            self.seq,
+            self.status,
+            self.text,
+            self.settled,
+            self.retired,
+        )
+
+
+@dataclass(slots=True)
+class MessageWrite:
+    """Messages added to one transcript; `replace` first retires the transcript's live rows."""
+
+    path: str
+    transcript: str
+    seq: int
+    """The last event before the messages were stored (their rows' `added`, and `removed` of
+    the rows `replace` retires)."""
+    messages: list[tuple[int, str]]
+    """(number, JSON text) of each message."""
+    replace: bool = False
+
+
+@dataclass
+class Step:
+    """What one step wrote; a store commits it atomically. Its rows carry their own stamps."""
+
+    seq: int
+    """The last event the step covers."""
+    events: list[EventRow] = field(default_factory=list)
+    messages: list[MessageWrite] = field(default_factory=list)
+    nodes: list[NodeRow] = field(default_factory=list)
+    tasks: list[TaskRow] = field(default_factory=list)
+    """New tasks and newly settled ones; a key's live row is updated, else a row is added."""
+    retired: list[tuple[str, str, str, int]] = field(default_factory=list)
+    """(parent, agent, prompt, seq) of tasks the parent forgot, and the event it did at."""
+
+
+@dataclass
+class SessionRows:
+    """A session's whole record: every event and every version of its state, in write order."""
+
+    info: StoredSession
+    events: list[EventRow] = field(default_factory=list)
+    messages: list[MessageRow] = field(default_factory=list)
+    nodes: list[NodeRow] = field(default_factory=list)
+    tasks: list[TaskRow] = field(default_factory=list)
+
+    def at(self, seq: int) -> SessionRows:
+        """The record as it stood after event `seq`: later rows dropped, later retirements undone."""
+        messages = [
+            replace(m, removed=None) if m.removed is not None and m.removed > seq else m
+            for m in self.messages
+            if m.added <= seq
+        ]
+        tasks = [
+            replace(
+                t if t.settled is not None and t.settled <= seq else _unsettled(t),
+                retired=None,
+            )
+            for t in self.tasks
+            if t.seq <= seq and (t.retired is None or t.retired > seq)
+        ]
+        return SessionRows(
+            info=self.info,
+            events=[e for e in self.events if e.seq <= seq],
+            messages=messages,
+            nodes=[n for n in self.nodes if n.seq <= seq],
+            tasks=tasks,
+        )
+
+    def live_messages(self) -> dict[tuple[str, str], list[MessageRow]]:
+        """Each transcript's live messages in order, by (path, transcript)."""
+        live: dict[tuple[str, str], list[MessageRow]] = {}
+        for m in self.messages:
+            if m.removed is None:
+                live.setdefault((m.path, m.transcript), []).append(m)
+        return live
+
+    def node_states(self) -> dict[tuple[str, str], dict[str, Any]]:
+        """Each node's parts as of the last row, by (path, part): its rows merged in order."""
+        merged: dict[tuple[str, str], dict[str, Any]] = {}
+        for row in sorted(self.nodes, key=lambda row: row.seq):
+            merged.setdefault((row.path, row.part), {}).update(json.loads(row.body))
+        return merged
+
+
+def _unsettled(task: TaskRow) -> TaskRow:
+    return replace(task, status=None, text=None, settled=None)
+
+
+@runtime_checkable
+class Store(Protocol):
+    """Where durable sessions live. `SQLiteStore` is the built-in; another database can stand
+    behind the same five methods.
+    """
+
+    def create(self, rows: SessionRows) -> None:
+        """Add a new session with its rows (none for a fresh session) in one transaction.
+
+        Raises `StoreError` if the id is taken.
+        """
+
+    def commit(self, session_id: str, steps: Sequence[Step]) -> None:
+        """Write steps in order, all in one transaction. Each step writes its events, then its
+        message writes in order, node snapshots, retired tasks and tasks.
+
+        A task whose key has a live (unretired) row updates it, keeping its first `seq`;
+        settling stamps `settled`. Retiring stamps the live row's `retired`.
+        """
+
+    def load(self, session_id: str) -> SessionRows:
+        """The session's whole record; raises `StoreError` naming the ids there are if unknown."""
+
+    def sessions(self) -> list[StoredSession]:
+        """Every session in the store, oldest first."""
+
+    def close(self) -> None:
+        """Release the store's resources."""
+
+
+def resolve_store(target: object, *, create: bool) -> Store:
+    """The `Store` behind `target`: a file path (SQLite), a `Store`, or a session's `.store`.
+
+    Args:
+        target: what the user passed as `store=`.
+        create: make the file when it does not exist (False when reopening).
+    """
+    if not create:  # reading: what this process queued must be readable first
+        from .writer import drain_all
+
+        drain_all()
+    if isinstance(target, str | os.PathLike):
+        from .sqlite.store import open_file
+
+        return open_file(target, create=create)
+    if isinstance(target, Store):
+        return target
+    inner = getattr(target, "store", None)
+    if isinstance(inner, Store):
+        return inner
+    raise StoreError(
+        f"store= takes a file path (e.g. 'runs.db') or a Store such as sn.SQLiteStore(path), "
+        f"not {type(target).__name__}"
+    )

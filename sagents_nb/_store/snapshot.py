@@ -1,0 +1,179 @@
+"""Node snapshots: a node's state besides its messages, as plain data and back (built-in
+kinds' state too)."""
+
+from __future__ import annotations
+
+import bisect
+from typing import TYPE_CHECKING, Any
+
+import pydantic_core
+
+from .._base.messages import Usage
+from .._runtime.node import Outcome
+from ..kinds import Main, Realtime, Resident, kind_name
+from ..kinds._relevance import Group
+
+if TYPE_CHECKING:
+    from .._runtime.node import Node
+
+
+NODE_FIELDS = (
+    "agent",
+    "kind",
+    "parent",
+    "position",
+    "status",
+    "turns",
+    "task_turns",
+    "task_tool_calls",
+    "task_tokens",
+    "usage",
+    "counters",
+    "persistent",
+    "input_index",
+    "input_text",
+    "display_text",
+    "reattached",
+    "refused",
+    "notices",
+    "outcome",
+)
+"""The keys of a node snapshot, in the order of `node_values`."""
+
+
+def node_values(node: Node) -> tuple[Any, ...]:
+    """The node's state besides its messages and kind, as a tuple in `NODE_FIELDS` order (a
+    copy: cheap to take and compare on the loop; `node_state` makes the stored dict)."""
+    outcome = node.last_outcome
+    usage = node.usage
+    parent = node.parent
+    counters, persistent = node.counters, node.persistent
+    return (
+        node.agent.name,
+        kind_name(node.kind),
+        parent.path if parent is not None else None,
+        parent.order.index(node) if parent is not None else 0,
+        node.status,
+        node.turns,
+        node.task_turns,
+        node.task_tool_calls,
+        node.task_tokens,
+        (usage.prompt_tokens, usage.completion_tokens, usage.total_tokens),
+        tuple(counters.items()) if counters else (),
+        tuple((name, child.path) for name, child in persistent.items()) if persistent else (),
+        node.input_index,
+        node.input_text,
+        node.display_text,
+        node.reattached,
+        tuple(node.refused),
+        tuple(node.notices),
+        (outcome.status, outcome.text) if outcome is not None else None,
+    )
+
+
+_MAPPINGS = frozenset({"counters", "persistent"})
+"""Fields `node_values` keeps as tuples of items and a snapshot stores as objects."""
+
+
+def stored_field(name: str, value: Any) -> Any:
+    """A `node_values` field as a snapshot stores it (tuples are JSON arrays)."""
+    return dict(value) if name in _MAPPINGS else value
+
+
+def node_state(values: tuple[Any, ...]) -> dict[str, Any]:
+    """A snapshot from `node_values`: status, counters, outcome..."""
+    return {name: stored_field(name, v) for name, v in zip(NODE_FIELDS, values, strict=True)}
+
+
+def node_values_of(state: dict[str, Any]) -> tuple[Any, ...]:
+    """`node_values` of a stored snapshot (to compare the next ones with)."""
+    values = []
+    for name in NODE_FIELDS:
+        value = state[name]
+        if name in _MAPPINGS:
+            value = tuple(value.items())
+        elif isinstance(value, list):
+            value = tuple(value)
+        values.append(value)
+    return tuple(values)
+
+
+def kind_state(node: Node) -> dict[str, Any] | None:
+    """What the node's (built-in) kind keeps besides the messages; None if nothing."""
+    state = _kind_data(node)
+    return {"kind": kind_name(node.kind), "state": state} if state is not None else None
+
+
+def load_node(node: Node, state: dict[str, Any], kind_state: dict[str, Any] | None) -> None:
+    """Put a snapshot's fields back on `node` (its history must already be restored)."""
+    node.status = state["status"]
+    node.turns = state["turns"]
+    node.task_turns = state["task_turns"]
+    node.task_tool_calls = state["task_tool_calls"]
+    node.task_tokens = state["task_tokens"]
+    prompt, completion, total = state["usage"]
+    node.usage = Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=total)
+    node.counters = dict(state["counters"])
+    node.input_index = state["input_index"]
+    node.input_text = state["input_text"]
+    node.display_text = state["display_text"]
+    node.reattached = state["reattached"]
+    node.refused = list(state["refused"])
+    node.notices = list(state["notices"])
+    outcome = state["outcome"]
+    node.last_outcome = Outcome(*outcome) if outcome is not None else None
+    if kind_state is not None:
+        _load_kind_state(node, kind_state["kind"], kind_state["state"])
+
+
+def dump_json(data: dict[str, Any]) -> str:
+    """Compact JSON text, as snapshots are stored."""
+    return pydantic_core.to_json(data).decode()
+
+
+def _kind_data(node: Node) -> dict[str, Any] | None:
+    kind = node.kind
+    state = node.kind_state.get(kind_name(kind))
+    if state is None:
+        return None
+    if isinstance(kind, Main):
+        return {"cold": _spans(state.cold)}
+    if isinstance(kind, Resident):
+        return {"latched": state.latched, "compactions": state.compactions}
+    if isinstance(kind, Realtime):
+        return {"dropped": state.dropped}
+    return None
+
+
+def _spans(groups: list[Group]) -> list[list[int]]:
+    """Message spans covered by `groups`, adjacent groups merged: `[[start, end], ...]`."""
+    spans: list[list[int]] = []
+    for group in sorted(groups, key=lambda g: g.start):
+        if spans and spans[-1][1] == group.start:
+            spans[-1][1] = group.end
+        else:
+            spans.append([group.start, group.end])
+    return spans
+
+
+def _within(group: Group, spans: list[list[int]]) -> bool:
+    index = bisect.bisect_right(spans, group.start, key=lambda span: span[0]) - 1
+    return index >= 0 and group.end <= spans[index][1]
+
+
+def _load_kind_state(node: Node, stored_kind: str, data: dict[str, Any]) -> None:
+    """Rebuild a built-in kind's state; a kind that changed since keeps only the history."""
+    kind = node.kind
+    if kind_name(kind) != stored_kind:
+        return
+    if isinstance(kind, Main):
+        main = kind._state(node)
+        spans = data["cold"]
+        main.cold = [g for g in main.hot if _within(g, spans)]
+        main.hot = [g for g in main.hot if not _within(g, spans)]
+    elif isinstance(kind, Resident):
+        resident = kind._state(node)
+        resident.latched = data["latched"]
+        resident.compactions = data["compactions"]
+    elif isinstance(kind, Realtime):
+        kind._state(node).dropped = data["dropped"]

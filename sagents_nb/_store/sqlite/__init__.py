@@ -1,0 +1,1 @@
+"""The built-in SQLite store and the writer process that commits its steps."""

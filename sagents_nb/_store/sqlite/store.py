@@ -1,0 +1,545 @@
+"""`SQLiteStore`: the built-in store, one SQLite file in WAL mode with a versioned schema."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sqlite3
+import subprocess
+import sys
+import threading
+import weakref
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from ..._base.errors import StoreError
+from ..protocol import (
+    EventRow,
+    MessageRow,
+    NodeRow,
+    SessionRows,
+    Step,
+    StoredSession,
+    TaskRow,
+)
+from ..writer import later
+from .writer_process import PlainSession, PlainStep, receive, send, tune, write
+
+log = logging.getLogger("sagents_nb")
+
+APP = "sagents_nb"
+SCHEMA_VERSION = 2
+SQLITE_MAGIC = b"SQLite format 3\x00"
+MEMORY = ":memory:"
+WRITER_SCRIPT = str(Path(__file__).with_name("writer_process.py"))
+
+LIVE_TASKS_INDEX = (
+    "CREATE UNIQUE INDEX tasks_live ON tasks (session, parent, agent, prompt) WHERE retired IS NULL"
+)
+"""One live row per task key (schema 2): a commit's tasks go in as one INSERT ... ON CONFLICT."""
+
+SCHEMA = f"""
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE sessions (
+    id TEXT PRIMARY KEY, agent TEXT NOT NULL, created REAL NOT NULL,
+    parent TEXT, fork_seq INTEGER
+);
+CREATE TABLE events (
+    session TEXT NOT NULL, seq INTEGER NOT NULL, run INTEGER NOT NULL, type TEXT NOT NULL,
+    path TEXT NOT NULL, body TEXT NOT NULL, PRIMARY KEY (session, seq)
+) WITHOUT ROWID;
+CREATE TABLE messages (
+    session TEXT NOT NULL, n INTEGER NOT NULL, path TEXT NOT NULL, transcript TEXT NOT NULL,
+    added INTEGER NOT NULL, removed INTEGER, body TEXT NOT NULL, PRIMARY KEY (session, n)
+) WITHOUT ROWID;
+CREATE TABLE nodes (
+    session TEXT NOT NULL, path TEXT NOT NULL, part TEXT NOT NULL, seq INTEGER NOT NULL,
+    body TEXT NOT NULL, PRIMARY KEY (session, seq, path, part)
+) WITHOUT ROWID;
+CREATE TABLE tasks (
+    id INTEGER PRIMARY KEY, session TEXT NOT NULL, parent TEXT NOT NULL, agent TEXT NOT NULL,
+    prompt TEXT NOT NULL, child TEXT NOT NULL, seq INTEGER NOT NULL, status TEXT, text TEXT,
+    settled INTEGER, retired INTEGER
+);
+CREATE INDEX tasks_key ON tasks (session, parent, agent, prompt, retired);
+{LIVE_TASKS_INDEX};
+"""
+
+Migration = Callable[[sqlite3.Connection], None]
+
+
+def _live_tasks_unique(db: sqlite3.Connection) -> None:
+    """Schema 2: a key has at most one live task row (schema 1 kept that by its writes), so
+    that a commit writes its tasks with one INSERT ... ON CONFLICT statement."""
+    db.execute(LIVE_TASKS_INDEX)
+
+
+MIGRATIONS: dict[int, Migration] = {1: _live_tasks_unique}
+"""`MIGRATIONS[v]` upgrades a store from schema `v` to `v + 1`; all run in one transaction."""
+
+
+class SQLiteStore:
+    """Durable sessions in one SQLite file (WAL mode: a crash never corrupts it).
+
+    A file store commits steps and creates sessions through a writer process of its own (see
+    `_store_sqlite_writer`), started when the store is opened to write (`create=True`, as
+    `store=` does) or at its first write, and stopped by `close()` (or when the store is
+    garbage, or this process ends); reads go through this process's own connection.
+
+    Args:
+        path: the file; `":memory:"` keeps the store in this process only (fork and export
+            still work).
+        create: make the file if it does not exist; False raises `StoreError` instead.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, create: bool = True) -> None:
+        self.path = str(path)
+        self._lock = threading.Lock()
+        new = self.path == MEMORY or _check_file(Path(self.path), create)
+        self._db = self._connect(new, create)
+        self._file = _identity(self.path)
+        self._writer = _WriterProcess(self.path) if self.path != MEMORY else None
+        # Sessions hold their store in reference cycles, so the garbage collector drops it at
+        # any moment; closing checkpoints and syncs the file, so it is left to the store thread.
+        self._closer = weakref.finalize(self, later, _Closer(self._db, self._writer))
+        self._closer.atexit = False
+        if create:  # opened to write: start it while the session gets going
+            self.start_writer()
+
+    def __repr__(self) -> str:
+        return f"SQLiteStore({self.path!r})"
+
+    def start_writer(self) -> None:
+        """Start the writer process now rather than at the first write (a file store)."""
+        with self._lock:
+            if self._writer is not None and self._closer.alive:
+                self._writer.start()
+
+    def serves(self, path: str) -> bool:
+        """Whether this store is open on the file now at `path`: not closed, not replaced,
+        and still at this schema (another program may have changed it)."""
+        if not (self._closer.alive and self._file is not None and self._file == _identity(path)):
+            return False
+        try:
+            with self._lock:
+                meta = dict(self._db.execute("SELECT key, value FROM meta"))
+        except sqlite3.Error:
+            return False
+        return meta.get("app") == APP and meta.get("schema") == str(SCHEMA_VERSION)
+
+    # opening
+
+    def _connect(self, new: bool, create: bool) -> sqlite3.Connection:
+        try:
+            db = sqlite3.connect(
+                self.path, check_same_thread=False, isolation_level=None, timeout=5
+            )
+        except sqlite3.Error as exc:
+            raise StoreError(
+                f"cannot open {self.path} ({exc}); check that its folder exists and is writable"
+            ) from exc
+        try:
+            # a new file has nothing to lose yet: no fsync while its schema is written
+            db.execute(f"PRAGMA synchronous={'OFF' if new else 'NORMAL'}")
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                self._prepare(db, create)
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+            tune(db)
+        except sqlite3.DatabaseError as exc:
+            db.close()
+            raise StoreError(
+                f"{self.path} is damaged or not a sagents_nb store ({exc}); restore a backup, "
+                "or pass a new file name to start a new store"
+            ) from exc
+        except StoreError:
+            db.close()
+            raise
+        return db
+
+    def _prepare(self, db: sqlite3.Connection, create: bool) -> None:
+        """Create the schema in an empty file, or check (and migrate) an existing one."""
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if not tables and create:
+            for statement in SCHEMA.split(";"):
+                if statement.strip():
+                    db.execute(statement)
+            db.executemany(
+                "INSERT INTO meta VALUES (?, ?)", [("app", APP), ("schema", str(SCHEMA_VERSION))]
+            )
+            return
+        meta = dict(db.execute("SELECT key, value FROM meta")) if "meta" in tables else {}
+        if meta.get("app") != APP:
+            found = ", ".join(sorted(tables)) or "none"
+            raise StoreError(
+                f"{self.path} is an SQLite database but not a sagents_nb store (its tables: "
+                f"{found}); pass the file a session was saved to, or a new file name"
+            )
+        version = int(meta.get("schema", "0"))
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.path} was written by a newer sagents_nb (store schema {version}; this "
+                f"version reads schema {SCHEMA_VERSION} and older); upgrade sagents_nb to open it"
+            )
+        missing = [v for v in range(version, SCHEMA_VERSION) if v not in MIGRATIONS]
+        if missing:
+            raise StoreError(
+                f"{self.path} uses store schema {version} and this sagents_nb has no migration "
+                f"from schema {missing[0]} to {missing[0] + 1}; open it with the sagents_nb "
+                "version that wrote it and move the session with session.export_jsonl(...)"
+            )
+        for step in range(version, SCHEMA_VERSION):
+            MIGRATIONS[step](db)
+        if version != SCHEMA_VERSION:
+            db.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (str(SCHEMA_VERSION),))
+
+    # the Store protocol
+
+    def create(self, rows: SessionRows) -> None:
+        """Add a new session with its rows in one transaction."""
+        self._write(("create", _plain_session(rows)))
+
+    def commit(self, session_id: str, steps: Sequence[Step]) -> None:
+        """Write steps in order, in one transaction."""
+        self.commit_plain(session_id, [_plain_step(step) for step in steps])
+
+    def commit_plain(self, session_id: str, steps: list[PlainStep]) -> None:
+        """`commit` for steps already as plain data (see `_store_sqlite_writer`): the journal
+        encodes its steps so, without building the `Step` rows first."""
+        self._write(("commit", session_id, steps))
+
+    def _write(self, request: tuple[Any, ...]) -> None:
+        """Carry out a write request: by the writer process for a file, else here."""
+        with self._lock:
+            writer, answer = self._writer, None
+            if writer is not None:
+                request = writer.unsent(self._db, request)
+                if writer.available:
+                    answer = writer.write(request)
+                if answer is None:  # it cannot serve: check what it took along did not land
+                    request = writer.unsent(self._db, request)
+            status, detail = answer if answer is not None else write(self._db, request)
+        if status == "conflict":
+            raise StoreError(detail)
+        if status != "ok":
+            raise StoreError(
+                f"writing to {self.path} failed ({detail}); check the disk space and the file's "
+                "permissions"
+            )
+
+    def load(self, session_id: str) -> SessionRows:
+        """The session's whole record."""
+        with self._reading() as db:
+            found = db.execute(
+                "SELECT id, agent, created, parent, fork_seq FROM sessions WHERE id = ?",
+                (session_id,),
+            ).fetchone()
+            if found is None:
+                ids = [r[0] for r in db.execute("SELECT id FROM sessions ORDER BY created, id")]
+                raise StoreError(
+                    f"no session {session_id!r} in {self.path} (sessions there: "
+                    f"{', '.join(ids) or 'none'}); pass one of those ids"
+                )
+            where = (session_id,)
+            events = [
+                EventRow(*r)
+                for r in db.execute(
+                    "SELECT seq, run, type, path, body FROM events WHERE session = ? ORDER BY seq",
+                    where,
+                )
+            ]
+            messages = [
+                MessageRow(*r)
+                for r in db.execute(
+                    "SELECT n, path, transcript, added, removed, body FROM messages "
+                    "WHERE session = ? ORDER BY n",
+                    where,
+                )
+            ]
+            nodes = [
+                NodeRow(*r)
+                for r in db.execute(
+                    "SELECT path, part, seq, body FROM nodes WHERE session = ? ORDER BY seq, path",
+                    where,
+                )
+            ]
+            tasks = [
+                TaskRow(*r)
+                for r in db.execute(
+                    "SELECT parent, agent, prompt, child, seq, status, text, settled, retired "
+                    "FROM tasks WHERE session = ? ORDER BY id",
+                    where,
+                )
+            ]
+        sid, agent, created, parent, fork_seq = found
+        last = events[-1].seq if events else 0
+        info = StoredSession(sid, agent, created, parent, fork_seq, last)
+        return SessionRows(info, events, messages, nodes, tasks)
+
+    def sessions(self) -> list[StoredSession]:
+        """Every session in the store, oldest first."""
+        with self._reading() as db:
+            rows = db.execute(
+                "SELECT id, agent, created, parent, fork_seq, "
+                "(SELECT coalesce(max(seq), 0) FROM events WHERE session = sessions.id) "
+                "FROM sessions ORDER BY created, id"
+            ).fetchall()
+        return [StoredSession(*r) for r in rows]
+
+    def close(self) -> None:
+        """Stop the writer process and close the connection (the file stays consistent
+        whether or not this is called)."""
+        with self._lock:
+            closer = self._closer.detach()
+            if closer is not None:
+                closer[2][0]()
+
+    @contextmanager
+    def _reading(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            try:
+                yield self._db
+            except sqlite3.Error as exc:
+                raise StoreError(
+                    f"reading {self.path} failed ({exc}); the file may be damaged"
+                ) from exc
+
+
+_open: weakref.WeakValueDictionary[str, SQLiteStore] = weakref.WeakValueDictionary()
+_opening = threading.Lock()
+
+
+def open_file(path: str | os.PathLike[str], *, create: bool) -> SQLiteStore:
+    """The store for a file path given as `store=`: sessions given the same file share one
+    `SQLiteStore` (one connection, one writer process) while any of them lives, as long as
+    the file is the one it opened."""
+    if str(path) == MEMORY:
+        return SQLiteStore(path, create=create)
+    key = os.path.realpath(path)
+    with _opening:
+        store = _open.get(key)
+        if store is None or not store.serves(key):
+            store = _open[key] = SQLiteStore(path, create=create)
+        elif create:
+            store.start_writer()
+        return store
+
+
+def _check_file(path: Path, create: bool) -> bool:
+    """Whether `path` is new (missing or empty); raises `StoreError` if it cannot be a store."""
+    if not path.exists():
+        if create:
+            folder = path.parent
+            if not folder.is_dir() or not os.access(folder, os.W_OK):
+                raise StoreError(
+                    f"cannot create {path}: the folder {folder} does not exist or is not "
+                    "writable; create it or pick another path"
+                )
+            return True
+        raise StoreError(
+            f"no store at {path}: the file does not exist; check the path (a session is saved "
+            f"with sn.Session(agent, store={str(path)!r}))"
+        )
+    if path.is_dir():
+        raise StoreError(f"{path} is a directory; pass a file path such as {path / 'runs.db'}")
+    with path.open("rb") as file:
+        head = file.read(len(SQLITE_MAGIC))
+    if head and head != SQLITE_MAGIC:
+        raise StoreError(
+            f"{path} is not a sagents_nb store: it is not an SQLite database; pass the file a "
+            "session was saved to, or a new file name"
+        )
+    return not head
+
+
+def _plain_session(rows: SessionRows) -> PlainSession:
+    """A new session as the writer takes it: plain data (see `_store_sqlite_writer`)."""
+    info = rows.info
+    return (
+        (info.id, info.agent, info.created, info.parent, info.fork_seq),
+        [(e.seq, e.run, e.type, e.path, e.body) for e in rows.events],
+        [(m.n, m.path, m.transcript, m.added, m.removed, m.body) for m in rows.messages],
+        [(n.path, n.part, n.seq, n.body) for n in rows.nodes],
+        [t.values() for t in rows.tasks],
+    )
+
+
+def _plain_step(step: Step) -> PlainStep:
+    """A step as the writer takes it: plain data (see `_store_sqlite_writer`)."""
+    return (
+        [(e.seq, e.run, e.type, e.path, e.body) for e in step.events],
+        [(m.path, m.transcript, m.seq, m.messages, m.replace) for m in step.messages],
+        [(n.path, n.part, n.seq, n.body) for n in step.nodes],
+        [t.values() for t in step.tasks],
+        step.retired,
+    )
+
+
+class _Closer:
+    """Closes a store's connection and stops its writer process; refers to neither store nor
+    session, so it can run as the store's finalizer on the store thread."""
+
+    def __init__(self, db: sqlite3.Connection, writer: _WriterProcess | None) -> None:
+        self.db, self.writer = db, writer
+
+    def __call__(self) -> None:
+        if self.writer is not None:
+            self.writer.stop()
+        self.db.close()
+
+
+class _WriterProcess:
+    """The child process that commits a file store's steps (`_store_sqlite_writer`)."""
+
+    STOP_SECONDS = 10.0
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.available = True
+        """False once the process could not start or serve: the store then writes itself."""
+        self._answered = False
+        self._process: subprocess.Popen[bytes] | None = None
+        self._pid = 0
+        self._unsure: tuple[str, int, int] | None = None
+        """(session, last event seq, last message number) of a request whose process died
+        before it answered: it may or may not have committed."""
+
+    def write(self, request: tuple[Any, ...]) -> tuple[str, str] | None:
+        """Send `request` and wait for the answer. A process that dies is started again with
+        the next request; None when it cannot serve (it never answered: the store then
+        writes itself, `available` turns False)."""
+        try:
+            process = self._started()
+        except OSError:
+            return None
+        try:
+            send(process.stdin, request)  # type: ignore[arg-type]
+            answer = receive(process.stdout)  # type: ignore[arg-type]
+        except (OSError, EOFError, ValueError):
+            fresh = not self._answered
+            self.stop()
+            if request[0] == "commit":
+                self._unsure = (request[1], *_last_rows(request[2]))
+            if fresh:
+                self.available = False
+                log.warning(
+                    "the store writer for %s stopped before it answered (exit code %s); "
+                    "writing from this process",
+                    self.path,
+                    process.returncode,
+                )
+                return None
+            return "failed", (
+                f"its writer process stopped (exit code {process.returncode}); the write is "
+                "tried again with the next step"
+            )
+        self._answered = True
+        return answer
+
+    def unsent(self, db: sqlite3.Connection, request: tuple[Any, ...]) -> tuple[Any, ...]:
+        """`request` without what a request whose process died before answering did write."""
+        if request[0] != "commit":
+            return request
+        return ("commit", request[1], self._unsent(db, request[1], request[2]))
+
+    def _unsent(self, db: sqlite3.Connection, sid: str, steps: list[PlainStep]) -> list[PlainStep]:
+        """`steps` without the events and messages that a request whose process died did
+        commit (nodes and tasks are written again: replacing them is harmless)."""
+        if self._unsure is None or self._unsure[0] != sid:
+            return steps
+        _, event, message = self._unsure
+        self._unsure = None
+        landed = db.execute(
+            "SELECT (SELECT count(*) FROM events WHERE session = ? AND seq = ?), "
+            "(SELECT count(*) FROM messages WHERE session = ? AND n = ?)",
+            (sid, event, sid, message),
+        ).fetchone()
+        if not any(landed):
+            return steps
+        return [
+            (
+                [e for e in events if e[0] > event],
+                [m for m in messages if not m[3] or m[3][-1][0] > message],
+                nodes,
+                tasks,
+                retired,
+            )
+            for events, messages, nodes, tasks, retired in steps
+        ]
+
+    def start(self) -> None:
+        """Start the process if it is not running (and it can be started)."""
+        if self.available:
+            with contextlib.suppress(OSError):
+                self._started()
+
+    def _started(self) -> subprocess.Popen[bytes]:
+        process = self._process
+        if process is not None and process.poll() is None and self._pid == os.getpid():
+            return process
+        if process is not None and self._pid != os.getpid():  # in a forked copy of the
+            for pipe in (process.stdin, process.stdout):  # process: the original keeps it
+                if pipe is not None:
+                    pipe.close()
+            self._process = None
+        self.stop()
+        try:
+            # its own session: a kernel interrupt (SIGINT to the process group) is not for it
+            self._process = subprocess.Popen(
+                [sys.executable, "-I", "-S", WRITER_SCRIPT, self.path],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            self.available = False
+            log.warning(
+                "cannot start the store writer for %s (%s); writing from this process",
+                self.path,
+                exc,
+            )
+            raise
+        self._pid = os.getpid()
+        self._answered = False
+        return self._process
+
+    def stop(self) -> None:
+        """Close its stdin, so that it commits what it has and ends; wait for it."""
+        process, self._process = self._process, None
+        if process is None:
+            return
+        for pipe in (process.stdin, process.stdout):
+            if pipe is not None:
+                try:
+                    pipe.close()
+                except OSError:
+                    pass
+        try:
+            process.wait(self.STOP_SECONDS)
+        except subprocess.TimeoutExpired:
+            log.error("the store writer for %s did not stop; killing it", self.path)
+            process.kill()
+            process.wait()
+
+
+def _identity(path: str) -> tuple[int, int] | None:
+    """The file's (device, inode), None for memory or a missing file."""
+    try:
+        found = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return found.st_dev, found.st_ino
+
+
+def _last_rows(steps: list[PlainStep]) -> tuple[int, int]:
+    """The last event seq and message number in `steps` (0 when none)."""
+    event = max((e[0] for events, *_ in steps for e in events), default=0)
+    message = max((m[3][-1][0] for _, messages, *_ in steps for m in messages if m[3]), default=0)
+    return event, message

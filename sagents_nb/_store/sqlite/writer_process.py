@@ -1,0 +1,228 @@
+"""The SQL that writes steps to a store file, and the writer process that runs it.
+
+`SQLiteStore` commits a file store's steps through a child process running this file as a
+script (`python -I writer_process.py <file>`): SQLite's work (binding rows, the B-trees,
+the commit, a checkpoint now and then) then runs beside the kernel's process instead of
+taking turns with the run for its GIL. The process reads framed requests on stdin, commits
+each in one transaction and answers on stdout; it ends when stdin closes (its store closed,
+or the kernel died: what it had received is still committed).
+
+This module imports only the standard library, so the process starts in ~20 ms.
+
+Requests cross the pipe as plain data (`marshal`): `("commit", session id, steps)` or
+`("create", session)`. A step is `(events, messages, nodes, tasks, retired)` with `events`
+[(seq, run, type, path, body)] (a body is JSON text, or the event's fields when they are all
+plain values: the JSON is then made here, off the kernel's GIL), `messages` [(path, transcript, seq, [(n, body)], replace)],
+`nodes` [(path, part, seq, body)], `tasks` [(parent, agent, prompt, child, seq, status, text,
+settled, retired)] and `retired` [(parent, agent, prompt, seq)]: the fields of `_store.Step`'s
+rows, in order. A new session is `((id, agent, created, parent, fork_seq), events, messages,
+nodes, tasks)` with `messages` [(n, path, transcript, added, removed, body)].
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import marshal
+import os
+import sqlite3
+import struct
+import sys
+from collections.abc import Sequence
+from typing import Any, BinaryIO
+
+CHECKPOINT_PAGES = 8192
+NICENESS = 10
+"""The writer process's scheduling priority, below the kernel's (0): when the CPUs are busy,
+the run goes first and the writer catches up."""
+
+PlainStep = tuple[list[Any], list[Any], list[Any], list[Any], list[Any]]
+PlainSession = tuple[tuple[Any, ...], list[Any], list[Any], list[Any], list[Any]]
+
+_RETIRE_MESSAGES = """
+UPDATE messages SET removed = ?
+WHERE session = ? AND path = ? AND transcript = ? AND removed IS NULL
+"""
+INSERT_TASKS = (
+    "INSERT INTO tasks (session, parent, agent, prompt, child, seq, status, text, settled, retired)"
+)
+_UPSERT_TASKS = """
+ON CONFLICT (session, parent, agent, prompt) WHERE retired IS NULL DO UPDATE SET
+child = excluded.child, status = excluded.status, text = excluded.text,
+settled = coalesce(settled, excluded.settled)
+"""
+_RETIRE_TASK = """
+UPDATE tasks SET retired = ?
+WHERE session = ? AND parent = ? AND agent = ? AND prompt = ? AND retired IS NULL
+"""
+_HEADER = struct.Struct("<I")
+_dumps = json.JSONEncoder(separators=(",", ":")).encode
+"""ASCII JSON: a lone surrogate in model text comes out escaped, which SQLite's UTF-8 takes."""
+
+
+class Conflict(Exception):
+    """The session id is taken, or the session already has events with these numbers."""
+
+
+def tune(db: sqlite3.Connection) -> None:
+    """A writing connection's settings. WAL commits survive a killed process; fsync happens
+    at checkpoints, which a larger threshold makes rare (a checkpoint costs milliseconds, a
+    commit microseconds)."""
+    db.execute("PRAGMA synchronous=NORMAL")
+    db.execute(f"PRAGMA wal_autocheckpoint={CHECKPOINT_PAGES}")
+    db.execute(f"PRAGMA journal_size_limit={4096 * CHECKPOINT_PAGES}")
+
+
+def write_steps(db: sqlite3.Connection, sid: str, steps: Sequence[PlainStep]) -> None:
+    """Write steps in order (the caller holds a transaction); rows whose order does not
+    matter share one statement."""
+    events = [(sid, *event[:4], body_text(event[4])) for step in steps for event in step[0]]
+    if events:
+        insert_events(db, sid, events)
+    nodes = [(sid, *node) for step in steps for node in step[2]]
+    if nodes:
+        insert_rows(db, "INSERT OR REPLACE INTO nodes", nodes)
+    added: list[tuple[object, ...]] = []
+    tasks: list[tuple[object, ...]] = []
+    for _, messages, _, step_tasks, retired in steps:
+        for path, transcript, seq, numbered, replace in messages:
+            if replace:  # retires the rows added so far: write those first
+                if added:
+                    insert_rows(db, "INSERT INTO messages", added)
+                added = []
+                db.execute(_RETIRE_MESSAGES, (seq, sid, path, transcript))
+            added.extend((sid, n, path, transcript, seq, None, body) for n, body in numbered)
+        if retired:  # retires the live rows: write those first
+            if tasks:
+                insert_rows(db, INSERT_TASKS, tasks, _UPSERT_TASKS)
+            tasks = []
+            db.executemany(_RETIRE_TASK, [(seq, sid, *key) for *key, seq in retired])
+        tasks.extend((sid, *task) for task in step_tasks)
+    if tasks:
+        insert_rows(db, INSERT_TASKS, tasks, _UPSERT_TASKS)
+    if added:
+        insert_rows(db, "INSERT INTO messages", added)
+
+
+def body_text(body: str | dict[str, Any]) -> str:
+    """An event's body as JSON text."""
+    return body if isinstance(body, str) else _dumps(body)
+
+
+def create_session(db: sqlite3.Connection, session: PlainSession) -> None:
+    """Add a new session with its rows (the caller holds a transaction)."""
+    info, events, messages, nodes, tasks = session
+    sid = info[0]
+    try:
+        db.execute("INSERT INTO sessions VALUES (?, ?, ?, ?, ?)", info)
+    except sqlite3.IntegrityError as exc:
+        raise Conflict(
+            f"a session with id {sid!r} already exists in this store; pass another session id"
+        ) from exc
+    insert_events(db, sid, [(sid, *event) for event in events])
+    insert_rows(db, "INSERT INTO messages", [(sid, *message) for message in messages])
+    insert_rows(db, "INSERT OR REPLACE INTO nodes", [(sid, *node) for node in nodes])
+    insert_rows(db, INSERT_TASKS, [(sid, *task) for task in tasks])
+
+
+def insert_events(db: sqlite3.Connection, sid: str, rows: list[tuple[object, ...]]) -> None:
+    try:
+        insert_rows(db, "INSERT INTO events", rows)
+    except sqlite3.IntegrityError as exc:
+        raise Conflict(
+            f"session {sid!r} already has events with these numbers: another process (or "
+            "another Session object) is writing it; keep one live Session per stored session"
+        ) from exc
+
+
+def insert_rows(
+    db: sqlite3.Connection, insert: str, rows: list[tuple[object, ...]], then: str = ""
+) -> None:
+    """`insert` ("INSERT INTO table") `rows`, many in one statement (`executemany` steps once
+    a row). Statements take 64, 32, ... 1 rows, so that a few prepared ones serve every
+    count; `then` ends each (ON CONFLICT ...)."""
+    start = 0
+    while start < len(rows):
+        size = min(64, 1 << ((len(rows) - start).bit_length() - 1))
+        chunk = rows[start : start + size]
+        statement = _multi_row(insert, len(chunk[0]), size, then)
+        db.execute(statement, [v for row in chunk for v in row])
+        start += size
+
+
+@functools.lru_cache(maxsize=64)
+def _multi_row(insert: str, width: int, count: int, then: str) -> str:
+    row = "(" + ", ".join("?" * width) + ")"
+    return f"{insert} VALUES " + ", ".join([row] * count) + then
+
+
+# the pipe between a store and its writer process
+
+
+def send(pipe: BinaryIO, message: object) -> None:
+    """Write one framed message (`marshal`: plain data only)."""
+    blob = marshal.dumps(message)
+    pipe.write(_HEADER.pack(len(blob)) + blob)
+    pipe.flush()
+
+
+def receive(pipe: BinaryIO) -> Any:
+    """Read one framed message; EOFError if the other end closed (or died mid-message)."""
+    head = pipe.read(_HEADER.size)
+    if len(head) < _HEADER.size:
+        raise EOFError
+    (size,) = _HEADER.unpack(head)
+    blob = pipe.read(size)
+    if len(blob) < size:
+        raise EOFError
+    return marshal.loads(blob)
+
+
+def write(db: sqlite3.Connection, request: tuple[Any, ...]) -> tuple[str, str]:
+    """Carry out `request` in one transaction; the answer: ("ok", ""), ("conflict", message)
+    or ("failed", the SQLite error)."""
+    try:
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            if request[0] == "create":
+                create_session(db, request[1])
+            else:
+                write_steps(db, request[1], request[2])
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+    except Conflict as exc:
+        return "conflict", str(exc)
+    except Exception as exc:  # e.g. sqlite3.Error: the process goes on serving
+        return "failed", f"{type(exc).__name__}: {exc}"
+    return "ok", ""
+
+
+def serve(path: str, requests: BinaryIO, answers: BinaryIO) -> None:
+    """The writer process: carry out each request and answer, until EOF."""
+    db = sqlite3.connect(path, isolation_level=None, timeout=30)
+    try:
+        tune(db)
+        while True:
+            try:
+                request = receive(requests)
+            except EOFError:
+                return
+            send(answers, write(db, request))
+    finally:
+        db.close()
+
+
+def _lower_priority() -> None:
+    """Yield the CPU to the kernel's run when both want it: the writer is background work,
+    and with a core each the two still run side by side."""
+    if hasattr(os, "nice"):
+        with contextlib.suppress(OSError):
+            os.nice(NICENESS)
+
+
+if __name__ == "__main__":
+    _lower_priority()
+    serve(sys.argv[1], sys.stdin.buffer, sys.stdout.buffer)

@@ -1,0 +1,201 @@
+"""Typed tools: a function becomes a tool with a JSON schema, validated arguments and safe errors."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, get_type_hints
+
+import pydantic
+from pydantic import BaseModel, ConfigDict, create_model
+from pydantic_core import to_jsonable_python
+
+from ..events import ToolStatus
+
+_ARG_LINE = re.compile(r"^\s{2,}(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
+
+
+@dataclass
+class ToolResult:
+    """What a tool call produced: the text the model sees, and how it went."""
+
+    call_id: str
+    name: str
+    content: str
+    status: ToolStatus = "ok"
+    duration: float = 0.0
+
+
+class ToolError(Exception):
+    """Raise inside a tool to send a clean error message back to the model."""
+
+
+class Tool:
+    """A function the model may call. Build one with `@sn.tool`."""
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        timeout: float | None = None,
+        thread: bool = False,
+    ) -> None:
+        self.fn = fn
+        self.name = name or fn.__name__
+        summary, arg_docs = _parse_docstring(inspect.getdoc(fn) or "")
+        self.description = description if description is not None else summary
+        self.timeout = timeout
+        self.thread = thread
+        self.is_async = inspect.iscoroutinefunction(fn)
+        self._model = _arguments_model(fn, self.name, arg_docs)
+        schema = self._model.model_json_schema()
+        schema.pop("title", None)
+        for prop in schema.get("properties", {}).values():
+            prop.pop("title", None)
+        self.parameters: dict[str, Any] = schema
+        self._spec = {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+    def to_wire(self) -> dict[str, Any]:
+        """The OpenAI `tools` entry for this tool."""
+        return self._spec
+
+    def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Validated keyword arguments; raises `pydantic.ValidationError`."""
+        model = self._model.model_validate(arguments)
+        return {field: getattr(model, field) for field in type(model).model_fields}
+
+    async def invoke(self, arguments: dict[str, Any]) -> str:
+        """Validate `arguments`, call the function and return its result as text."""
+        kwargs = self.validate(arguments)
+        if self.is_async:
+            call: Awaitable[Any] = self.fn(**kwargs)
+        elif self.thread:
+            call = asyncio.to_thread(self.fn, **kwargs)
+        else:
+            return result_text(self.fn(**kwargs))
+        if self.timeout is not None:
+            return result_text(await asyncio.wait_for(call, self.timeout))
+        return result_text(await call)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.fn(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"Tool({self.name!r})"
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout: float | None = None,
+    thread: bool = False,
+) -> Any:
+    """Turn a typed function (sync or async) into a `Tool`.
+
+    The JSON schema comes from the signature; the description from the docstring's first
+    paragraph, and each parameter's description from its `Args:` section.
+
+    Args:
+        fn: the function (when used as a bare decorator).
+        name: the tool's name; defaults to the function's.
+        description: overrides the docstring summary.
+        timeout: seconds an async (or `thread=True`) tool may take before it fails.
+        thread: run a blocking sync function in a worker thread instead of on the event loop.
+    """
+
+    def wrap(f: Callable[..., Any]) -> Tool:
+        return Tool(f, name=name, description=description, timeout=timeout, thread=thread)
+
+    return wrap(fn) if fn is not None else wrap
+
+
+def result_text(value: Any) -> str:
+    """A tool's return value as the text sent to the model."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, BaseModel):
+        return value.model_dump_json()
+    return json.dumps(to_jsonable_python(value), ensure_ascii=False)
+
+
+def parse_arguments(raw: str) -> dict[str, Any]:
+    """Decode a tool call's JSON arguments; raises ValueError with a readable reason."""
+    if raw is None or not raw.strip():
+        return {}
+    try:
+        value = json.loads(raw)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise ValueError(f"arguments are not valid JSON ({exc})") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"arguments must be a JSON object, got {type(value).__name__}")
+    return value
+
+
+def validation_message(exc: pydantic.ValidationError) -> str:
+    """A compact, model-readable summary of a validation error."""
+    parts = []
+    for err in exc.errors(include_url=False):
+        where = ".".join(str(p) for p in err["loc"]) or "arguments"
+        parts.append(f"{where}: {err['msg']}")
+    return "; ".join(parts)
+
+
+def _arguments_model(fn: Callable[..., Any], name: str, docs: dict[str, str]) -> type[BaseModel]:
+    hints = get_type_hints(fn)
+    fields: dict[str, Any] = {}
+    for param in inspect.signature(fn).parameters.values():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise TypeError(f"tool {name!r}: *args and **kwargs cannot be described to a model")
+        annotation = hints.get(param.name, Any)
+        default = ... if param.default is param.empty else param.default
+        fields[param.name] = (
+            annotation,
+            pydantic.Field(default, description=docs.get(param.name)),
+        )
+    return create_model(  # type: ignore[call-overload,no-any-return]
+        f"{name}_arguments", __config__=ConfigDict(extra="forbid"), **fields
+    )
+
+
+def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
+    """Split a Google-style docstring into its summary and per-argument descriptions."""
+    summary_lines: list[str] = []
+    args: dict[str, str] = {}
+    section = "summary"
+    current: str | None = None
+    for line in doc.splitlines():
+        stripped = line.strip()
+        if stripped in ("Args:", "Arguments:", "Parameters:"):
+            section, current = "args", None
+            continue
+        if stripped.endswith(":") and not line.startswith(" ") and stripped[:-1].isalpha():
+            section = "other"
+            continue
+        if section == "summary":
+            if not stripped and summary_lines:
+                section = "rest"
+            elif stripped:
+                summary_lines.append(stripped)
+        elif section == "args":
+            match = _ARG_LINE.match("  " + line if not line.startswith("  ") else line)
+            if match and not line.startswith("      "):
+                current = match.group(1).lstrip("*")
+                args[current] = match.group(2).strip()
+            elif current and stripped:
+                args[current] = f"{args[current]} {stripped}".strip()
+    return " ".join(summary_lines), args
