@@ -74,6 +74,14 @@ class Agent:
         team = f", team={[member_name(m) for m in self.team]}" if self.team else ""
         return f"Agent({self.name!r}{team})"
 
+    def members(self) -> list[Agent]:
+        """The agents behind this agent's team members (a `Task` class compiles to one)."""
+        return [member_agent(m) for m in self.team]
+
+    def member(self, name: str) -> Agent | None:
+        """The team member called `name`, or None."""
+        return next((a for a in self.members() if a.name == name), None)
+
     async def run(
         self, prompt: str, *, llm: LLM | None = None, pause_on: Iterable[str] = (), **session: Any
     ) -> Result:

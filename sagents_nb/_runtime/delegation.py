@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import asyncio
-import json
-from typing import Any
+import contextlib
+from typing import TYPE_CHECKING, Any
 
 from .._base.messages import user
+from .._base.outcome import Outcome
+from .._tools.node_tool import NodeTool
 from .._tools.tool import ToolResult
-from ..events import TaskFinished, TaskReattached, TaskRefused, TaskSpawned
-from ..kinds import CompactUnsupported, kind_name
-from .agent import Agent, member_agent
-from .node import Node, Outcome, QueuedInput, TaskEntry
-from .resume import continue_restored
-from .toolcalls import NodeTool
+from ..events import KindSwapped, TaskFinished, TaskReattached, TaskRefused, TaskSpawned
+from ..kinds import kind_name
+from .tasks import QueuedInput, TaskEntry
+
+if TYPE_CHECKING:
+    from .agent import Agent
+    from .node import Node
 
 TASK_DESCRIPTION = "Delegate a subtask to an isolated subagent. Available agents — "
 
@@ -51,7 +54,7 @@ class TaskTool(NodeTool):
                 "error: task needs string arguments 'agent' and 'prompt'",
                 "error",
             )
-        members = {a.name: a for a in map(member_agent, node.agent.team)}
+        members = {a.name: a for a in node.agent.members()}
         if name not in members:
             reason = (
                 f'agent "{name}" is not in this agent\'s team '
@@ -93,7 +96,7 @@ class TaskInstructionsTool(NodeTool):
 
     async def run(self, node: Node, call_id: str, arguments: dict[str, Any]) -> ToolResult:
         wanted = arguments.get("agent")
-        for agent in map(member_agent, node.agent.team):
+        for agent in node.agent.members():
             if agent.name == wanted and agent.use_instructions:
                 return ToolResult(call_id, self.name, agent.use_instructions)
         return ToolResult(
@@ -101,78 +104,6 @@ class TaskInstructionsTool(NodeTool):
         )
 
 
-class ResidentControlTool(NodeTool):
-    """`resident_agents`: list, inspect, compress or destroy this agent's resident children."""
-
-    name = "resident_agents"
-    description = (
-        "Manage your resident sub-agents (children that remember across tasks): "
-        "list them, inspect one, compress its context, or destroy it."
-    )
-    parameters = {  # noqa: RUF012
-        "type": "object",
-        "properties": {
-            "action": {"type": "string", "enum": ["list", "inspect", "compress", "destroy"]},
-            "id": {"type": "string", "description": "the resident's id (for all but list)"},
-            "residual": {
-                "type": "string",
-                "enum": ["keep", "drop"],
-                "description": "for destroy: hand queued inputs back (keep) or skip them",
-            },
-        },
-        "required": ["action"],
-    }
-
-    async def run(self, node: Node, call_id: str, arguments: dict[str, Any]) -> ToolResult:
-        action = arguments.get("action")
-        residents = {c.path: c for c in node.persistent.values() if hasattr(c.kind, "describe")}
-        if action == "list":
-            return ToolResult(
-                call_id, self.name, json.dumps([c.kind.describe(c) for c in residents.values()])
-            )  # type: ignore[attr-defined]
-        child = residents.get(str(arguments.get("id")))
-        if child is None:
-            return ToolResult(
-                call_id,
-                self.name,
-                f"error: no resident with id "
-                f"{arguments.get('id')!r} (residents: {', '.join(residents) or 'none'})",
-                "error",
-            )
-        if action == "inspect":
-            info = child.kind.describe(child)  # type: ignore[attr-defined]
-            info["recent"] = [f"{m.role}: {(m.content or '')[:200]}" for m in child.history[-6:]]
-            return ToolResult(call_id, self.name, json.dumps(info))
-        if action == "compress":
-            try:
-                report = await child.kind.compact(child)
-            except CompactUnsupported as exc:
-                return ToolResult(call_id, self.name, f"error: {exc}", "error")
-            return ToolResult(
-                call_id,
-                self.name,
-                f"compacted {child.path} by {report.strategy}: {report.before_tokens} "
-                f"-> {report.after_tokens} tokens, {report.removed} messages folded",
-            )
-        if action == "destroy":
-            residual = arguments.get("residual", "keep")
-            if residual not in ("keep", "drop"):
-                return ToolResult(
-                    call_id, self.name, "error: residual must be keep or drop", "error"
-                )
-            note = child.kind.dispose(child, residual)
-            node.persistent.pop(child.agent.name, None)
-            child.set_status("destroyed", note)
-            return ToolResult(call_id, self.name, note)
-        return ToolResult(
-            call_id,
-            self.name,
-            f"error: unknown action {action!r} (use list, inspect, compress or destroy)",
-            "error",
-        )
-
-
-RESIDENT_CONTROL = ResidentControlTool()
 _task_tools: dict[tuple[tuple[str, str], ...], TaskTool] = {}
 
 
@@ -180,7 +111,7 @@ def team_tools(agent: Agent) -> list[Any]:
     """The tools an agent's team gives it this turn (none for an empty team)."""
     if not agent.team:
         return []
-    members = [member_agent(m) for m in agent.team]
+    members = agent.members()
     key = tuple((a.name, a.does) for a in members)
     task = _task_tools.get(key)
     if task is None:
@@ -218,8 +149,7 @@ async def delegate(parent: Node, agent: Agent, prompt: str, call_id: str | None)
     child = parent.persistent.get(agent.name) if getattr(kind, "persistent", False) else None
     spawned = child is None
     if child is None:
-        child = Node(session, agent, kind, path=parent.next_child_path(agent.name), parent=parent)
-        parent.order.append(child)
+        child = parent.spawn(agent, kind)
         if getattr(kind, "persistent", False):
             parent.persistent[agent.name] = child
     entry = parent.tasks[key] = TaskEntry(child, prompt)
@@ -251,19 +181,17 @@ async def delegate(parent: Node, agent: Agent, prompt: str, call_id: str | None)
 
 
 async def _run_child(parent: Node, child: Node, prompt: str) -> Outcome:
-    from .turns import run_task
-
     semaphore = parent.session.child_slots(parent)
     async with semaphore:
         if not getattr(child.kind, "persistent", False):
-            return await run_task(child, user(prompt))
+            return await child.run_task(user(prompt))
         item = QueuedInput(prompt, asyncio.get_running_loop().create_future())
         child.inbox.append(item)
         async with child.lock:
             if item.future.done():
                 return item.future.result()
             child.inbox.remove(item)
-            return await run_task(child, user(prompt))
+            return await child.run_task(user(prompt))
 
 
 async def _reattach(parent: Node, entry: TaskEntry, call_id: str | None) -> Outcome:
@@ -295,8 +223,6 @@ async def _reattach(parent: Node, entry: TaskEntry, call_id: str | None) -> Outc
 
 
 def _swap_child_kind(parent: Node, agent: Agent, old: Any, new: Any) -> None:
-    from ..events import KindSwapped
-
     # results settled under the old kind are not reattached to: the configuration changed
     for key in [k for k, e in parent.tasks.items() if k[0] == agent.name and e.outcome]:
         del parent.tasks[key]
@@ -306,3 +232,43 @@ def _swap_child_kind(parent: Node, agent: Agent, old: Any, new: Any) -> None:
     parent.emit(
         KindSwapped(agent=agent.name, old=kind_name(old), new=kind_name(new), policy="keep")
     )
+
+
+async def continue_restored(parent: Node, entry: TaskEntry, call_id: str | None) -> Outcome:
+    """Reattach to a child restored mid-task and let it continue from its own last step."""
+    child = entry.child
+    entry.task = asyncio.get_running_loop().create_task(_continue_child(parent, entry))
+    parent.reattached += 1
+    child.reattached += 1
+    parent.emit(
+        TaskReattached(
+            child=child.path,
+            agent=child.agent.name,
+            prompt=entry.prompt,
+            state="resumed",
+            call_id=call_id,
+        )
+    )
+    entry.outcome = outcome = await entry.task
+    parent.emit(
+        TaskFinished(
+            child=child.path,
+            agent=child.agent.name,
+            status=outcome.status,
+            text=outcome.text,
+            turns=child.task_turns,
+            usage=child.usage,
+        )
+    )
+    return outcome
+
+
+async def _continue_child(parent: Node, entry: TaskEntry) -> Outcome:
+    child = entry.child
+    persistent = getattr(child.kind, "persistent", False)
+    async with parent.session.child_slots(parent):
+        async with child.lock if persistent else contextlib.nullcontext():
+            if child.input_index >= 0 and child.input_text == entry.prompt:
+                return await child.run_task(None, resume=True)
+            # spawned, but its input never reached storage (it waited for a slot)
+            return await child.run_task(user(entry.prompt))

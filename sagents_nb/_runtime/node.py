@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .._base.messages import Message, Usage, estimate_tokens, system, tool_message
+from .._base.outcome import Outcome
 from ..events import Event, StatusChanged
 from ..kinds import kind_name
 from .result import TreeNode
+from .tasks import QueuedInput, TaskEntry
 
 if TYPE_CHECKING:
     from .._tools.tool import ToolResult
@@ -19,36 +20,6 @@ if TYPE_CHECKING:
     from .session import Session
 
 TERMINAL = frozenset({"done", "incomplete", "error", "cancelled", "pending"})
-
-
-@dataclass
-class Outcome:
-    """How a task ended for one node."""
-
-    status: str
-    text: str
-
-    def as_tool_text(self) -> str:
-        """What the parent's `task` call returns: the text, prefixed by the status unless done."""
-        return self.text if self.status == "done" else f"[{self.status}] {self.text}"
-
-
-@dataclass
-class TaskEntry:
-    """One delegated task among a parent's children, keyed by (agent, prompt)."""
-
-    child: Node
-    prompt: str
-    task: asyncio.Task[Outcome] | None = None
-    outcome: Outcome | None = None
-
-
-@dataclass
-class QueuedInput:
-    """An input waiting for a busy persistent child."""
-
-    prompt: str
-    future: asyncio.Future[Outcome]
 
 
 class Node:
@@ -242,6 +213,18 @@ class Node:
         if len(calls) == 1:
             return [await execute_call(self, calls[0])]
         return list(await asyncio.gather(*(execute_call(self, c) for c in calls)))
+
+    def spawn(self, agent: Agent, kind: ChildKind) -> Node:
+        """A new child of this node running `agent` as `kind`, numbered after its siblings."""
+        child = Node(self.session, agent, kind, path=self.next_child_path(agent.name), parent=self)
+        self.order.append(child)
+        return child
+
+    async def run_task(self, message: Message | None, *, resume: bool = False) -> Outcome:
+        """Run one task on this node through the turn loop (`resume`: go on from storage)."""
+        from .turns import run_task
+
+        return await run_task(self, message, resume=resume)
 
     async def summarise(self, messages: list[Message]) -> str:
         """Ask this node's endpoint for a summary of `messages` (visible in events and the wire)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import json
 import time
 from typing import TYPE_CHECKING, Any
@@ -9,19 +10,23 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from .._base.errors import ConfigurationError, StoreError
-from .._base.messages import Message
+from .._base.ids import new_session_id
+from .._base.messages import Message, Usage
+from .._base.outcome import Outcome
 from .._endpoints.openai import LLM
 from .._store.journal import Journal
-from .._store.protocol import SessionRows, Store, StoredSession, TaskRow, resolve_store
-from .._store.snapshot import load_node
+from .._store.protocol import SessionRows, Store, StoredSession, TaskRow
+from .._store.resolve import resolve_store
 from ..events import Event, RunFinished, StatusChanged, parse_event
-from .agent import Agent, member_agent
-from .node import Node, Outcome, TaskEntry
+from ..kinds import Main, Realtime, Resident, kind_name
+from ..kinds._relevance import Group
+from .node import Node
 from .result import Result
 from .run import Run
-from .session import new_session_id
+from .tasks import TaskEntry
 
 if TYPE_CHECKING:
+    from .agent import Agent
     from .session import Session
 
 UNSTORED = Message(role="system", content="[this message of the view was not stored]")
@@ -210,11 +215,12 @@ class _Stored:
 
 
 def _team_member(parent: Agent, name: str) -> Agent:
-    for member in parent.team:
-        agent = member_agent(member)
-        if agent.name == name:
-            return agent
-    return Agent(name, does=f"restored from a store; {name!r} is not in {parent.name}'s team now")
+    member = parent.member(name)
+    if member is not None:
+        return member
+    return type(parent)(
+        name, does=f"restored from a store; {name!r} is not in {parent.name}'s team now"
+    )
 
 
 def _restore_runs(session: Session, events: list[Event]) -> list[Run]:
@@ -248,3 +254,48 @@ def _restore_runs(session: Session, events: list[Event]) -> list[Run]:
         run._stop.set()
         runs.append(run)
     return runs
+
+
+def load_node(node: Node, state: dict[str, Any], kind_state: dict[str, Any] | None) -> None:
+    """Put a snapshot's fields back on `node` (its history must already be restored)."""
+    node.status = state["status"]
+    node.turns = state["turns"]
+    node.task_turns = state["task_turns"]
+    node.task_tool_calls = state["task_tool_calls"]
+    node.task_tokens = state["task_tokens"]
+    prompt, completion, total = state["usage"]
+    node.usage = Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=total)
+    node.counters = dict(state["counters"])
+    node.input_index = state["input_index"]
+    node.input_text = state["input_text"]
+    node.display_text = state["display_text"]
+    node.reattached = state["reattached"]
+    node.refused = list(state["refused"])
+    node.notices = list(state["notices"])
+    outcome = state["outcome"]
+    node.last_outcome = Outcome(*outcome) if outcome is not None else None
+    if kind_state is not None:
+        _load_kind_state(node, kind_state["kind"], kind_state["state"])
+
+
+def _within(group: Group, spans: list[list[int]]) -> bool:
+    index = bisect.bisect_right(spans, group.start, key=lambda span: span[0]) - 1
+    return index >= 0 and group.end <= spans[index][1]
+
+
+def _load_kind_state(node: Node, stored_kind: str, data: dict[str, Any]) -> None:
+    """Rebuild a built-in kind's state; a kind that changed since keeps only the history."""
+    kind = node.kind
+    if kind_name(kind) != stored_kind:
+        return
+    if isinstance(kind, Main):
+        main = kind._state(node)
+        spans = data["cold"]
+        main.cold = [g for g in main.hot if _within(g, spans)]
+        main.hot = [g for g in main.hot if not _within(g, spans)]
+    elif isinstance(kind, Resident):
+        resident = kind._state(node)
+        resident.latched = data["latched"]
+        resident.compactions = data["compactions"]
+    elif isinstance(kind, Realtime):
+        kind._state(node).dropped = data["dropped"]

@@ -5,16 +5,18 @@ from __future__ import annotations
 import asyncio
 import inspect
 import os
-import time
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._base.errors import Rejected, RunPaused
+from .._base.ids import new_session_id
 from .._base.loop import block_on, run_on_library_loop, submit
 from .._base.messages import Message, Usage
+from .._base.outcome import Outcome
 from .._endpoints.openai import LLM
-from .._store.protocol import StoredSession, resolve_store
+from .._store.protocol import StoredSession
+from .._store.resolve import resolve_store
 from ..events import (
     Event,
     LLMSwapped,
@@ -24,29 +26,16 @@ from ..events import (
     RunStarted,
 )
 from ..kinds import Main, Worker
-from .agent import Agent
 from .bus import EventBus
-from .node import Node, Outcome, default_token_counter
+from .node import Node, default_token_counter
 from .pausing import APPROVE, Decision
 from .preprocess import PreprocessContext, preprocessor_name
 from .result import Result, TreeNode
 from .run import Run
-from .turns import run_task
 
 if TYPE_CHECKING:
     from .._store.journal import Journal
-
-
-_ID_DIGITS = "0123456789abcdefghjkmnpqrstvwxyz"
-"""Crockford's base 32, lower case: digits sort as their values do."""
-
-
-def new_session_id() -> str:
-    """A new session's id: 16 base-32 digits, 44 bits of the time in milliseconds and then 36
-    random bits. Ids sort by creation, so a store's rows for new sessions go in at the end of
-    its indexes (random ids scatter them: ~35% more SQLite work a commit in a big store)."""
-    value = (time.time_ns() // 1_000_000) << 36 | int.from_bytes(os.urandom(5)) >> 4
-    return "".join(_ID_DIGITS[value >> shift & 31] for shift in range(75, -1, -5))
+    from .agent import Agent
 
 
 class Session:
@@ -379,7 +368,7 @@ class Session:
             )
         )
         try:
-            outcome = await run_task(root, run.message, resume=resume)
+            outcome = await root.run_task(run.message, resume=resume)
         except asyncio.CancelledError:
             task = asyncio.current_task()
             if task is not None:

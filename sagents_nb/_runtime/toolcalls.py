@@ -5,39 +5,18 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pydantic
 
 from .._base.messages import ToolCall
 from .._tools.hooks import ToolCallInfo, apply_after, apply_before
+from .._tools.node_tool import NodeTool
 from .._tools.tool import Tool, ToolError, ToolResult, parse_arguments, validation_message
 from ..events import ToolCallFinished, ToolCallStarted
-from .node import Node
 
-
-class NodeTool:
-    """A built-in tool that acts on the calling node (`task`, `resident_agents`, ...)."""
-
-    name: str = ""
-    description: str = ""
-    parameters: dict[str, Any] = {}  # noqa: RUF012 - replaced per instance
-
-    def to_wire(self) -> dict[str, Any]:
-        return {
-            "type": "function",
-            "function": {
-                "name": self.name,
-                "description": self.description,
-                "parameters": self.parameters,
-            },
-        }
-
-    async def run(self, node: Node, call_id: str, arguments: dict[str, Any]) -> ToolResult:
-        raise NotImplementedError
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.name!r})"
+if TYPE_CHECKING:
+    from .node import Node
 
 
 def _hooks(node: Node) -> list[Any]:
@@ -154,13 +133,8 @@ def _finish(
 def _display_text(node: Node, name: str, arguments: dict[str, Any]) -> str | None:
     if name != "task":
         return None
-    from .agent import member_agent
-
-    for member in node.agent.team:
-        agent = member_agent(member)
-        if agent.name == arguments.get("agent"):
-            return agent.display_text
-    return None
+    member = node.agent.member(str(arguments.get("agent")))
+    return member.display_text if member is not None else None
 
 
 def _dump(arguments: dict[str, Any]) -> str:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._base.errors import LLMError
 from .._base.messages import Message, ToolCall, system, tool_message, trusted, user
+from .._base.outcome import Outcome
 from .._endpoints.openai import Completion, RetryNotice
 from ..events import (
     ContextBuilt,
@@ -16,12 +17,12 @@ from ..events import (
     ModelRequest,
     ModelResponse,
     Retry,
+    ToolCallFinished,
 )
 from ..kinds import View, kind_name
-from .node import Node, Outcome
-from .resume import resume_open_turn
 
 if TYPE_CHECKING:
+    from .node import Node
     from .pausing import Decision
 
 SUMMARY_INSTRUCTIONS = (
@@ -337,3 +338,55 @@ def _model_request(**fields: Any) -> ModelRequest:
     (the bus stamps `seq`, `ts` and `run`)."""
     values = {"type": "model_request", "seq": 0, "ts": 0.0, "path": "", "run": 0, **fields}
     return trusted(ModelRequest, values)
+
+
+async def resume_open_turn(node: Node) -> Outcome | None:
+    """Finish the turn an interruption cut short, before the turn loop goes on.
+
+    Returns the outcome when the task's answer had already been committed (no model call is
+    needed). Otherwise answers the tool calls of the last reply that have no result in storage
+    (reusing each result whose `tool_call_finished` was committed, running the others; a `task`
+    call reattaches to its child by key) and returns None.
+    """
+    history = node.history
+    if not history:
+        return None
+    last = history[-1]
+    if last.role == "assistant" and not last.tool_calls:
+        return Outcome("done", last.content or "")
+    calls = _unanswered(history)
+    if not calls:
+        return None
+    _turn_tools(node, node.kind)
+    finished = _committed_results(node)
+    todo = [call for call in calls if call.id not in finished]
+    results = await node.kind.run_tools(node, todo) if todo else []
+    finished.update((result.call_id, result.content) for result in results)
+    node.kind.append_history(node, *(tool_message(call.id, finished[call.id]) for call in calls))
+    return None
+
+
+def _unanswered(history: list[Message]) -> list[ToolCall]:
+    """The calls of the last reply that no tool message answers (none if it was answered)."""
+    for index in range(len(history) - 1, -1, -1):
+        message = history[index]
+        if message.role == "tool":
+            continue
+        if message.role != "assistant" or not message.tool_calls:
+            return []
+        answered = {m.tool_call_id for m in history[index + 1 :]}
+        return [call for call in message.tool_calls if call.id not in answered]
+    return []
+
+
+def _committed_results(node: Node) -> dict[str, str]:
+    """Results of this node's tool calls finished since its last model reply, by call id."""
+    results: dict[str, str] = {}
+    for event in reversed(node.session.bus.log):
+        if event.path != node.path:
+            continue
+        if isinstance(event, ModelResponse):
+            break
+        if isinstance(event, ToolCallFinished):
+            results.setdefault(event.call_id, event.result)
+    return results

@@ -9,12 +9,9 @@ filter over the rows (`SessionRows.at`), which is what reopening and forking rea
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
-
-from .._base.errors import StoreError
 
 
 @dataclass(frozen=True)
@@ -223,29 +220,3 @@ class Store(Protocol):
 
     def close(self) -> None:
         """Release the store's resources."""
-
-
-def resolve_store(target: object, *, create: bool) -> Store:
-    """The `Store` behind `target`: a file path (SQLite), a `Store`, or a session's `.store`.
-
-    Args:
-        target: what the user passed as `store=`.
-        create: make the file when it does not exist (False when reopening).
-    """
-    if not create:  # reading: what this process queued must be readable first
-        from .writer import drain_all
-
-        drain_all()
-    if isinstance(target, str | os.PathLike):
-        from .sqlite.store import open_file
-
-        return open_file(target, create=create)
-    if isinstance(target, Store):
-        return target
-    inner = getattr(target, "store", None)
-    if isinstance(inner, Store):
-        return inner
-    raise StoreError(
-        f"store= takes a file path (e.g. 'runs.db') or a Store such as sn.SQLiteStore(path), "
-        f"not {type(target).__name__}"
-    )

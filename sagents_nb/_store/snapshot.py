@@ -3,13 +3,10 @@ kinds' state too)."""
 
 from __future__ import annotations
 
-import bisect
 from typing import TYPE_CHECKING, Any
 
 import pydantic_core
 
-from .._base.messages import Usage
-from .._runtime.node import Outcome
 from ..kinds import Main, Realtime, Resident, kind_name
 from ..kinds._relevance import Group
 
@@ -104,28 +101,6 @@ def kind_state(node: Node) -> dict[str, Any] | None:
     return {"kind": kind_name(node.kind), "state": state} if state is not None else None
 
 
-def load_node(node: Node, state: dict[str, Any], kind_state: dict[str, Any] | None) -> None:
-    """Put a snapshot's fields back on `node` (its history must already be restored)."""
-    node.status = state["status"]
-    node.turns = state["turns"]
-    node.task_turns = state["task_turns"]
-    node.task_tool_calls = state["task_tool_calls"]
-    node.task_tokens = state["task_tokens"]
-    prompt, completion, total = state["usage"]
-    node.usage = Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=total)
-    node.counters = dict(state["counters"])
-    node.input_index = state["input_index"]
-    node.input_text = state["input_text"]
-    node.display_text = state["display_text"]
-    node.reattached = state["reattached"]
-    node.refused = list(state["refused"])
-    node.notices = list(state["notices"])
-    outcome = state["outcome"]
-    node.last_outcome = Outcome(*outcome) if outcome is not None else None
-    if kind_state is not None:
-        _load_kind_state(node, kind_state["kind"], kind_state["state"])
-
-
 def dump_json(data: dict[str, Any]) -> str:
     """Compact JSON text, as snapshots are stored."""
     return pydantic_core.to_json(data).decode()
@@ -154,26 +129,3 @@ def _spans(groups: list[Group]) -> list[list[int]]:
         else:
             spans.append([group.start, group.end])
     return spans
-
-
-def _within(group: Group, spans: list[list[int]]) -> bool:
-    index = bisect.bisect_right(spans, group.start, key=lambda span: span[0]) - 1
-    return index >= 0 and group.end <= spans[index][1]
-
-
-def _load_kind_state(node: Node, stored_kind: str, data: dict[str, Any]) -> None:
-    """Rebuild a built-in kind's state; a kind that changed since keeps only the history."""
-    kind = node.kind
-    if kind_name(kind) != stored_kind:
-        return
-    if isinstance(kind, Main):
-        main = kind._state(node)
-        spans = data["cold"]
-        main.cold = [g for g in main.hot if _within(g, spans)]
-        main.hot = [g for g in main.hot if not _within(g, spans)]
-    elif isinstance(kind, Resident):
-        resident = kind._state(node)
-        resident.latched = data["latched"]
-        resident.compactions = data["compactions"]
-    elif isinstance(kind, Realtime):
-        kind._state(node).dropped = data["dropped"]

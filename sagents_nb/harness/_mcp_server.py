@@ -7,7 +7,7 @@ import contextlib
 import hmac
 import socket
 from collections.abc import AsyncIterator, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
 import uvicorn
@@ -15,8 +15,10 @@ from mcp.server.lowlevel import Server
 from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ._mcp import CallTool, ServedTool
 from ._protocol import MCP_SERVER_NAME
+
+if TYPE_CHECKING:
+    from ._mcp import CallTool, ServedTool
 
 _STARTUP_POLL = 0.005
 

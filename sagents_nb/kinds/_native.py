@@ -8,11 +8,12 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._base.messages import Message, ToolCall, Usage
+from .._base.outcome import Outcome
 from ..events import HarnessEventOccurred
 from ._protocol import BaseKind
 
 if TYPE_CHECKING:
-    from .._runtime.node import Node, Outcome
+    from .._runtime.node import Node
     from ..harness import HarnessEvent, NativeHarness
 
 
@@ -55,8 +56,6 @@ class Native(BaseKind):
 
     async def run_task(self, child: Node) -> Outcome:
         """Run the CLI once on the child's current input and record its answer."""
-        from .._runtime.node import Outcome
-        from .._runtime.toolcalls import execute_call
         from ..harness import HarnessConfig, run_harness
 
         agent = child.agent
@@ -66,7 +65,8 @@ class Native(BaseKind):
             call = ToolCall(
                 id=f"cli_{next(self._call_ids)}", name=name, arguments=json.dumps(arguments)
             )
-            return (await execute_call(child, call)).content
+            (result,) = await child.execute_tools([call])
+            return result.content
 
         def on_event(event: HarnessEvent) -> None:
             child.emit(HarnessEventOccurred(event=event.model_dump()))

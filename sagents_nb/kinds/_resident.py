@@ -10,6 +10,7 @@ from .._base.messages import Message
 from ..events import Compaction, ContextFull
 from ._protocol import BaseKind, CompactionReport, DisposePolicy
 from ._relevance import split_groups
+from ._resident_control import RESIDENT_CONTROL
 
 if TYPE_CHECKING:
     from .._runtime.node import Node
@@ -119,8 +120,6 @@ class Resident(BaseKind):
         return child.release_inbox(policy)
 
     def parent_tools(self) -> list[Any]:
-        from .._runtime.delegation import RESIDENT_CONTROL
-
         return [RESIDENT_CONTROL]
 
     def describe(self, child: Node) -> dict[str, Any]:

@@ -14,7 +14,7 @@ def load_ipython_extension(ipython: Any) -> None:
     def sagents_view(line: str) -> None:
         """Show the live view of `expression` (a session, run or result), or of the most
         recent run of the sessions, runs and results in the notebook's namespace."""
-        from . import display_live
+        from ._display import display_live
 
         expression = line.strip()
         target = ipython.ev(expression) if expression else latest(list(ipython.user_ns.values()))

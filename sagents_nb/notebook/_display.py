@@ -1,0 +1,38 @@
+"""`view(obj)` and `display_live(obj)`: the live view of a session, run or result."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ._widget import LiveView
+
+if TYPE_CHECKING:
+    from .. import Result, Run, Session
+
+
+def view(
+    obj: Session | Run | Result,
+    *,
+    preprocessors: dict[str, Any] | None = None,
+    rate: float = 20.0,
+) -> LiveView:
+    """The live view of a session, run or result, as a widget.
+
+    Args:
+        obj: a `sn.Session` (follows every run), a `sn.Run` (its buttons control that run) or a
+            `sn.Result` (a finished run, without controls).
+        preprocessors: named preprocessors the session's selector offers, e.g.
+            `{"mentions": sn.Mentions(docs)}`; `none` is always offered.
+        rate: front-end updates per second at most; the last state is always sent.
+
+    Returns:
+        A `LiveView` widget; display it, or leave it as a cell's last expression.
+    """
+    return LiveView(obj, preprocessors=preprocessors, rate=rate)
+
+
+def display_live(obj: Session | Run | Result) -> None:
+    """Display the live view of `obj` in the current cell's output."""
+    from IPython.display import display
+
+    display(view(obj))
