@@ -18,6 +18,7 @@ demo: $(STAMP)  ## a scripted delegation tree on the mock endpoint, printed as e
 test: $(STAMP)  ## lint, format check, notebook hygiene, then the whole test suite
 	$(PY) -m ruff check sagents_nb tests benchmarks
 	$(PY) -m ruff format --check sagents_nb tests benchmarks
+	$(VENV)/bin/lint-imports
 	$(PY) -m pytest -q
 
 lab: $(STAMP)  ## JupyterLab on notebooks/ with the project installed
