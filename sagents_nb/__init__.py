@@ -1,8 +1,6 @@
 """sagents_nb: build, watch and step-debug LLM agents that delegate to sub-agents, in Jupyter."""
 
-from __future__ import annotations
-
-from typing import TYPE_CHECKING, Any
+import typing as _typing
 
 from . import events, kinds
 from ._base.errors import (
@@ -28,7 +26,7 @@ from ._store.protocol import Store, StoredSession
 from ._tools.hooks import Deny, ToolCallInfo
 from ._tools.tool import Tool, ToolError, ToolResult, tool
 
-if TYPE_CHECKING:
+if _typing.TYPE_CHECKING:
     from ._endpoints.cassette import record, replay
     from ._endpoints.mock import ChatRequest, call, mock_llm, reply, script
     from ._store.sqlite.store import SQLiteStore
@@ -96,13 +94,23 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
+def _publish(value: object) -> object:
+    """Show a public class or function as `sagents_nb.<name>` (reprs, docs, tracebacks), as httpx does."""
+    if isinstance(value, type) or callable(value):
+        try:
+            value.__module__ = __name__
+        except (AttributeError, TypeError):  # a builtin or a protocol that refuses it
+            pass
+    return value
+
+
+def __getattr__(name: str) -> object:
     import importlib
 
     if name == "harness":  # only needed for native CLI children
         return importlib.import_module(".harness", __name__)
     if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+        value = _publish(getattr(importlib.import_module(_LAZY[name], __name__), name))
         globals()[name] = value  # later look-ups skip this function
         return value
     raise AttributeError(f"module 'sagents_nb' has no attribute {name!r}")
@@ -112,7 +120,12 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
 
 
-def load_ipython_extension(ipython: Any) -> None:
+for _name in __all__:
+    if _name in globals() and _name not in ("events", "kinds"):
+        _publish(globals()[_name])
+
+
+def load_ipython_extension(ipython: object) -> None:
     """`%load_ext sagents_nb`: register the notebook magics."""
     from .notebook import load_ipython_extension as load
 

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import sagents_nb as sn
 from sagents_nb._runtime.trace import describe
+
+if TYPE_CHECKING:
+    from sagents_nb._endpoints.mock import Reply
 
 
 @sn.tool
@@ -18,7 +23,7 @@ def read_file(path: str) -> str:
     )
 
 
-def coordinator_turn(req: sn.ChatRequest) -> sn.Reply | str:
+def coordinator_turn(req: sn.ChatRequest) -> Reply | str:
     """The coordinator fans out, then repeats one task (reattach) and asks a stranger (refused)."""
     done = len(req.tool_results)
     if done == 0:
@@ -38,7 +43,7 @@ def coordinator_turn(req: sn.ChatRequest) -> sn.Reply | str:
     return "Summary: " + " / ".join(r[:40] for r in req.tool_results[:2])
 
 
-def child_turn(req: sn.ChatRequest) -> sn.Reply | str:
+def child_turn(req: sn.ChatRequest) -> Reply | str:
     """Children read one file, then answer."""
     if not req.tool_results:
         path = "README.md" if "README" in req.last_user else "setup.py"
@@ -46,7 +51,7 @@ def child_turn(req: sn.ChatRequest) -> sn.Reply | str:
     return f"{req.last_user} -> found {req.tool_results[-1]!r}"
 
 
-def handler(req: sn.ChatRequest) -> sn.Reply | str:
+def handler(req: sn.ChatRequest) -> Reply | str:
     return coordinator_turn(req) if "task" in req.tools else child_turn(req)
 
 

@@ -58,7 +58,8 @@ class Message(BaseModel):
 
     def to_wire(self) -> dict[str, Any]:
         """The OpenAI chat-completions dict, built once per message (messages are immutable)."""
-        private = self.__pydantic_private__  # a plain dict: `self._wire` goes through __getattr__
+        # a plain dict (`self._wire` goes through __getattr__); set, since the model has private attrs
+        private: dict[str, Any] = self.__pydantic_private__  # type: ignore[assignment]
         wire = private["_wire"]
         if wire is None:
             wire = {"role": self.role, "content": self.content}
@@ -144,7 +145,7 @@ def estimate_tokens(message: Message) -> int:
 
     Cached on the (immutable) message, so views can be re-measured every turn at no cost.
     """
-    private = message.__pydantic_private__  # a plain dict: `message._tokens` is slow
+    private: dict[str, Any] = message.__pydantic_private__  # type: ignore[assignment]
     tokens = private["_tokens"]
     if tokens is None:
         size = len(message.content or "")

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from .._base.messages import user
 from .._base.outcome import Outcome
 from .._tools.node_tool import NodeTool
-from .._tools.tool import ToolResult
+from .._tools.tool import ToolResult, ToolStatus
 from ..events import KindSwapped, TaskFinished, TaskReattached, TaskRefused, TaskSpawned
 from ..kinds import kind_name
 from .tasks import QueuedInput, TaskEntry
@@ -69,7 +69,7 @@ class TaskTool(NodeTool):
             )
             return _refuse(node, call_id, name, prompt, reason)
         outcome = await delegate(node, members[name], prompt, call_id)
-        status = "error" if outcome.status in ("error", "cancelled") else "ok"
+        status: ToolStatus = "error" if outcome.status in ("error", "cancelled") else "ok"
         return ToolResult(call_id, self.name, outcome.as_tool_text(), status)
 
 

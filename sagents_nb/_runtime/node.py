@@ -40,7 +40,7 @@ class Node:
         self.kind_state: dict[str, Any] = {}
         self.path = path
         self.parent = parent
-        self.depth = 0 if parent is None else parent.depth + 1
+        self.depth: int = 0 if parent is None else parent.depth + 1
         self.history: list[Message] = []
         self.history_tokens = 0
         self.display: list[Message] | None = None

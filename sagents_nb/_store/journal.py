@@ -477,7 +477,10 @@ class PendingStep:
         events, messages, nodes, _, _ = self.plain()
         return Step(
             self.seq,
-            [EventRow(*event[:4], body_text(event[4])) for event in events],
+            [
+                EventRow(seq, run, kind, path, body_text(body))
+                for seq, run, kind, path, body in events
+            ],
             [MessageWrite(*write) for write in messages],
             [NodeRow(*node) for node in nodes],
             self.tasks,

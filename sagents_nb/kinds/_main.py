@@ -214,7 +214,7 @@ class Main(BaseKind):
 
 
 def _render(messages: list[Message]) -> str:
-    lines = []
+    lines: list[str] = []
     for m in messages:
         if m.tool_calls:
             lines.extend(f"{m.role} called {c.name}({c.arguments})" for c in m.tool_calls)

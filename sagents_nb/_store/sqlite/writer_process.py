@@ -160,7 +160,7 @@ def _multi_row(insert: str, width: int, count: int, then: str) -> str:
 # the pipe between a store and its writer process
 
 
-def send(pipe: BinaryIO, message: object) -> None:
+def send(pipe: BinaryIO, message: Any) -> None:
     """Write one framed message (`marshal`: plain data only)."""
     blob = marshal.dumps(message)
     pipe.write(_HEADER.pack(len(blob)) + blob)
