@@ -179,7 +179,7 @@ def test_the_api_key_is_never_written(tmp_path: Path) -> None:
     session.llm = sn.mock_llm(lambda req: "swapped")
     session.send("again").result()
     exported = session.export_jsonl(tmp_path / "session.jsonl")
-    session.store.flush()
+    session.flush()
     for path in [*tmp_path.iterdir(), exported]:
         assert secret.encode() not in path.read_bytes(), path.name
 
@@ -223,7 +223,7 @@ def test_steps_are_written_in_transactions_of_the_store_file(tmp_path: Path) -> 
     db = tmp_path / "runs.db"
     session = sn.Session(BOSS, llm=sn.mock_llm(boss_handler), store=str(db))
     session.send("go").result()
-    session.store.flush()
+    session.flush()
     with sqlite3.connect(db) as con:
         assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         count = con.execute("SELECT count(*) FROM events WHERE session = ?", (session.id,))

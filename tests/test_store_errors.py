@@ -22,7 +22,7 @@ def saved(tmp_path: Path) -> tuple[Path, sn.Session]:
     db = tmp_path / "runs.db"
     session = sn.Session(BOSS, llm=sn.mock_llm(boss_handler), store=db)
     session.send("go").result()
-    session.store.flush()
+    session.flush()
     return db, session
 
 
@@ -104,14 +104,14 @@ def test_a_schema_1_store_opens_and_goes_on(tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
     session = sn.Session(BOSS, llm=sn.mock_llm(boss_handler), store=db)
     session.send("go").result()
-    session.store.flush()
+    session.flush()
     with sqlite3.connect(db) as con:
         con.execute("DROP INDEX tasks_live")
         con.execute("UPDATE meta SET value = '1' WHERE key = 'schema'")
     reopened = reopen(db, session.id)
     assert [e.model_dump() for e in reopened.events] == [e.model_dump() for e in session.events]
     reopened.send("again").result()
-    reopened.store.flush()
+    reopened.flush()
     again = reopen(db, session.id)
     assert again.tree.to_dict() == reopened.tree.to_dict()
     with sqlite3.connect(db) as con:
@@ -180,7 +180,7 @@ def test_another_store_behind_the_protocol(tmp_path: Path) -> None:
     assert isinstance(store, sn.Store)
     session = sn.Session(BOSS, llm=sn.mock_llm(boss_handler), store=store)
     session.send("go").result()
-    session.store.flush()  # type: ignore[union-attr]
+    session.flush()  # type: ignore[union-attr]
     assert store.steps > 0
     reopened = sn.Session.open(store, session.id, agent=BOSS, llm=sn.mock_llm(boss_handler))
     assert [e.model_dump() for e in reopened.events] == [e.model_dump() for e in session.events]

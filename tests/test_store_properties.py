@@ -36,7 +36,7 @@ def test_any_text_round_trips_through_the_store(prompts: list[str], tool_text: s
         session = sn.Session(agent, llm=sn.mock_llm(handler), store=path)
         for prompt in prompts:
             assert session.send(prompt).result().text == tool_text
-        session.store.flush()
+        session.flush()
         again = sn.Session.open(path, session.id, agent=agent)
         assert again.llm_messages == session.llm_messages
         assert again.display_messages == session.display_messages
@@ -66,7 +66,7 @@ def test_cancel_mid_tool_leaves_the_store_consistent_and_the_session_usable(
     assert started.wait(5)
     run.cancel()
     assert run.wait(5) == "cancelled"
-    session.store.flush()
+    session.flush()
     with sqlite3.connect(path) as db:
         assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
     again = sn.Session.open(str(path), session.id, agent=agent, llm=sn.mock_llm(handler))

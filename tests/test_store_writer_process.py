@@ -53,7 +53,7 @@ def test_the_writer_process_stops_with_its_store(tmp_path: Path) -> None:
     store = sn.SQLiteStore(tmp_path / "runs.db")
     session = sn.Session(BOSS, llm=sn.mock_llm(boss_handler), store=store)
     session.send("go").result()
-    session.store.flush()
+    session.flush()
     pid = writer_pid(store)
     assert os.getsid(pid) != os.getsid(0)  # a kernel interrupt to our process group spares it
     store.close()
@@ -62,7 +62,7 @@ def test_the_writer_process_stops_with_its_store(tmp_path: Path) -> None:
     dropped = sn.SQLiteStore(tmp_path / "other.db")
     session = sn.Session(BOSS, llm=sn.mock_llm(boss_handler), store=dropped)
     session.send("go").result()
-    session.store.flush()
+    session.flush()
     pid = writer_pid(dropped)
     del session, dropped
     time.sleep(0.2)  # the session's last timers on the library loop let go of it
@@ -75,13 +75,13 @@ def test_a_killed_writer_process_is_started_again_and_nothing_is_lost(tmp_path: 
     store = sn.SQLiteStore(db)
     session = sn.Session(BOSS, llm=sn.mock_llm(boss_handler), store=store)
     session.send("go").result()
-    session.store.flush()
+    session.flush()
     killed = writer_pid(store)
     os.kill(killed, signal.SIGKILL)
     store._writer._process.wait(10)  # type: ignore[union-attr]
 
     session.send("again").result()
-    session.store.flush()
+    session.flush()
     assert writer_pid(store) != killed
     assert stored(session, db) == stored(session, None)
     store.close()
@@ -94,7 +94,7 @@ def test_a_request_committed_but_not_answered_is_not_written_twice(
     store = sn.SQLiteStore(db)
     session = sn.Session(BOSS, llm=sn.mock_llm(boss_handler), store=store)
     session.send("go").result()
-    session.store.flush()
+    session.flush()
 
     real = _store_sqlite.receive
     lost: list[object] = []
@@ -109,12 +109,12 @@ def test_a_request_committed_but_not_answered_is_not_written_twice(
     monkeypatch.setattr(_store_sqlite, "receive", answer_lost)
     session.send("again").result()
     try:  # the store thread may have sent it first: then it logged the error and kept the rows
-        session.store.flush()
+        session.flush()
     except sn.StoreError as exc:
         assert "writer process stopped" in str(exc)
     assert lost == [("ok", "")]
     session.send("once more").result()
-    session.store.flush()  # the lost request's rows are there: only the rest is written
+    session.flush()  # the lost request's rows are there: only the rest is written
     assert stored(session, db) == stored(session, None)
     store.close()
 
@@ -123,19 +123,19 @@ def test_sessions_given_one_path_share_its_store_and_writer(tmp_path: Path) -> N
     db = tmp_path / "runs.db"
     first = sn.Session(BOSS, llm=sn.mock_llm(boss_handler), store=db)
     second = sn.Session(BOSS, llm=sn.mock_llm(boss_handler), store=str(db))
-    store = first.store.store  # type: ignore[union-attr]
-    assert second.store.store is store  # type: ignore[union-attr]
+    store = first.store  # type: ignore[union-attr]
+    assert second.store is store  # type: ignore[union-attr]
     pid = writer_pid(store)
     for session in (first, second):
         session.send("go").result()
-        session.store.flush()  # type: ignore[union-attr]
+        session.flush()  # type: ignore[union-attr]
     assert writer_pid(store) == pid
     assert {s.id for s in sn.Session.list_stored(db)} == {first.id, second.id}
 
     for leftover in tmp_path.glob("runs.db*"):  # a new file under the same name
         leftover.unlink()
     third = sn.Session(BOSS, llm=sn.mock_llm(boss_handler), store=db)
-    assert third.store.store is not store  # type: ignore[union-attr]
+    assert third.store is not store  # type: ignore[union-attr]
     third.send("go").result()
     assert {s.id for s in sn.Session.list_stored(db)} == {third.id}
 
@@ -150,10 +150,10 @@ def test_a_writer_that_cannot_serve_leaves_the_writing_to_this_process(
     store = sn.SQLiteStore(db)
     session = sn.Session(BOSS, llm=sn.mock_llm(boss_handler), store=store)
     session.send("go").result()
-    session.store.flush()  # type: ignore[union-attr]
+    session.flush()  # type: ignore[union-attr]
     assert not store._writer.available  # type: ignore[union-attr]
     assert "stopped before it answered (exit code 3); writing from this process" in caplog.text
     session.send("again").result()
-    session.store.flush()  # type: ignore[union-attr]
+    session.flush()  # type: ignore[union-attr]
     assert stored(session, db) == stored(session, None)
     store.close()

@@ -103,8 +103,9 @@ class Node:
         if self.display is not None:
             swaps = self.display_swaps
             self.display.extend(swaps.pop(id(m), m) if swaps else m for m in messages)
-        if self.session.store is not None:
-            self.session.store.messages_appended(self, messages)
+        journal = self.session.journal
+        if journal is not None:
+            journal.messages_appended(self, messages)
 
     def replace_history(self, messages: list[Message]) -> None:
         """Replace storage wholesale (compaction); the display transcript is left alone."""
@@ -113,8 +114,9 @@ class Node:
         self.measured = None
         for state_key in [k for k in self.kind_state if k != self.kind.name]:
             del self.kind_state[state_key]
-        if self.session.store is not None:
-            self.session.store.history_replaced(self)
+        journal = self.session.journal
+        if journal is not None:
+            journal.history_replaced(self)
 
     def context_tokens(self) -> int:
         """Storage size in tokens: the endpoint's reported usage when known, else the estimate."""

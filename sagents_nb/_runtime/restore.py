@@ -105,7 +105,7 @@ def fork_session(session: Session, at: int | None) -> Session:
 
 def require_journal(session: Session, what: str) -> Journal:
     """The session's journal, or a `StoreError` saying how to make the session durable."""
-    journal = session.store
+    journal = session.journal
     if not isinstance(journal, Journal):
         raise StoreError(
             f"session.{what}() needs a durable session: create it with "
@@ -138,7 +138,7 @@ def restore(session: Session, store: Store, rows: SessionRows) -> Session:
     bus.statuses = {e.path: e.status for e in events if isinstance(e, StatusChanged)}
     bus.run = max((e.run for e in events), default=0)
     session.runs = _restore_runs(session, events)
-    session.store = Journal(session, store, rows=rows)
+    session.journal = Journal(session, store, rows=rows)
     return session
 
 

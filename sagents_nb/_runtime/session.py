@@ -35,6 +35,7 @@ from .run import Run
 
 if TYPE_CHECKING:
     from .._store.journal import Journal
+    from .._store.protocol import Store
     from .agent import Agent
 
 
@@ -49,7 +50,7 @@ class Session:
         preprocessor: makes the display and LLM versions of each user message.
         store: makes the session durable: a file path (SQLite, created if missing) or a
             `sn.Store`; every event, both transcripts and each node's state are written as
-            they happen. `session.store` is then the session's `Journal`.
+            they happen. `session.store` is then that `Store`; `session.flush()` commits now.
         hooks: tool hooks applied to every agent in the tree.
         max_depth: how deep delegation may go.
         max_parallel: children of one parent running at once.
@@ -77,7 +78,8 @@ class Session:
         self._llm = llm if llm is not None else LLM()
         self.scope = scope
         self._preprocessor = preprocessor
-        self.store: Journal | None = None
+        self.journal: Journal | None = None
+        """Records this session into its store (None when the session is not durable)."""
         self.hooks = list(hooks)
         self.max_depth = max_depth
         self.max_parallel = max_parallel
@@ -97,7 +99,7 @@ class Session:
         if store is not None:
             from .._store.journal import Journal
 
-            self.store = Journal(
+            self.journal = Journal(
                 self, resolve_store(store, create=True), fresh_id=session_id is None
             )
 
@@ -146,6 +148,17 @@ class Session:
     @property
     def last_run(self) -> Run | None:
         return self.runs[-1] if self.runs else None
+
+    @property
+    def store(self) -> Store | None:
+        """The `Store` this session is recorded in, or None when it is not durable."""
+        return self.journal.store if self.journal is not None else None
+
+    def flush(self) -> None:
+        """Commit everything recorded so far and wait; raises `StoreError` if the store refuses.
+        Does nothing for a session without a store."""
+        if self.journal is not None:
+            self.journal.flush()
 
     def node(self, path: str) -> Node | None:
         """The live node at `path` (for inspection)."""

@@ -115,7 +115,7 @@ class StepWriter:
         if error is not None:
             raise StoreError(
                 f"could not write session {self.session_id} to {self.store!r} ({error}); it "
-                "goes on in memory; free the disk or fix the file, then call session.store.flush()"
+                "goes on in memory; free the disk or fix the file, then call session.flush()"
             ) from error
 
     def _commit(self, steps: list[Encodable]) -> Exception | None:
