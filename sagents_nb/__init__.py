@@ -80,7 +80,7 @@ __all__ = [
 
 
 # Public names whose modules load on first use, not at import: the mocks and cassettes need
-# httpx (which loads its CLI's click, rich and pygments when installed, ~30 ms), SQLiteStore
+# httpx (which loads its CLI's click, rich and pygments when installed), SQLiteStore
 # needs sqlite3 (it loads with the first durable session).
 _LAZY = {
     "ChatRequest": "._endpoints.mock",

@@ -17,7 +17,7 @@ from .._base.errors import ConfigurationError, EndpointError, MalformedReply, Tr
 from .._base.messages import Message, ToolCall, Usage
 
 # httpx is imported where a request is made, not at import: `import httpx` also loads its CLI
-# (click, rich, pygments when installed), ~30 ms that `import sagents_nb` need not pay.
+# (click, rich, pygments when installed), which `import sagents_nb` need not pay for.
 if TYPE_CHECKING:
     import httpx
 

@@ -558,5 +558,5 @@ def _node_json(part: str, data: Any, previous: tuple[Any, ...] | None) -> Any:
 
 def _message_json(message: Message) -> str:
     # the class's serializer is looked up each time: bound at import, it would stay the
-    # placeholder a deferred schema build leaves (~1 µs more a message)
+    # slower placeholder a deferred schema build leaves
     return message.__pydantic_serializer__.to_json(message, exclude_defaults=True).decode()

@@ -3,8 +3,8 @@
 
 The store thread looks every `LOOK_SECONDS` and commits what every session queued meanwhile
 (a group commit); `put(..., at_once=True)` and `drain` commit at once. Waking the thread for
-each step would cost the busy library loop a GIL hand-over each time (~0.1 ms, measured in
-the fanout benchmark).
+each step would cost the busy library loop a GIL hand-over each time (benchmarks/README.md
+has the measurement).
 """
 
 from __future__ import annotations

@@ -180,7 +180,7 @@ class Main(BaseKind):
         state = self._state(child)
         if not state.cold:
             return []
-        made = state.recall  # a Tool (a pydantic model and its schema) costs ~0.5 ms: reuse it
+        made = state.recall  # a Tool (a pydantic model and its schema) is costly to build: reuse it
         fresh = (self, self.scorer, child.history)
         if made is None or any(a is not b for a, b in zip(made, fresh, strict=False)):
             made = state.recall = (*fresh, self._recall_tool(child, state))

@@ -45,8 +45,8 @@ class LiveView(anywidget.AnyWidget):
     """
 
     # The text, not the paths: for a path anywidget connects a closure over each widget to the
-    # file's change signal, which keeps every widget (and its session) alive for good
-    # (manzt/anywidget#929).
+    # file's change signal, which keeps every widget (and its session) alive for good (the
+    # upstream report is listed in ARCHITECTURE.md).
     _esm = (STATIC / "view.js").read_text(encoding="utf-8")
     _css = (STATIC / "view.css").read_text(encoding="utf-8")
 

@@ -7,7 +7,7 @@ taking turns with the run for its GIL. The process reads framed requests on stdi
 each in one transaction and answers on stdout; it ends when stdin closes (its store closed,
 or the kernel died: what it had received is still committed).
 
-This module imports only the standard library, so the process starts in ~20 ms.
+This module imports only the standard library, so the process starts fast.
 
 Requests cross the pipe as plain data (`marshal`): `("commit", session id, steps)` or
 `("create", session)`. A step is `(events, messages, nodes, tasks, retired)` with `events`
