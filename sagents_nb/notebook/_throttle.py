@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import threading
 import time
@@ -21,12 +22,24 @@ class Throttle:
     Args:
         push: what to call; it reads the newest state when it runs.
         rate: calls per second at most.
+        clock: seconds, monotonic (tests pass their own).
+        call_later: `(delay, callback)` schedules a trailing call; the library loop's timer by
+            default (tests pass their own).
     """
 
-    def __init__(self, push: Callable[[], None], *, rate: float = 20.0) -> None:
+    def __init__(
+        self,
+        push: Callable[[], None],
+        *,
+        rate: float = 20.0,
+        clock: Callable[[], float] = time.monotonic,
+        call_later: Callable[[float, Callable[[], None]], object] | None = None,
+    ) -> None:
         if rate <= 0:
             raise ValueError(f"rate must be a positive number of updates per second, not {rate}")
         self.interval = 1.0 / rate
+        self._clock = clock
+        self._call_later = call_later or _loop_timer
         self._push = push
         self._lock = threading.Lock()
         self._scheduled = False
@@ -38,7 +51,7 @@ class Throttle:
         """Ask for a call (from any thread); cheap when one is already pending."""
         if self._closed:
             return
-        if time.monotonic() - self._last >= self.interval and on_library_thread():
+        if self._clock() - self._last >= self.interval and on_library_thread():
             # Call now: a run that never awaits (a sync mock handler) keeps the loop busy, and
             # a timer would only fire after it ends.
             self._call()
@@ -56,17 +69,17 @@ class Throttle:
 
     def count_call(self) -> None:
         """Count a push the caller made itself: the next call comes `interval` later at the earliest."""
-        self._last = time.monotonic()
+        self._last = self._clock()
 
     def close(self) -> None:
         """Make no more calls."""
         self._closed = True
 
     def _fire(self) -> None:
-        delay = self._last + self.interval - time.monotonic()
+        delay = self._last + self.interval - self._clock()
         if delay > 0:
             # The timer holds the throttle weakly: it does not keep a dropped view alive.
-            asyncio.get_running_loop().call_later(delay, _fire_later, weakref.ref(self))
+            self._call_later(delay, functools.partial(_fire_later, weakref.ref(self)))
             return
         # Cleared before the state is read: a request arriving during the call makes another.
         self._scheduled = False
@@ -75,7 +88,7 @@ class Throttle:
     def _call(self) -> None:
         if self._closed:
             return
-        self._last = time.monotonic()
+        self._last = self._clock()
         try:
             self._push()
         except Exception:
@@ -86,3 +99,7 @@ def _fire_later(throttle: weakref.ref[Throttle]) -> None:
     alive = throttle()
     if alive is not None:
         alive._fire()
+
+
+def _loop_timer(delay: float, callback: Callable[[], None]) -> None:
+    asyncio.get_running_loop().call_later(delay, callback)

@@ -121,14 +121,12 @@ def test_updates_are_throttled_and_the_last_state_always_arrives() -> None:
         threads.add(threading.current_thread().name)
 
     widget.observe(count, names=["header"])
-    started = time.monotonic()
     run = session.send("work")
     assert run.wait() == "done"
-    elapsed = time.monotonic() - started
     wait_until(lambda: run_status(widget) == "done", what="the final state")
     events = len(session.events)
     assert events > 900
-    assert len(pushes) <= elapsed * 10 + 3, (len(pushes), elapsed)
+    assert len(pushes) < events / 10  # coalesced (the spacing itself: test_throttle.py)
     gaps = [b - a for a, b in itertools.pairwise(pushes)]
     assert min(gaps) >= 0.1 - 1e-6
     assert threads == {"sagents_nb-loop"}
