@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint lab bench bench-smoke clean
+.PHONY: demo test test-fast lab bench bench-smoke clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +20,11 @@ test: $(STAMP)  ## lint, format check, notebook hygiene, then the whole test sui
 	$(PY) -m ruff format --check sagents_nb tests benchmarks
 	$(VENV)/bin/lint-imports
 	$(PY) -m pytest -q
+
+test-fast: $(STAMP)  ## day-to-day: lint, import contract, and the tests without kernels, browsers or CLIs
+	$(PY) -m ruff check sagents_nb tests benchmarks
+	$(VENV)/bin/lint-imports
+	$(PY) -m pytest -q -m "not kernel and not browser and not cli"
 
 lab: $(STAMP)  ## JupyterLab on notebooks/ with the project installed
 	$(PY) -m jupyter lab notebooks/
