@@ -1,0 +1,92 @@
+"""The package's import graph has no cycles, counting imports inside functions (ARCHITECTURE.md).
+
+import-linter's layers contract (`make test`) keeps the layers in order; this test also covers the
+modules inside one layer. Imports under `if TYPE_CHECKING:` do not run and do not count; the
+display hooks (a result, run or session loading the widget layer when shown) are the one
+sanctioned way up.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "sagents_nb"
+
+
+def _modules() -> dict[str, Path]:
+    modules = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        modules[".".join(parts)] = path
+    return modules
+
+
+def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """The package's modules that `name` imports when it runs (any depth, TYPE_CHECKING aside)."""
+    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    found: set[str] = set()
+
+    def target(node: ast.ImportFrom) -> str:
+        if not node.level:
+            return node.module or ""
+        base = package[: len(package) - (node.level - 1)]
+        return ".".join(base + ([node.module] if node.module else []))
+
+    def walk(tree: ast.AST) -> None:
+        for node in ast.iter_child_nodes(tree):
+            if isinstance(node, ast.If) and ast.unparse(node.test).endswith("TYPE_CHECKING"):
+                continue
+            named: list[str] = []
+            if isinstance(node, ast.ImportFrom):
+                base = target(node)
+                named = [f"{base}.{alias.name}" for alias in node.names] + [base]
+            elif isinstance(node, ast.Import):
+                named = [alias.name for alias in node.names]
+            for candidate in named:
+                while candidate and candidate not in modules:
+                    candidate = candidate.rpartition(".")[0]
+                if candidate and candidate != name:
+                    found.add(candidate)
+                    break
+            walk(node)
+
+    walk(ast.parse(path.read_text(encoding="utf-8")))
+    return found
+
+
+def _sanctioned(importer: str, imported: str) -> bool:
+    widgets = "sagents_nb.notebook"
+    if imported.startswith(widgets) and not importer.startswith(widgets):
+        return True  # display hooks (`_repr_mimebundle_`, `%load_ext`) load the widget layer
+    return importer.startswith(widgets) and imported == "sagents_nb"  # widgets use the facade
+
+
+def test_no_module_imports_itself_through_others() -> None:
+    modules = _modules()
+    graph = {
+        name: {m for m in _imports(name, path, modules) if not _sanctioned(name, m)}
+        for name, path in modules.items()
+    }
+    cycles = []
+    for start in graph:
+        stack, seen = [(start, [start])], set()
+        while stack:
+            here, trail = stack.pop()
+            for nxt in graph[here]:
+                if nxt == start:
+                    cycles.append(" -> ".join([*trail, start]))
+                elif nxt not in seen:
+                    seen.add(nxt)
+                    stack.append((nxt, [*trail, nxt]))
+            if cycles:
+                break
+    assert not cycles, "import cycles:\n" + "\n".join(cycles)
+
+
+def test_the_graph_walk_sees_imports_inside_functions() -> None:
+    modules = _modules()
+    node = "sagents_nb._runtime.node"
+    assert "sagents_nb._runtime.turns" in _imports(node, modules[node], modules)
