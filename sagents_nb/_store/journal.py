@@ -98,7 +98,7 @@ def _names_changes(event: Event) -> bool:
 class Journal:
     """Records what a session does, step by step, for its `Store`.
 
-    A session's `store` attribute is its journal. The runtime reports storage writes to it
+    A durable session's `journal` is one. The runtime reports storage writes to it
     (`messages_appended`, `history_replaced`) and it follows the event log. Every row is
     stamped with the event it follows, so the state as of any event can be read back.
 
