@@ -7,6 +7,8 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
+from .text import estimate_text_tokens
+
 M = TypeVar("M", bound=BaseModel)
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -141,15 +143,16 @@ def tool_message(call_id: str, content: str) -> Message:
 
 
 def estimate_tokens(message: Message) -> int:
-    """A cheap token estimate: about four characters a token, plus a few for the framing.
+    """A cheap, script-aware token estimate (`text.estimate_text_tokens`) plus a few tokens for
+    the message's framing.
 
     Cached on the (immutable) message, so views can be re-measured every turn at no cost.
     """
     private: dict[str, Any] = message.__pydantic_private__  # type: ignore[assignment]
     tokens = private["_tokens"]
     if tokens is None:
-        size = len(message.content or "")
+        tokens = estimate_text_tokens(message.content or "") + 4
         if message.tool_calls:
-            size += sum(len(c.name) + len(c.arguments) for c in message.tool_calls)
-        tokens = private["_tokens"] = size // 4 + 4
+            tokens += sum(estimate_text_tokens(c.name + c.arguments) for c in message.tool_calls)
+        private["_tokens"] = tokens
     return tokens

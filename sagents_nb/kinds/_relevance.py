@@ -1,20 +1,14 @@
-"""A tiny lexical relevance scorer (word overlap), and message groups that never split a tool call."""
+"""A small lexical relevance scorer (term overlap, any script), and message groups that never split a
+tool call."""
 
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from .._base.messages import Message
-
-_WORD = re.compile(r"[a-z0-9_]{3,}")
-_STOP = frozenset(
-    "the and for are but not you all any can had her was one our out has him his how its may new "
-    "now old see two who did get let put say she too use that with this from they will what when "
-    "your have been were which their there then them than into more some such only also just".split()
-)
+from .._base.text import terms
 
 
 class Scorer(Protocol):
@@ -26,10 +20,10 @@ class Scorer(Protocol):
 
 
 class LexicalScorer:
-    """Scores by shared words, normalised by the item's vocabulary size."""
+    """Scores by shared terms (any script: see `terms`), normalised by the item's vocabulary size."""
 
     def index(self, text: str) -> frozenset[str]:
-        return frozenset(w for w in _WORD.findall(text.lower()) if w not in _STOP)
+        return terms(text)
 
     def score(self, query: frozenset[str], item: frozenset[str]) -> float:
         if not query or not item:
