@@ -94,8 +94,9 @@ def test_a_reopened_session_goes_on_and_keeps_recording(tmp_path: Path) -> None:
 
 
 def test_a_settled_task_reattaches_after_reopening(tmp_path: Path) -> None:
+    # reattach="session": a repeated task returns its result for the session's life, reopened too
     db = tmp_path / "runs.db"
-    session = sn.Session(BOSS, llm=sn.mock_llm(boss_handler), store=db)
+    session = sn.Session(BOSS, llm=sn.mock_llm(boss_handler), store=db, reattach="session")
     session.send("go").result()
     llm = sn.mock_llm(
         lambda req: (
@@ -104,7 +105,7 @@ def test_a_settled_task_reattaches_after_reopening(tmp_path: Path) -> None:
             else f"again: {req.tool_results[-1]}"
         )
     )
-    again = sn.Session.open(db, session.id, agent=BOSS, llm=llm)
+    again = sn.Session.open(db, session.id, agent=BOSS, llm=llm, reattach="session")
     result = again.send("job B once more").result()
     assert result.text == "again: job B -> value-5"
     assert len(llm.exchanges) == 2  # the worker was not asked again

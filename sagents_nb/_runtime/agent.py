@@ -26,7 +26,8 @@ class Agent:
         name: a short name; children's ids are built from it.
         does: one line on what the agent does (shown to parents in the `task` tool).
         instructions: the system prompt.
-        model: the model name; a child with none inherits its parent's.
+        model: the model name, or an endpoint (`sn.LLM(...)`, `sn.mock_llm(...)`) this agent calls
+            instead of the session's; a child with none inherits its parent's.
         tools: `Tool`s (or plain functions, wrapped with `sn.tool`).
         team: agents or `sn.Task` subclasses this agent may delegate to through the `task` tool.
         kind: a `sn.kinds` instance; `Main()` for the top agent and `Worker()` for children by default.
@@ -43,7 +44,7 @@ class Agent:
         *,
         does: str = "",
         instructions: str | None = None,
-        model: str | None = None,
+        model: str | LLM | None = None,
         tools: Iterable[Tool | Any] = (),
         team: Iterable[Agent | type[Task]] = (),
         kind: ChildKind | None = None,
@@ -73,6 +74,11 @@ class Agent:
     def __repr__(self) -> str:
         team = f", team={[member_name(m) for m in self.team]}" if self.team else ""
         return f"Agent({self.name!r}{team})"
+
+    @property
+    def running_label(self) -> str:
+        """What labels a running task call to this agent: `display_text`, else "Running <name>"."""
+        return self.display_text or f"Running {self.name}"
 
     def members(self) -> list[Agent]:
         """The agents behind this agent's team members (a `Task` class compiles to one)."""
@@ -108,7 +114,8 @@ class Task:
 
     Class attributes: `task_name`, `description`, `instructions`, and optionally `use_instructions`
     (served lazily by the `get_task_instructions` tool), `display_text` (labels the running call),
-    `model_override` (the child's model), `tools`, `team` and `kind`.
+    `model_override` (the child's model name or endpoint), `tools`, `team` and `kind`. They are
+    checked when the class is defined and read again at each turn boundary.
     """
 
     task_name: ClassVar[str]
@@ -116,30 +123,61 @@ class Task:
     instructions: ClassVar[str] = ""
     use_instructions: ClassVar[str | None] = None
     display_text: ClassVar[str | None] = None
-    model_override: ClassVar[str | None] = None
+    model_override: ClassVar[Any] = None
     tools: ClassVar[Sequence[Any]] = ()
     team: ClassVar[Sequence[Any]] = ()
     kind: ClassVar[Any] = None
 
     _compiled: ClassVar[Agent | None] = None
+    _compiled_tools: ClassVar[Sequence[Any] | None] = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        name = cls.__dict__.get("task_name", getattr(cls, "task_name", None))
+        if not isinstance(name, str) or not name or "/" in name:
+            raise TypeError(
+                f"sn.Task subclass {cls.__name__} needs task_name = '<name>' (a non-empty string "
+                f"without '/'; children are named after it), not {name!r}"
+            )
+        for field, allowed in _TASK_FIELDS.items():
+            value = getattr(cls, field)
+            if not isinstance(value, allowed):
+                raise TypeError(
+                    f"sn.Task subclass {cls.__name__}: {field} must be a plain value "
+                    f"({' or '.join(t.__name__ for t in allowed)}), not "
+                    f"{type(value).__name__}; write `{field} = ...` as a class attribute "
+                    "(callbacks written as methods are not called)"
+                )
 
     @classmethod
     def as_agent(cls) -> Agent:
-        """The child agent this task compiles to (built once per class)."""
-        if cls.__dict__.get("_compiled") is None:
-            agent = Agent(
-                cls.task_name,
-                does=cls.description,
-                instructions=f"{TASK_BOILERPLATE}\n\n{cls.instructions}".rstrip(),
-                model=cls.model_override,
-                tools=cls.tools,
-                team=cls.team,
-                kind=cls.kind,
-            )
-            agent.use_instructions = cls.use_instructions
-            agent.display_text = cls.display_text
-            cls._compiled = agent
-        return cls.__dict__["_compiled"]  # type: ignore[no-any-return]
+        """The child agent this task compiles to: one per class, its fields read from the class
+        each time, so a class edited between cells takes effect at the next turn."""
+        agent = cls.__dict__.get("_compiled")
+        if agent is None:
+            agent = cls._compiled = Agent(cls.task_name)
+        agent.does = cls.description
+        agent.instructions = f"{TASK_BOILERPLATE}\n\n{cls.instructions}".rstrip()
+        agent.model = cls.model_override
+        if cls.__dict__.get("_compiled_tools") is not cls.tools:  # wrapping tools is costly
+            agent.tools = [t if isinstance(t, Tool) else Tool(t) for t in cls.tools]
+            cls._compiled_tools = cls.tools
+        agent.team = list(cls.team)
+        agent.kind = cls.kind
+        agent.use_instructions = cls.use_instructions
+        agent.display_text = cls.display_text
+        return agent
+
+
+_TASK_FIELDS: dict[str, tuple[type, ...]] = {
+    "description": (str,),
+    "instructions": (str,),
+    "use_instructions": (str, type(None)),
+    "display_text": (str, type(None)),
+    "tools": (list, tuple),
+    "team": (list, tuple),
+}
+"""Task attributes that must be plain values, and the types each may have."""
 
 
 def member_agent(member: Agent | type[Task]) -> Agent:

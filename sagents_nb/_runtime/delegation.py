@@ -90,7 +90,12 @@ class TaskInstructionsTool(NodeTool):
         )
         self.parameters = {
             "type": "object",
-            "properties": {"agent": {"type": "string", "enum": sorted(a.name for a in members)}},
+            "properties": {
+                "agent": {
+                    "type": "string",
+                    "enum": sorted(a.name for a in members if a.use_instructions),
+                }
+            },
             "required": ["agent"],
         }
 
@@ -144,6 +149,10 @@ async def delegate(parent: Node, agent: Agent, prompt: str, call_id: str | None)
         return await continue_restored(parent, entry, call_id)
     if entry is not None and entry.outcome is None and entry.task is not None and entry.task.done():
         entry = None  # cancelled before it settled: run it again rather than reattach
+    run = session.current_run.number if session.current_run is not None else 0
+    if entry is not None and entry.outcome is not None and session.reattach == "run":
+        if entry.run != run:
+            entry = None  # settled for an earlier message: a new message does new work
     if entry is not None:
         return await _reattach(parent, entry, call_id)
     child = parent.persistent.get(agent.name) if getattr(kind, "persistent", False) else None
@@ -152,7 +161,7 @@ async def delegate(parent: Node, agent: Agent, prompt: str, call_id: str | None)
         child = parent.spawn(agent, kind)
         if getattr(kind, "persistent", False):
             parent.persistent[agent.name] = child
-    entry = parent.tasks[key] = TaskEntry(child, prompt)
+    entry = parent.tasks[key] = TaskEntry(child, prompt, run=run)
     parent.emit(
         TaskSpawned(
             child=child.path,
@@ -160,7 +169,7 @@ async def delegate(parent: Node, agent: Agent, prompt: str, call_id: str | None)
             prompt=prompt,
             kind=kind_name(kind),
             call_id=call_id,
-            display_text=agent.display_text,
+            display_text=agent.running_label,
         )
     )
     if spawned:
@@ -215,10 +224,8 @@ async def _reattach(parent: Node, entry: TaskEntry, call_id: str | None) -> Outc
     )
     if entry.outcome is not None:
         return entry.outcome
-    if state == "pending":
-        pending = parent.session.pending_for(child.path)
-        return Outcome("pending", f"{child.path} is waiting at a pause: {pending}")
     assert entry.task is not None
+    # a pause is inline: the repeated call waits for the paused child's real answer
     return await entry.task
 
 

@@ -219,6 +219,7 @@ class Node:
     def spawn(self, agent: Agent, kind: ChildKind) -> Node:
         """A new child of this node running `agent` as `kind`, numbered after its siblings."""
         child = Node(self.session, agent, kind, path=self.next_child_path(agent.name), parent=self)
+        child.display_text = agent.running_label
         self.order.append(child)
         return child
 

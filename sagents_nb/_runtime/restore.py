@@ -92,6 +92,7 @@ def fork_session(session: Session, at: int | None) -> Session:
         hooks=session.hooks,
         max_depth=session.max_depth,
         max_parallel=session.max_parallel,
+        reattach=session.reattach,
         token_counter=session.token_counter,
         state=dict(session.state),
         tool_context=session.tool_context,
@@ -157,6 +158,12 @@ class _Stored:
         parts = rows.node_states()
         self.states = {p: data for (p, part), data in parts.items() if part == "state"}
         self.kind_states = {p: data for (p, part), data in parts.items() if part == "kind"}
+        self.spawned_in: dict[tuple[str, str, str], int] = {}
+        """(parent, agent, prompt) -> the run that last spawned that task."""
+        for row in rows.events:
+            if row.type == "task_spawned":
+                spawned = json.loads(row.body)
+                self.spawned_in[(row.path, spawned["agent"], spawned["prompt"])] = row.run
         self.children: dict[str, list[str]] = {}
         for path, state in sorted(self.states.items(), key=lambda item: item[1]["position"]):
             if state["parent"] is not None:
@@ -209,8 +216,12 @@ class _Stored:
             owner = children.get(task.child)
             if owner is not None:
                 outcome = Outcome(task.status, task.text or "") if task.status is not None else None
-                node.tasks[(task.agent, task.prompt)] = TaskEntry(
-                    owner, task.prompt, outcome=outcome
+                key = (task.agent, task.prompt)
+                node.tasks[key] = TaskEntry(
+                    owner,
+                    task.prompt,
+                    outcome=outcome,
+                    run=self.spawned_in.get((node.path, *key), 0),
                 )
 
 

@@ -7,9 +7,9 @@ import inspect
 import os
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
-from .._base.errors import Rejected, RunPaused
+from .._base.errors import ConfigurationError, Rejected, RunPaused
 from .._base.ids import new_session_id
 from .._base.loop import block_on, run_on_library_loop, submit
 from .._base.messages import Message, Usage
@@ -54,6 +54,10 @@ class Session:
         hooks: tool hooks applied to every agent in the tree.
         max_depth: how deep delegation may go.
         max_parallel: children of one parent running at once.
+        reattach: how long a repeated `task(agent, prompt)` returns the earlier child's result
+            instead of running again: `"run"` (default) within one message's run, so a new
+            message does new work; `"session"` for the session's life (toolnexus's durable
+            semantics). An interrupted run resumed with `session.resume()` reattaches either way.
         token_counter: `count(message) -> int`; an estimate by default.
     """
 
@@ -68,6 +72,7 @@ class Session:
         hooks: Sequence[Any] = (),
         max_depth: int = 3,
         max_parallel: int = 8,
+        reattach: Literal["run", "session"] = "run",
         token_counter: Callable[[Message], int] | None = None,
         state: dict[str, Any] | None = None,
         tool_context: dict[str, Any] | None = None,
@@ -81,6 +86,12 @@ class Session:
         self.journal: Journal | None = None
         """Records this session into its store (None when the session is not durable)."""
         self.hooks = list(hooks)
+        if reattach not in ("run", "session"):
+            raise ConfigurationError(
+                f'reattach must be "run" (a new message does new work) or "session" (a repeated '
+                f"task returns its earlier result for the session's life), not {reattach!r}"
+            )
+        self.reattach = reattach
         self.max_depth = max_depth
         self.max_parallel = max_parallel
         self.token_counter = token_counter or default_token_counter
@@ -418,14 +429,6 @@ class Session:
         if run is None or not run.should_pause(node, action):
             return APPROVE
         return await run.pause(node, action, **details)
-
-    def pending_for(self, path: str) -> str:
-        """A description of what the node at `path` is paused before."""
-        run = self.current_run
-        for pending in run.pending if run else ():
-            if pending.path == path:
-                return str(pending)
-        return "nothing"
 
     def child_slots(self, parent: Node) -> asyncio.Semaphore:
         """The semaphore capping how many children of `parent` run at once."""

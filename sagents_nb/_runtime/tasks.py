@@ -20,6 +20,8 @@ class TaskEntry:
     prompt: str
     task: asyncio.Task[Outcome] | None = None
     outcome: Outcome | None = None
+    run: int = 0
+    """The run (user message) that spawned it: with `reattach="run"` only that run reattaches."""
 
 
 @dataclass

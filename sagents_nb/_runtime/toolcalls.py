@@ -134,7 +134,7 @@ def _display_text(node: Node, name: str, arguments: dict[str, Any]) -> str | Non
     if name != "task":
         return None
     member = node.agent.member(str(arguments.get("agent")))
-    return member.display_text if member is not None else None
+    return member.running_label if member is not None else None
 
 
 def _dump(arguments: dict[str, Any]) -> str:

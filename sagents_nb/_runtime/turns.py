@@ -210,14 +210,23 @@ def _unique_call_ids(message: Message) -> Message:
     return message.model_copy(update={"tool_calls": tuple(fixed)})
 
 
-def model_name(node: Node) -> str:
-    """The agent's model, else its parent's, else the endpoint's default."""
+def endpoint_for(node: Node) -> tuple[Any, str]:
+    """The endpoint and model name for `node`'s requests: its agent's `model`, else its nearest
+    ancestor's, else the session's endpoint and its default model. A `model` may be a name or
+    an endpoint (which brings its own default model)."""
+    llm: Any = None
+    model: str | None = None
     current: Node | None = node
-    while current is not None:
-        if current.agent.model:
-            return current.agent.model
+    while current is not None and (llm is None or model is None):
+        chosen = current.agent.model
+        if isinstance(chosen, str) and chosen:
+            model = model or chosen
+        elif chosen is not None and not isinstance(chosen, str) and llm is None:
+            llm = chosen
+            model = model or chosen.model
         current = current.parent
-    return node.session.llm.model
+    llm = llm if llm is not None else node.session.llm
+    return llm, model or llm.model
 
 
 async def call_model(
@@ -235,8 +244,7 @@ async def call_model(
         return None
     if decision.kind == "edit" and "messages" in decision.changes:
         view = list(decision.changes["messages"])
-    llm = node.session.llm
-    model = model_name(node)
+    llm, model = endpoint_for(node)
     body: dict[str, Any] = {"model": model, "messages": list(map(Message.to_wire, view))}
     if tools:
         body["tools"] = [t.to_wire() for t in tools]

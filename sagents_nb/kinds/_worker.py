@@ -20,5 +20,10 @@ class Worker(BaseKind):
     def __init__(self, max_turns: int = 5) -> None:
         self.default_max_turns = max(1, min(30, max_turns))
 
+    @property
+    def max_turns(self) -> int:
+        """Model calls per task, as clamped."""
+        return self.default_max_turns
+
     def __repr__(self) -> str:
-        return f"Worker(max_turns={self.default_max_turns})"
+        return f"Worker(max_turns={self.max_turns})"
