@@ -192,3 +192,23 @@ def test_model_override_may_name_an_endpoint() -> None:
 def test_worker_exposes_its_clamped_turn_cap() -> None:
     assert sn.kinds.Worker(max_turns=7).max_turns == 7
     assert sn.kinds.Worker(max_turns=99).max_turns == 30
+
+
+def test_the_preprocessor_sees_the_agent_state_and_the_user_dict_under_its_own_name() -> None:
+    seen: list[sn.PreprocessContext] = []
+
+    def preprocess(scope, message, context):
+        seen.append(context)
+        context.user_state["count"] = context.user_state.get("count", 0) + 1
+        return message, message
+
+    session = sn.Session(
+        sn.Agent("helper"), llm=sn.script("one", "two"), preprocessor=preprocess, state={}
+    )
+    session.send("first").result()
+    session.send("second").result()
+    first, second = seen
+    assert first.state.agent == "helper" and first.state.messages == ()
+    assert [m.content for m in second.state.messages] == ["first", "one"]
+    assert second.state.turns == 1 and second.state.usage.total_tokens >= 0
+    assert second.user_state is session.state and session.state == {"count": 2}

@@ -8,17 +8,40 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from .._base.errors import Rejected
-from .._base.messages import Message
+from .._base.messages import Message, Usage
+
+
+@dataclass(frozen=True)
+class AgentState:
+    """The top agent's state when a message arrives (sagents' `State`), read-only."""
+
+    agent: str
+    status: str
+    messages: tuple[Message, ...] = ()
+    """The LLM transcript so far."""
+    display_messages: tuple[Message, ...] = ()
+    """The display transcript so far."""
+    turns: int = 0
+    usage: Usage = field(default_factory=Usage)
 
 
 @dataclass
 class PreprocessContext:
-    """What a preprocessor knows besides the message."""
+    """What a preprocessor knows besides the message.
+
+    Attributes:
+        agent_id: the top agent's id (its path).
+        conversation_id: the session's id.
+        tool_context: the session's `tool_context` (the integrator's data for tools).
+        state: the agent's state (`AgentState`: transcripts, status, turns, usage), as in sagents.
+        user_state: the session's `state=` dict, yours to read and write.
+    """
 
     agent_id: str
     conversation_id: str
     tool_context: dict[str, Any] = field(default_factory=dict)
-    state: dict[str, Any] = field(default_factory=dict)
+    state: AgentState | None = None
+    user_state: dict[str, Any] = field(default_factory=dict)
 
 
 @runtime_checkable
