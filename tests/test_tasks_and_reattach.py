@@ -212,3 +212,62 @@ def test_the_preprocessor_sees_the_agent_state_and_the_user_dict_under_its_own_n
     assert [m.content for m in second.state.messages] == ["first", "one"]
     assert second.state.turns == 1 and second.state.usage.total_tokens >= 0
     assert second.user_state is session.state and session.state == {"count": 2}
+
+
+def _spend(tokens: int):
+    """A reply that reports `tokens` used."""
+    return {"prompt_tokens": tokens - 10, "completion_tokens": 10, "total_tokens": tokens}
+
+
+def test_a_childs_budget_is_capped_by_what_its_parent_has_left() -> None:
+    def handler(req: sn.ChatRequest):
+        if "task" in req.tools:
+            if not req.tool_results:
+                return sn.reply(
+                    tool_calls=[sn.call("task", agent="spender", prompt="work")], usage=_spend(150)
+                )
+            return sn.reply("parent done", usage=_spend(10))
+        return sn.reply(tool_calls=[sn.call("noop")], usage=_spend(120))  # never answers
+
+    @sn.tool
+    def noop() -> str:
+        return "ok"
+
+    spender = sn.Agent("spender", does="spends", tools=[noop], token_budget=500, max_turns=20)
+    boss = sn.Agent("boss", team=[spender], token_budget=250)
+    result = boss.run_sync("go", llm=sn.mock_llm(handler))
+    child = result.tree.children[0]
+    # the parent had 100 left after its own 150: the child stops once the pool is spent
+    assert child.status == "incomplete"
+    assert child.usage.total_tokens == 120
+    finished = next(e for e in result.events if e.type == "task_finished")
+    assert "boss's budget of 250 is spent" in finished.text
+
+
+def test_siblings_draw_one_pool_and_an_exhausted_pool_refuses_spawns() -> None:
+    replies = iter(
+        [
+            sn.reply(
+                tool_calls=[
+                    sn.call("task", agent="worker", prompt="a"),
+                    sn.call("task", agent="worker", prompt="b"),
+                ],
+                usage=_spend(20),
+            ),
+            sn.reply(tool_calls=[sn.call("task", agent="worker", prompt="c")], usage=_spend(20)),
+        ]
+    )
+
+    def handler(req: sn.ChatRequest):
+        if "task" in req.tools:
+            return next(replies, sn.reply("boss done", usage=_spend(10)))
+        return sn.reply(f"did {req.last_user}", usage=_spend(60))
+
+    worker = sn.Agent("worker", does="works")
+    boss = sn.Agent("boss", team=[worker], token_budget=160)
+    result = boss.run_sync("go", llm=sn.mock_llm(handler))
+    # boss 20 + workers 60 + 60, then boss 20: the pool of 160 is spent before the third spawn
+    assert [c.status for c in result.tree.children] == ["done", "done"]
+    refused = [e for e in result.events if e.type == "task_refused"]
+    assert len(refused) == 1 and "boss's budget of 160 is spent" in refused[0].reason
+    assert result.status == "incomplete" and "budget of 160 is spent" in result.text

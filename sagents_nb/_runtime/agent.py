@@ -34,7 +34,8 @@ class Agent:
         max_turns: model calls per run or task before the agent is stopped (loudly).
         hooks: tool hooks (`before_tool` / `after_tool`) for this agent's calls.
         pause_on: actions (`model`, `tool`, `task`) to pause before, for this agent.
-        token_budget: total tokens this agent may spend on one task.
+        token_budget: total tokens this agent may spend on one task, its children's included (a
+            shared pool: a child's budget is the smaller of its own and what is left above it).
         tool_call_budget: tool calls this agent may make on one task.
     """
 

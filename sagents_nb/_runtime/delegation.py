@@ -61,6 +61,10 @@ class TaskTool(NodeTool):
                 f"(available: {', '.join(sorted(members)) or 'none'})"
             )
             return _refuse(node, call_id, name, prompt, reason)
+        pool = node.exhausted_pool()
+        if pool is not None:
+            reason = f"budget exhausted ({pool}): no more children; answer with what you have"
+            return _refuse(node, call_id, name, prompt, reason)
         limit = node.session.max_depth
         if node.depth >= limit:
             reason = (

@@ -216,6 +216,24 @@ class Node:
             return [await execute_call(self, calls[0])]
         return list(await asyncio.gather(*(execute_call(self, c) for c in calls)))
 
+    def spend(self, tokens: int) -> None:
+        """Count `tokens` against this node's task and every ancestor's: budgets are shared pools."""
+        node: Node | None = self
+        while node is not None:
+            node.task_tokens += tokens
+            node = node.parent
+
+    def exhausted_pool(self) -> str | None:
+        """What is spent, if a token budget here or up the tree is: a child's effective budget is
+        the smaller of its own and what each ancestor has left."""
+        node: Node | None = self
+        while node is not None:
+            budget = node.agent.token_budget
+            if budget is not None and node.task_tokens >= budget:
+                return f"tokens: {node.path}'s budget of {budget} is spent ({node.task_tokens} used)"
+            node = node.parent
+        return None
+
     def spawn(self, agent: Agent, kind: ChildKind) -> Node:
         """A new child of this node running `agent` as `kind`, numbered after its siblings."""
         child = Node(self.session, agent, kind, path=self.next_child_path(agent.name), parent=self)

@@ -112,6 +112,9 @@ async def _turns(node: Node) -> Outcome:
         limit = kind.turn_limit(agent.max_turns)
         if node.task_turns >= limit:
             return await _at_turn_cap(node, limit)
+        pool = node.exhausted_pool()
+        if pool is not None:
+            return _budget_outcome(node, pool)
         await kind.maintain(node)
         kind.prepare(node)
         view = kind.build_context(node, node.input_text)
@@ -137,25 +140,21 @@ async def _turns(node: Node) -> Outcome:
                 kind.emit(node, message.content or "")
             return Outcome("done", message.content or "")
         over = _over_budget(node, len(message.tool_calls))
-        if over == "tool calls":
+        if over is not None:
             node.close_dangling("the tool-call budget is exhausted")
             return _budget_outcome(node, over)
         node.task_tool_calls += len(message.tool_calls)
         results = await kind.run_tools(node, list(message.tool_calls))
         kind.append_history(node, *(tool_message(r.call_id, r.content) for r in results))
-        if _over_budget(node, 0) == "tokens":
-            return _budget_outcome(node, "tokens")
+        pool = node.exhausted_pool()
+        if pool is not None:
+            return _budget_outcome(node, pool)
 
 
 def _over_budget(node: Node, new_calls: int) -> str | None:
-    agent = node.agent
-    if (
-        agent.tool_call_budget is not None
-        and node.task_tool_calls + new_calls > agent.tool_call_budget
-    ):
+    budget = node.agent.tool_call_budget
+    if budget is not None and node.task_tool_calls + new_calls > budget:
         return "tool calls"
-    if agent.token_budget is not None and node.task_tokens >= agent.token_budget:
-        return "tokens"
     return None
 
 
@@ -289,7 +288,7 @@ async def call_model(
         node.task_turns += 1
     if completion.usage is not None:
         node.usage = node.usage + completion.usage
-        node.task_tokens += completion.usage.total_tokens
+        node.spend(completion.usage.total_tokens)
         node.session.add_usage(completion.usage)
         node.measured = (
             completion.usage.prompt_tokens + completion.usage.completion_tokens,

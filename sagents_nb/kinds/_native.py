@@ -73,7 +73,7 @@ class Native(BaseKind):
 
         config = HarnessConfig(
             child.input_text,
-            model=agent.model,
+            model=agent.model if isinstance(agent.model, str) else None,  # a name for the CLI
             system_prompt=agent.instructions,
             cwd=self.cwd,
             extra_args=self.extra_args,
@@ -95,6 +95,7 @@ class Native(BaseKind):
             total_tokens=outcome.usage.input_tokens + outcome.usage.output_tokens,
         )
         child.usage = child.usage + usage
+        child.spend(usage.total_tokens)
         child.session.add_usage(usage)
         self.append_history(child, Message(role="assistant", content=outcome.text))
         if outcome.status == "done":
