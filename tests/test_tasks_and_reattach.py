@@ -271,3 +271,33 @@ def test_siblings_draw_one_pool_and_an_exhausted_pool_refuses_spawns() -> None:
     refused = [e for e in result.events if e.type == "task_refused"]
     assert len(refused) == 1 and "boss's budget of 160 is spent" in refused[0].reason
     assert result.status == "incomplete" and "budget of 160 is spent" in result.text
+
+
+def test_ancestors_of_a_paused_child_show_that_their_subtree_waits_and_where() -> None:
+    @sn.tool
+    def lookup(q: str) -> str:
+        return f"found {q}"
+
+    def handler(req: sn.ChatRequest):
+        if "task" in req.tools:
+            if not req.tool_results:
+                return sn.reply(tool_calls=[sn.call("task", agent="explore", prompt="p")])
+            return "boss done"
+        if not req.tool_results:
+            return sn.reply(tool_calls=[sn.call("lookup", q="x")])
+        return "child done"
+
+    explore = sn.Agent("explore", does="looks", tools=[lookup], pause_on={"tool"})
+    session = sn.Session(sn.Agent("boss", team=[explore]), llm=sn.mock_llm(handler))
+    run = session.send("go")
+    assert run.wait() == "paused"
+    boss = session.root
+    assert boss.status == "waiting"
+    assert session.tree.status == "waiting"
+    changed = [e for e in session.events if e.type == "status_changed" and e.path == "boss"]
+    assert changed[-1].status == "waiting" and "boss/explore.1" in changed[-1].detail
+    assert "lookup" in changed[-1].detail
+    run.approve()
+    assert run.result().text == "boss done"
+    statuses = [e.status for e in session.events if e.type == "status_changed" and e.path == "boss"]
+    assert statuses[-3:] == ["waiting", "running", "done"]

@@ -68,6 +68,8 @@ class Node:
         self.measured: tuple[int, int] | None = None
         self.tool_map: dict[str, Any] = {}
         self.last_outcome: Outcome | None = None
+        self.paused_below: dict[str, str] = {}
+        """Descendants waiting at a pause (path -> what they wait before): this node waits too."""
 
     def __repr__(self) -> str:
         return f"Node({self.path!r}, kind={kind_name(self.kind)}, status={self.status!r})"
@@ -230,9 +232,26 @@ class Node:
         while node is not None:
             budget = node.agent.token_budget
             if budget is not None and node.task_tokens >= budget:
-                return f"tokens: {node.path}'s budget of {budget} is spent ({node.task_tokens} used)"
+                return (
+                    f"tokens: {node.path}'s budget of {budget} is spent ({node.task_tokens} used)"
+                )
             node = node.parent
         return None
+
+    def waiting_below(self, path: str, pending: str | None) -> None:
+        """Mark this node's ancestors `waiting` while `path` (here) waits at a pause (`pending`
+        describes it; None: the pause ended), so a subtree's wait shows all the way up."""
+        node = self.parent
+        while node is not None:
+            if pending is not None:
+                node.paused_below[path] = pending
+                if node.status == "running":
+                    node.set_status("waiting", f"waiting for {path}: {pending}")
+            else:
+                node.paused_below.pop(path, None)
+                if node.status == "waiting" and not node.paused_below:
+                    node.set_status("running")
+            node = node.parent
 
     def spawn(self, agent: Agent, kind: ChildKind) -> Node:
         """A new child of this node running `agent` as `kind`, numbered after its siblings."""

@@ -223,6 +223,7 @@ class Run:
         self.pending.append(pending)
         previous = node.status
         node.set_status("paused", str(pending))
+        node.waiting_below(pending.path, str(pending))
         self.session.bus.emit(
             Paused(
                 path=node.path,
@@ -241,6 +242,7 @@ class Run:
             if pending in self.pending:
                 self.pending.remove(pending)
         node.set_status(previous if previous != "paused" else "running")
+        node.waiting_below(pending.path, None)
         return decision
 
     def _set_status(self, status: str) -> None:

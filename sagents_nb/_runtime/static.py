@@ -12,6 +12,7 @@ _COLOURS = {
     "done": "#1a7f37",
     "running": "#0969da",
     "paused": "#9a6700",
+    "waiting": "#9a6700",
     "error": "#cf222e",
     "incomplete": "#bc4c00",
     "cancelled": "#57606a",

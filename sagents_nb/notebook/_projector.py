@@ -140,7 +140,7 @@ class Projector:
 
     def _status_changed(self, event: StatusChanged) -> None:
         node = self.node(event.path)
-        if event.status == "running" and node.status != "paused" and node.inputs:
+        if event.status == "running" and node.status not in ("paused", "waiting") and node.inputs:
             # a child starts its next task (it takes inputs in the order they were delegated)
             task = node.inputs.pop(0)
             node.storage.append(task)

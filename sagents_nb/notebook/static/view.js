@@ -11,7 +11,7 @@ const TABS = [
   ["wire", "Wire"],
   ["events", "Events"],
 ];
-const ACTIVE = new Set(["running", "spawned", "paused"]);
+const ACTIVE = new Set(["running", "spawned", "paused", "waiting"]);
 
 function h(tag, props, ...children) {
   const node = document.createElement(tag);
