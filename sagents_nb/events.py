@@ -41,6 +41,9 @@ class RunStarted(Event):
     type: Literal["run_started"] = "run_started"
     agent: str
     input: str | None = None
+    pause_on: list[str] = []
+    """The run's own pause points (`send(..., pause_on=...)`), stored so that a run resumed
+    after a crash still stops at them: an approval gate a restart could skip is no gate."""
 
 
 class StatusChanged(Event):

@@ -105,7 +105,19 @@ def sequential(req):
     return "sequential done: " + " | ".join(req.tool_results)
 
 
+def child_tool(req):
+    """Boss: one task; its worker calls lookup, then answers."""
+    if "task" in req.tools:
+        if not req.tool_results:
+            return sn.reply(tool_calls=[sn.call("task", agent="worker", prompt="job C")])
+        return "boss done: " + req.tool_results[-1]
+    if not req.tool_results:
+        return sn.reply(tool_calls=[sn.call("lookup", x=3)])
+    return "C done: " + req.tool_results[-1]
+
+
 HANDLERS = {
+    "child_tool": child_tool,
     "delegating": delegating,
     "two_tools": two_tools,
     "sequential": sequential,
@@ -117,7 +129,7 @@ if __name__ == "__main__":
     BLOCK["blocking"] = True
     session = sn.Session(BOSS, llm=sn.mock_llm(HANDLERS[sys.argv[3]]), store=sys.argv[1])
     print(session.id, flush=True)
-    pause_on = {"tool"} if sys.argv[3] == "paused" else ()
+    pause_on = {"tool"} if sys.argv[3] in ("paused", "child_tool") else ()
     session.send("go", pause_on=pause_on).wait()
     time.sleep(3600)  # paused: the kernel dies while someone looks
 '''
@@ -324,3 +336,20 @@ def test_killed_while_paused_resumes_from_the_pause(tmp_path: Path) -> None:
     assert run.result(timeout=20).text == "tools done: value-7 | slow-8"
     assert len(llm.exchanges) == 1  # the reply with the calls was not asked again
     assert log.read_text().split() == ["lookup", "7", "slow", "8"]
+
+
+def test_an_approval_pending_in_a_child_survives_a_kill_and_is_asked_again(tmp_path: Path) -> None:
+    child, session_id, db, log = start(tmp_path, "child_tool")
+    kill_when(  # the worker waits for approval of its lookup when the process dies
+        child, db, lambda con: count(con, "SELECT count(*) FROM events WHERE type = 'paused'") == 1
+    )
+    script = definitions(tmp_path, log)
+    llm = sn.mock_llm(script["child_tool"])
+    session = sn.Session.open(db, session_id, agent=script["BOSS"], llm=llm)
+    run = session.resume()  # no pause_on given again: the run's own pause points were stored
+    assert run.wait(timeout=20) == "paused"
+    assert (run.paused_at.path, run.paused_at.name) == ("boss/worker.1", "lookup")
+    assert log.read_text() == ""  # the gated tool did not run unapproved
+    run.approve()
+    assert run.result(timeout=20).text == "boss done: C done: value-3"
+    assert log.read_text().split("\n")[:1] == ["lookup 3"]

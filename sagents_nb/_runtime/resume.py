@@ -10,19 +10,20 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from .._base.errors import ConfigurationError
+from ..events import RunStarted
 from .run import Run
 
 if TYPE_CHECKING:
     from .session import Session
 
 
-def interrupted_run(session: Session) -> int | None:
-    """The number of the last run if it started and never finished, else None."""
+def interrupted_run(session: Session) -> RunStarted | None:
+    """The start of the last run if it never finished, else None."""
     for event in reversed(session.bus.log):
         if event.type == "run_finished":
             return None
-        if event.type == "run_started":
-            return event.run
+        if isinstance(event, RunStarted):
+            return event
     return None
 
 
@@ -34,13 +35,15 @@ async def enqueue_resume(session: Session, pause_on: Iterable[str]) -> Run:
             f"session {session.id!r} has a run in flight; wait for it (run.wait()) before "
             "session.resume()"
         )
-    number = interrupted_run(session)
-    if number is None:
+    started = interrupted_run(session)
+    if started is None:
         raise ConfigurationError(
             f"session {session.id!r} has no interrupted run to resume (its runs all finished); "
             "send a message with session.send(...) to go on"
         )
-    run = Run(session, number, pause_on=pause_on)
+    number = started.run
+    # the run's own pause points still hold: approvals pending at the crash are asked again
+    run = Run(session, number, pause_on={*pause_on, *started.pause_on})
     run._task = asyncio.get_running_loop().create_task(session._execute(run, None, resume=True))
     session._tail = run._task
     session.runs = [run if r.number == number else r for r in session.runs]

@@ -400,6 +400,7 @@ class Session:
                 path=root.path,
                 agent=self.agent.name,
                 input=run.display.content if run.display else None,
+                pause_on=sorted(run.pause_on),
             )
         )
         try:
