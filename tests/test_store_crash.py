@@ -116,8 +116,26 @@ def child_tool(req):
     return "C done: " + req.tool_results[-1]
 
 
+LEAF = sn.Agent("leaf", does="looks things up", tools=[lookup])
+MID = sn.Agent("mid", does="delegates to leaf", team=[LEAF])
+TOP = sn.Agent("top", does="delegates to mid", team=[MID])
+
+
+def deep(req):
+    """top -> mid -> leaf; the leaf calls lookup (gated), then every level answers."""
+    tools = [t["function"] for t in req.body.get("tools", [])]
+    task = next((t for t in tools if t["name"] == "task"), None)
+    below = task["parameters"]["properties"]["agent"]["enum"][0] if task else None
+    if req.tool_results:
+        return f"{below}: {req.tool_results[-1]}" if below else f"found {req.tool_results[-1]}"
+    if below is None:
+        return sn.reply(tool_calls=[sn.call("lookup", x=4)])
+    return sn.reply(tool_calls=[sn.call("task", agent=below, prompt=f"ask {below}")])
+
+
 HANDLERS = {
     "child_tool": child_tool,
+    "deep": deep,
     "delegating": delegating,
     "two_tools": two_tools,
     "sequential": sequential,
@@ -127,9 +145,10 @@ HANDLERS = {
 
 if __name__ == "__main__":
     BLOCK["blocking"] = True
-    session = sn.Session(BOSS, llm=sn.mock_llm(HANDLERS[sys.argv[3]]), store=sys.argv[1])
+    agent = TOP if sys.argv[3] == "deep" else BOSS
+    session = sn.Session(agent, llm=sn.mock_llm(HANDLERS[sys.argv[3]]), store=sys.argv[1])
     print(session.id, flush=True)
-    pause_on = {"tool"} if sys.argv[3] in ("paused", "child_tool") else ()
+    pause_on = {"tool"} if sys.argv[3] in ("paused", "child_tool", "deep") else ()
     session.send("go", pause_on=pause_on).wait()
     time.sleep(3600)  # paused: the kernel dies while someone looks
 '''
@@ -353,3 +372,22 @@ def test_an_approval_pending_in_a_child_survives_a_kill_and_is_asked_again(tmp_p
     run.approve()
     assert run.result(timeout=20).text == "boss done: C done: value-3"
     assert log.read_text().split("\n")[:1] == ["lookup 3"]
+
+
+def test_every_level_parked_above_a_pause_resumes_after_a_kill(tmp_path: Path) -> None:
+    child, session_id, db, log = start(tmp_path, "deep")
+    kill_when(
+        child, db, lambda con: count(con, "SELECT count(*) FROM events WHERE type = 'paused'") == 1
+    )
+    script = definitions(tmp_path, log)
+    llm = sn.mock_llm(script["deep"])
+    session = sn.Session.open(db, session_id, agent=script["TOP"], llm=llm)
+    assert [n.id for n in [session.tree, *session.tree.children]] == ["top", "top/mid.1"]
+    run = session.resume()
+    assert run.wait(timeout=20) == "paused"
+    assert run.paused_at.path == "top/mid.1/leaf.1"
+    assert session.root.status == "waiting" and session.node("top/mid.1").status == "waiting"
+    run.approve()
+    assert run.result(timeout=20).text == "mid: leaf: found value-4"
+    assert len(llm.exchanges) == 3  # each level answered once; no delegation was asked again
+    assert log.read_text().split("\n")[:1] == ["lookup 4"]
