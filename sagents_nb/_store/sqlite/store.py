@@ -266,7 +266,8 @@ class SQLiteStore:
             nodes = [
                 NodeRow(*r)
                 for r in db.execute(
-                    "SELECT path, part, seq, body FROM nodes WHERE session = ? ORDER BY seq, path",
+                    "SELECT path, part, seq, body FROM nodes WHERE session = ? "
+                    "ORDER BY seq, path, part",
                     where,
                 )
             ]

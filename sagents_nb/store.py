@@ -1,0 +1,62 @@
+"""The store seam: the rows a `Store` receives and returns, and the stores that come built in.
+
+A store keeps rows, not objects. `Store.create` takes a new session's `SessionRows`,
+`Store.commit` takes `Step`s (events, `MessageWrite`s, node rows, task rows, retired task
+keys), `Store.load` gives back `SessionRows` and `Store.sessions` lists `StoredSession`s.
+Every row is stamped with the event it follows, so `SessionRows.at(seq)` is the record as it
+stood after that event (what reopening and forking read).
+
+`MemoryStore` is the reference: the semantics every store keeps (retired rows, one live
+task row per key, merged partial node states, all-or-nothing commits) in plain Python, held
+to the same contract tests as `SQLiteStore`. To put sessions elsewhere, implement the five
+methods of `Store` the way `MemoryStore` does and pass the object as `store=`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ._base.errors import StoreError
+from ._store.memory import MemoryStore
+from ._store.protocol import (
+    EventRow,
+    MessageRow,
+    MessageWrite,
+    NodeRow,
+    SessionRows,
+    Step,
+    Store,
+    StoredSession,
+    TaskRow,
+)
+
+if TYPE_CHECKING:
+    from ._store.sqlite.store import SQLiteStore
+
+__all__ = [
+    "EventRow",
+    "MemoryStore",
+    "MessageRow",
+    "MessageWrite",
+    "NodeRow",
+    "SQLiteStore",
+    "SessionRows",
+    "Step",
+    "Store",
+    "StoreError",
+    "StoredSession",
+    "TaskRow",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "SQLiteStore":  # sqlite3 loads with the first durable session, not at import
+        from ._store.sqlite.store import SQLiteStore
+
+        globals()[name] = SQLiteStore
+        return SQLiteStore
+    raise AttributeError(f"module 'sagents_nb.store' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
