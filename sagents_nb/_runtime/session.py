@@ -48,9 +48,11 @@ class Session:
             `sn.LLM()` from `OPENAI_BASE_URL` / `OPENAI_API_KEY`.
         scope: passed to the preprocessor as its first argument.
         preprocessor: makes the display and LLM versions of each user message.
-        store: makes the session durable: a file path (SQLite, created if missing) or a
-            `sn.Store`; every event, both transcripts and each node's state are written as
-            they happen. `session.store` is then that `Store`; `session.flush()` commits now.
+        store: makes the session durable: a file path (a str or `os.PathLike`: SQLite,
+            created if missing), `":memory:"`, or a `sn.Store` (e.g.
+            `sagents_nb.store.MemoryStore()`); every event, both transcripts and each node's
+            state are written as they happen. `session.store` is then that `Store`;
+            `session.flush()` commits now.
         hooks: tool hooks applied to every agent in the tree.
         max_depth: how deep delegation may go.
         max_parallel: children of one parent running at once.

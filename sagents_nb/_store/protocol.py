@@ -1,4 +1,5 @@
-"""The `Store` protocol durable sessions write to, and the rows that cross it.
+"""The `Store` protocol durable sessions write to, and the rows that cross it (public in
+`sagents_nb.store`).
 
 A store keeps rows, not objects: events, transcript messages, node snapshots and task entries,
 each stamped with the event `seq` it follows (a message with the last event before it was
@@ -194,29 +195,51 @@ def _unsettled(task: TaskRow) -> TaskRow:
 
 @runtime_checkable
 class Store(Protocol):
-    """Where durable sessions live. `SQLiteStore` is the built-in; another database can stand
-    behind the same five methods.
+    """Where durable sessions live: `SQLiteStore` (a file) and `MemoryStore` (this process)
+    are built in; another database can stand behind the same five methods (pass it as
+    `store=`). `MemoryStore` is the reference: its code says in plain Python what each method
+    keeps, and tests/test_store_contract.py holds every store to the same behaviours.
+
+    It is called from two threads (the store thread commits; the caller's thread reads, and
+    creates forks and imports): a store serializes its methods. Rows crossing the seam are the store's own: it copies what it keeps and what it
+    returns. `load` reads a session's whole record; reading part of it (paging) would be a
+    further, optional method, so a store with these five keeps working.
     """
 
     def create(self, rows: SessionRows) -> None:
-        """Add a new session with its rows (none for a fresh session) in one transaction.
+        """Add a new session with its rows (none for a fresh session) in one transaction,
+        kept as given (a fork's or an import's `removed`, `settled` and `retired` stamps too).
 
-        Raises `StoreError` if the id is taken.
+        Raises `StoreError` if the id is taken, or if two rows clash (an event `seq` or a
+        message number twice, two live task rows of one key); nothing is added then.
         """
 
     def commit(self, session_id: str, steps: Sequence[Step]) -> None:
-        """Write steps in order, all in one transaction. Each step writes its events, then its
-        message writes in order, node snapshots, retired tasks and tasks.
+        """Write steps in order, all in one transaction: each step's events, then its message
+        writes in order, node rows, retired tasks and tasks.
 
-        A task whose key has a live (unretired) row updates it, keeping its first `seq`;
-        settling stamps `settled`. Retiring stamps the live row's `retired`.
+        A message write's rows are live from its `seq`; `replace` first stamps the
+        transcript's live rows `removed` (those written earlier in the same commit too). A
+        node row replaces the one with the same (seq, path, part). A task whose key has a live
+        (unretired) row updates its child, status and text, keeping its first `seq` and its
+        first `settled`; otherwise it is a new row. Retiring stamps the key's live row
+        `retired`, so its next task is a new row.
+
+        Raises `StoreError`, writing nothing, if an event `seq` or a message number is taken
+        (another writer on the session). Committing to a session never created is the
+        caller's error (`MemoryStore` refuses it).
         """
 
     def load(self, session_id: str) -> SessionRows:
-        """The session's whole record; raises `StoreError` naming the ids there are if unknown."""
+        """The session's whole record: events by `seq`, messages by `n`, node rows by (seq,
+        path, part), tasks in write order; `info.last_seq` is the last event's seq.
+
+        Raises `StoreError` naming the ids there are if unknown.
+        """
 
     def sessions(self) -> list[StoredSession]:
-        """Every session in the store, oldest first."""
+        """Every session in the store, oldest first (by `created`, then id)."""
 
     def close(self) -> None:
-        """Release the store's resources."""
+        """Release the store's resources; using it afterwards raises `StoreError` (closing
+        twice is fine)."""

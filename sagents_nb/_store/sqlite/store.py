@@ -87,7 +87,8 @@ class SQLiteStore:
     A file store commits steps and creates sessions through a writer process of its own (see
     `_store_sqlite_writer`), started when the store is opened to write (`create=True`, as
     `store=` does) or at its first write, and stopped by `close()` (or when the store is
-    garbage, or this process ends); reads go through this process's own connection.
+    garbage, or this process ends; a closed store refuses to be used); reads go through this
+    process's own connection.
 
     Args:
         path: the file; `":memory:"` keeps the store in this process only (fork and export
@@ -96,7 +97,7 @@ class SQLiteStore:
     """
 
     def __init__(self, path: str | os.PathLike[str], *, create: bool = True) -> None:
-        self.path = str(path)
+        self.path = os.fsdecode(os.fspath(path))
         self._lock = threading.Lock()
         new = self.path == MEMORY or _check_file(Path(self.path), create)
         self._db = self._connect(new, create)
@@ -218,6 +219,7 @@ class SQLiteStore:
     def _write(self, request: tuple[Any, ...]) -> None:
         """Carry out a write request: by the writer process for a file, else here."""
         with self._lock:
+            self._check_open()
             writer, answer = self._writer, None
             if writer is not None:
                 request = writer.unsent(self._db, request)
@@ -302,9 +304,18 @@ class SQLiteStore:
             if closer is not None:
                 closer[2][0]()
 
+    def _check_open(self) -> None:
+        """Refuse use after `close()` (a write would start a writer process nobody stops)."""
+        if not self._closer.alive:
+            raise StoreError(
+                f"{self!r} was closed; open the file again with sn.SQLiteStore({self.path!r}) "
+                "or pass the path as store="
+            )
+
     @contextmanager
     def _reading(self) -> Iterator[sqlite3.Connection]:
         with self._lock:
+            self._check_open()
             try:
                 yield self._db
             except sqlite3.Error as exc:
