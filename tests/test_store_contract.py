@@ -5,6 +5,8 @@ process). Each behaviour is what `_store/sqlite/writer_process.py`'s SQL does.""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -98,6 +100,23 @@ def shape(rows: SessionRows) -> tuple[object, ...]:
         rows.nodes,
         rows.tasks,
     )
+
+
+def test_the_seam_is_one_public_module() -> None:
+    import sagents_nb as sn
+    import sagents_nb.store as seam
+
+    assert seam.__all__ == sorted(seam.__all__)
+    assert (seam.Store, seam.StoredSession, seam.SQLiteStore, seam.StoreError) == (
+        sn.Store,
+        sn.StoredSession,
+        sn.SQLiteStore,
+        sn.StoreError,
+    )
+    assert isinstance(MemoryStore(), sn.Store)
+    code = "import sys, sagents_nb.store; print('sqlite3' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"  # SQLite loads with the first SQLiteStore
 
 
 # creating and loading
