@@ -49,9 +49,16 @@ __all__ = [
 ]
 
 
+# Shown as sagents_nb.store.<name> in reprs, docs and tracebacks (as httpx does); Store,
+# StoredSession and StoreError show as sagents_nb.<name>, where the package publishes them.
+for _row in (EventRow, MemoryStore, MessageRow, MessageWrite, NodeRow, SessionRows, Step, TaskRow):
+    _row.__module__ = __name__
+del _row
+
+
 def __getattr__(name: str) -> Any:
     if name == "SQLiteStore":  # sqlite3 loads with the first durable session, not at import
-        from ._store.sqlite.store import SQLiteStore
+        from . import SQLiteStore  # as the package shows it
 
         globals()[name] = SQLiteStore
         return SQLiteStore

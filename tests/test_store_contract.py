@@ -114,6 +114,10 @@ def test_the_seam_is_one_public_module() -> None:
         sn.StoreError,
     )
     assert isinstance(MemoryStore(), sn.Store)
+    assert {getattr(seam, name).__module__ for name in seam.__all__} == {
+        "sagents_nb",  # Store, StoredSession, StoreError, SQLiteStore: as the package shows them
+        "sagents_nb.store",
+    }
     code = "import sys, sagents_nb.store; print('sqlite3' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"  # SQLite loads with the first SQLiteStore

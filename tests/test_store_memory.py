@@ -22,7 +22,7 @@ def ran(store: Any, *messages: str) -> sn.Session:
     session = sn.Session(BOSS, llm=sn.mock_llm(boss_handler), store=store)
     for text in messages:
         assert session.send(text).result().status == "done"
-    session.store.flush()  # type: ignore[union-attr]
+    session.flush()
     return session
 
 
@@ -54,7 +54,7 @@ def test_a_session_in_a_memory_store_forks() -> None:
     fork = session.fork(at=first_end.seq)
     assert [e.seq for e in fork.events] == list(range(1, first_end.seq + 1))
     assert fork.send("ここから分岐").result().text == "branch heard ここから分岐"
-    fork.store.flush()  # type: ignore[union-attr]
+    fork.flush()
     assert snapshot(session) == before
     stored = {s.id: s for s in sn.Session.list_stored(store)}
     assert (stored[fork.id].parent, stored[fork.id].fork_seq) == (session.id, first_end.seq)
@@ -70,7 +70,7 @@ def test_a_memory_store_record_cut_mid_run_resumes() -> None:
     assert [r.status for r in cut.runs] == ["incomplete"]
     cut.llm = sn.mock_llm(boss_handler)
     assert cut.resume().result(timeout=10).text == session.runs[0].result().text
-    cut.store.flush()  # type: ignore[union-attr]
+    cut.flush()
     assert [r.status for r in sn.Session.open(store, cut.id, agent=BOSS).runs] == ["done"]
 
 

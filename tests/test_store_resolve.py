@@ -31,7 +31,7 @@ class FileName:
 def durable(store: Any) -> sn.Session:
     session = sn.Session(BOSS, llm=sn.mock_llm(boss_handler), store=store)
     session.send("go").result()
-    session.store.flush()  # type: ignore[union-attr]
+    session.flush()
     return session
 
 
@@ -56,7 +56,7 @@ def test_store_takes_a_store_a_path_or_memory(
     session = durable(store)
     if kind in ("MemoryStore", "memory"):
         assert os.listdir(tmp_path) == []
-        store = session.store  # its journal: the store behind it
+        store = session.store  # the store it wrote to
     else:  # the file and its WAL companions, nothing else
         assert {name.split("-")[0] for name in os.listdir(tmp_path)} == {"runs.db"}
         store = file
