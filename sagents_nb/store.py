@@ -58,8 +58,9 @@ del _row
 
 def __getattr__(name: str) -> Any:
     if name == "SQLiteStore":  # sqlite3 loads with the first durable session, not at import
-        from . import SQLiteStore  # as the package shows it
+        from ._store.sqlite.store import SQLiteStore
 
+        SQLiteStore.__module__ = "sagents_nb"  # as the package shows it
         globals()[name] = SQLiteStore
         return SQLiteStore
     raise AttributeError(f"module 'sagents_nb.store' has no attribute {name!r}")
