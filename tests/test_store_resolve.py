@@ -36,14 +36,25 @@ def durable(store: Any) -> sn.Session:
 
 
 @pytest.mark.parametrize(
-    "kind", ["str", "Path", "PathLike", "bytes-PathLike", "SQLiteStore", "MemoryStore", "memory"]
+    "kind",
+    [
+        "str",
+        "Path",
+        "PathLike",
+        "bytes-PathLike",
+        "SQLiteStore",
+        "MemoryStore",
+        "memory",
+        "unicode",
+    ],
 )
 def test_store_takes_a_store_a_path_or_memory(
     kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    file = tmp_path / "runs.db"
+    file = tmp_path / ("journée 日本語 運行 🤖.db" if kind == "unicode" else "runs.db")
     make: dict[str, Any] = {
+        "unicode": lambda: str(file),
         "str": lambda: str(file),
         "Path": lambda: file,
         "PathLike": lambda: FileName(file),
@@ -58,7 +69,7 @@ def test_store_takes_a_store_a_path_or_memory(
         assert os.listdir(tmp_path) == []
         store = session.store  # the store it wrote to
     else:  # the file and its WAL companions, nothing else
-        assert {name.split("-")[0] for name in os.listdir(tmp_path)} == {"runs.db"}
+        assert {name.split("-")[0] for name in os.listdir(tmp_path)} == {file.name}
         store = file
     again = sn.Session.open(store, session.id, agent=BOSS)
     assert [e.model_dump() for e in again.events] == [e.model_dump() for e in session.events]
