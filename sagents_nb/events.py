@@ -3,13 +3,16 @@
 Every event has `type` (its discriminator), `seq` (monotonic per session), `ts` (unix time),
 `path` (the id of the node it concerns, e.g. `coordinator/explore.1`) and `run` (the run's number
 in its session). `parse_event` (or `event_adapter()`) turns JSON back into the right class.
+
+Defining a subclass of `Event` with its own `type` literal registers it: parsing, the store and
+the notebook's projector learn of it from the class alone (the package's events are also listed
+in `AnyEvent`, for type checkers).
 """
 
 # No `from __future__ import annotations` here: pydantic would then evaluate every field's
 # annotation from its string, for each event class and all its bases, at import.
 
-import functools
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -24,6 +27,14 @@ class Event(BaseModel):
     # schemas are built on first use, not at import: most sessions use a handful of event types
     model_config = ConfigDict(defer_build=True)
 
+    ends_step: ClassVar[bool] = False
+    """An action ended with this event: a durable session commits its step soon after."""
+    waits: ClassVar[bool] = False
+    """The session may wait long after this event (for a person, or the next message): a
+    durable session commits its step at once."""
+    names_child: ClassVar[bool] = False
+    """Emitted at a parent's path after its task entries changed; `child` is the child's path."""
+
     type: str
     seq: int = 0
     """Position in the session's event log, from 1."""
@@ -33,6 +44,38 @@ class Event(BaseModel):
     """The node (agent instance) the event concerns."""
     run: int = 0
     """The run's number within its session, from 1."""
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        _register(cls)
+
+
+_TYPES: dict[str, type[Event]] = {}
+"""The registry: every event class by its `type`, the package's first, in definition order."""
+
+
+def _register(cls: type[Event]) -> None:
+    """Register an event class under its `type` literal (a subclass that keeps its parent's
+    type is a variant of it; a class defined again, as when a notebook cell runs again,
+    replaces its older self)."""
+    global _adapter
+    name = cls.model_fields["type"].default
+    if not isinstance(name, str):
+        return  # an abstract base: no type of its own
+    known = _TYPES.get(name)
+    if known is not None and issubclass(cls, known):
+        return
+    if known is not None and (known.__module__, known.__qualname__) != (
+        cls.__module__,
+        cls.__qualname__,
+    ):
+        raise TypeError(
+            f"event type {name!r} is taken by {known.__module__}.{known.__qualname__}: "
+            f"give {cls.__qualname__} a `type` literal of its own"
+        )
+    _TYPES[name] = cls
+    _adapter = None
 
 
 class RunStarted(Event):
@@ -67,6 +110,7 @@ class ModelRequest(Event):
     """A request is about to go to the endpoint; `messages` is the exact view sent."""
 
     type: Literal["model_request"] = "model_request"
+    ends_step = True
     turn: int
     model: str
     messages: list[Message]
@@ -108,6 +152,7 @@ class ToolCallFinished(Event):
     """A tool call ended: its result text, duration in seconds and status."""
 
     type: Literal["tool_call_finished"] = "tool_call_finished"
+    ends_step = True
     call_id: str
     name: str
     arguments: str = "{}"
@@ -120,6 +165,7 @@ class TaskSpawned(Event):
     """A `task` call started a child; `child` is its path."""
 
     type: Literal["task_spawned"] = "task_spawned"
+    names_child = True
     child: str
     agent: str
     prompt: str
@@ -132,6 +178,7 @@ class TaskReattached(Event):
     """A repeated `task` call met an existing child (`state`: settled, running or pending)."""
 
     type: Literal["task_reattached"] = "task_reattached"
+    names_child = True
     child: str
     agent: str
     prompt: str
@@ -153,6 +200,8 @@ class TaskFinished(Event):
     """A child finished a task."""
 
     type: Literal["task_finished"] = "task_finished"
+    ends_step = True
+    names_child = True
     child: str
     agent: str
     status: str
@@ -179,6 +228,7 @@ class Compaction(Event):
     """Storage was compacted: by a model-written `summary` or by `truncation`."""
 
     type: Literal["compaction"] = "compaction"
+    ends_step = True
     strategy: Literal["summary", "truncation"]
     reason: str
     before_tokens: int
@@ -222,6 +272,7 @@ class KindSwapped(Event):
     """An agent's kind changed between turns."""
 
     type: Literal["kind_swapped"] = "kind_swapped"
+    ends_step = True
     agent: str
     old: str
     new: str
@@ -232,6 +283,7 @@ class PreprocessorSwapped(Event):
     """The session's preprocessor changed."""
 
     type: Literal["preprocessor_swapped"] = "preprocessor_swapped"
+    ends_step = True
     old: str
     new: str
 
@@ -240,6 +292,7 @@ class LLMSwapped(Event):
     """The session's endpoint changed."""
 
     type: Literal["llm_swapped"] = "llm_swapped"
+    ends_step = True
     old: str
     new: str
 
@@ -248,6 +301,8 @@ class Paused(Event):
     """The run stopped before an action (`action`: model, tool or task)."""
 
     type: Literal["paused"] = "paused"
+    ends_step = True
+    waits = True
     pause_id: int
     action: str
     name: str | None = None
@@ -259,6 +314,7 @@ class Resumed(Event):
     """A pause ended with a decision: approve, reject or edit."""
 
     type: Literal["resumed"] = "resumed"
+    ends_step = True
     pause_id: int
     decision: str
     reason: str | None = None
@@ -285,6 +341,7 @@ class ErrorOccurred(Event):
     """Something failed; `error_type` names the exception class."""
 
     type: Literal["error"] = "error"
+    ends_step = True
     error_type: str
     message: str
 
@@ -293,6 +350,8 @@ class RunFinished(Event):
     """A run ended."""
 
     type: Literal["run_finished"] = "run_finished"
+    ends_step = True
+    waits = True
     status: str
     text: str
     turns: int
@@ -330,10 +389,25 @@ AnyEvent = Annotated[
 ]
 
 
-@functools.cache
+_adapter: TypeAdapter[AnyEvent] | None = None
+"""Built on first use, and again after a class registers."""
+
+
+def _event_classes() -> tuple[type[Event], ...]:
+    """Every registered event class (see `_register`), in definition order."""
+    return tuple(_TYPES.values())
+
+
 def event_adapter() -> TypeAdapter[AnyEvent]:
     """The TypeAdapter for any event (built on first use: it compiles every event's schema)."""
-    return TypeAdapter(AnyEvent)
+    global _adapter
+    adapter = _adapter
+    if adapter is None:
+        # built from the registry rather than `AnyEvent`: events defined elsewhere parse too
+        members: Any = Union[_event_classes()]  # noqa: UP007 (built from a tuple)
+        union: Any = Annotated[members, Field(discriminator="type")]
+        adapter = _adapter = TypeAdapter(union)
+    return adapter
 
 
 def parse_event(data: str | bytes | dict[str, Any]) -> Event:

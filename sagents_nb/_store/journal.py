@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import itertools
 import operator
 import threading
@@ -17,7 +16,7 @@ from pydantic.fields import FieldInfo
 
 from .._base.loop import library_loop, on_library_thread
 from .._base.messages import Message
-from ..events import AnyEvent, ModelRequest, ModelResponse
+from ..events import ModelRequest, ModelResponse, _event_classes
 from .protocol import (
     EventRow,
     MessageRow,
@@ -57,42 +56,23 @@ RESCUE_SECONDS = MAX_DELAY_SECONDS
 emits no event for this long (a sync handler or tool blocks it), the store thread does (at its
 next look: within `LOOK_SECONDS` more)."""
 
-STEP_ENDS = frozenset(
-    {
-        "model_request",
-        "paused",
-        "run_finished",
-        "tool_call_finished",
-        "task_finished",
-        "compaction",
-        "resumed",
-        "kind_swapped",
-        "preprocessor_swapped",
-        "llm_swapped",
-        "error",
-    }
-)
-"""Events that end a step (as do replies and tool results reaching storage); an input and
-the events in between belong to the step that follows them."""
-
-BEFORE_WAITING = frozenset({"paused", "run_finished"})
-"""Step ends after which the session may wait for long (a person, the next message): the step
-is cut at once. Other steps are cut once the session is quiet (see `_step_ended`); a model
-request seals its step first (see `Journal`)."""
-
-CHILD_EVENTS = frozenset({"task_spawned", "task_reattached", "task_finished"})
-"""Events at a parent's path that name a child (`event.child`). They (and `kind_swapped`)
-follow every change of the parent's task entries: only then are the entries compared."""
+# An event's class says how it bears on steps, so an event added to `sagents_nb.events` needs
+# nothing here. `ends_step`: it ends a step (as do replies and tool results reaching storage);
+# an input and the events in between belong to the step that follows them. `waits`: the
+# session may wait long after it (a person, the next message), so the step is cut at once;
+# other steps are cut once the session is quiet (see `_step_ended`), and a model request seals
+# its step first (see `Journal`). `names_child`: it (like `kind_swapped`) follows every change
+# of its parent's task entries; only then are the entries compared.
 
 KIND_EVENTS = frozenset({"cold_sink", "compaction", "context_full", "window_trim", "kind_swapped"})
 """Events after which a node's kind state (e.g. Main's cold storage) is written again."""
 
-_CHANGES = CHILD_EVENTS | KIND_EVENTS
 _path = operator.attrgetter("path")
 
 
 def _names_changes(event: Event) -> bool:
-    return event.type in _CHANGES
+    """The event follows a change of its node's task entries or kind state."""
+    return type(event).names_child or event.type in KIND_EVENTS
 
 
 class Journal:
@@ -223,15 +203,15 @@ class Journal:
             self._numbering.numbers[id(message)] = (message, str(row.n))
 
     def _on_event(self, event: Event) -> None:
-        """Seal at a model request; cut a step at once after the events in `BEFORE_WAITING`,
-        and once the session is quiet after the other step ends (the events themselves are
-        read from the session's log when the step is sealed)."""
-        kind = event.type
-        if kind == "model_request":
+        """Seal at a model request; cut a step at once after an event the session may wait
+        after (`Event.waits`), and once the session is quiet after the other step ends (the
+        events themselves are read from the session's log when the step is sealed)."""
+        kind = type(event)
+        if kind is ModelRequest:
             self._seal_request()
-        elif kind in BEFORE_WAITING:
+        elif kind.waits:
             self._end_step()
-        elif kind in STEP_ENDS:
+        elif kind.ends_step:
             self._step_ended()
 
     def _seal_request(self) -> None:
@@ -315,7 +295,7 @@ class Journal:
         self._dirty.update(map(_path, events))
         for event in filter(_names_changes, events):
             path, kind = event.path, event.type
-            if kind in CHILD_EVENTS:  # they change the child's counters too
+            if type(event).names_child:  # they change the child's counters too
                 self._dirty.add(event.child)  # type: ignore[attr-defined]
                 self._task_dirty.add(path)
             else:
@@ -412,12 +392,22 @@ class Journal:
                 unsettled.discard(key)
 
 
-@functools.cache
 def plain_events() -> frozenset[type[Event]]:
-    """The event classes whose fields are all plain values (text, numbers, flags, lists of
-    text): their `__dict__` is their JSON's content, which `marshal` ships to the writer."""
-    members = typing.get_args(typing.get_args(AnyEvent)[0])
-    return frozenset(c for c in members if all(map(_plain, c.model_fields.values())))
+    """The registered event classes whose fields are all plain values (see `is_plain`)."""
+    return frozenset(filter(is_plain, _event_classes()))
+
+
+_PLAIN: dict[type[Event], bool] = {}
+
+
+def is_plain(kind: type[Event]) -> bool:
+    """Whether an event class's fields are all plain values (text, numbers, flags, lists of
+    text): its `__dict__` is then its JSON's content, which `marshal` ships to the writer.
+    Learnt once per class, from its fields."""
+    plain = _PLAIN.get(kind)
+    if plain is None:
+        plain = _PLAIN[kind] = all(map(_plain, kind.model_fields.values()))
+    return plain
 
 
 def _plain(field: FieldInfo) -> bool:
@@ -518,7 +508,7 @@ class PendingStep:
     def _event_body(self, event: Event) -> str | dict[str, Any]:
         """The event's fields when they are all plain values (the writer makes their JSON),
         else its JSON."""
-        if type(event) in plain_events():
+        if is_plain(type(event)):
             return event.__dict__  # events are not changed once emitted
         return self._event_json(event)
 
