@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._base.messages import Message
+from ._projector import CHARTED
 from ._render import ROWS, message_parts, message_state
 from ._state import NodeState, Stored, Turn
 
@@ -28,7 +29,7 @@ def context_pane(node: NodeState, wanted: int | None) -> dict[str, Any]:
     markers = [
         {"at": m.at, "type": m.type, "title": m.title, "seq": m.seq}
         for m in node.timeline
-        if m.type in ("compaction", "context_full", "cold_sink", "window_trim")
+        if m.type in CHARTED
     ]
     index = len(turns) - 1 if wanted is None or not 0 <= wanted < len(turns) else wanted
     detail = turn_detail(node, turns[index]) if turns else None
@@ -36,6 +37,7 @@ def context_pane(node: NodeState, wanted: int | None) -> dict[str, Any]:
         "kind": node.kind,
         "chart": chart,
         "markers": markers,
+        "legend": [[kind, label] for kind, label in CHARTED.items()],
         "index": index,
         "following": wanted is None,
         "detail": detail,

@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, assert_never
+from typing import Any
 
 from ..events import (
     ErrorOccurred,
+    Event,
     HarnessEventOccurred,
     ModelResponse,
     RunStarted,
@@ -16,10 +17,10 @@ from ..events import (
     ToolCallFinished,
 )
 from ._context_pane import context_pane
-from ._log_panes import events_pane, wire_pane
+from ._log_panes import events_pane, headline, wire_pane
 from ._projector import Projector
 from ._render import ROWS, as_json, calls_state, clip
-from ._state import Mark, NodeState, Said, ToolCard
+from ._state import Mark, NodeState, ToolCard
 
 TABS = ("transcript", "context", "tools", "compaction", "wire", "events")
 
@@ -89,8 +90,9 @@ def transcript_pane(projector: Projector, node: NodeState) -> dict[str, Any]:
     }
 
 
-def transcript_row(projector: Projector, event: Said) -> dict[str, Any]:
-    """One transcript line from the event that said it."""
+def transcript_row(projector: Projector, event: Event) -> dict[str, Any]:
+    """One transcript line from the event that said it; an event without a case of its own
+    shows as its type and its fields."""
     row: dict[str, Any] = {"seq": event.seq}
     match event:
         case RunStarted():
@@ -116,7 +118,7 @@ def transcript_row(projector: Projector, event: Said) -> dict[str, Any]:
             role = {"reasoning": "reasoning", "error": "error"}.get(kind, "cli")
             row.update(role=role, name=kind, text=clip(str(text or as_json(data))))
         case _:
-            assert_never(event)
+            row.update(role=event.type, text=headline(event))
     return row
 
 

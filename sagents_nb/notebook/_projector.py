@@ -1,4 +1,4 @@
-"""The projector: folds the event stream into view state, one handler per event type."""
+"""The projector: folds the event stream into view state, one handler per event type (`handles`)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 import threading
 from collections import Counter
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._base.messages import Message
 from ..events import (
@@ -42,6 +42,36 @@ from ._state import Mark, NodeState, PendingState, RunState, ToolCard, Turn
 
 if TYPE_CHECKING:
     from .._runtime.result import TreeNode
+
+
+Handler = Callable[["Projector", Any], None]
+HandlerT = TypeVar("HandlerT", bound=Handler)
+
+_HANDLERS: dict[type[Event], Handler] = {}
+"""Each event type's handler (see `handles`); a type without one only shows in the event log."""
+_RESOLVED: dict[type[Event], Handler | None] = {}
+CHARTED: dict[str, str] = {}
+"""The event types whose timeline marks also mark the context chart, with their legend label."""
+
+
+def handles(*kinds: type[Event], chart: str | None = None) -> Callable[[HandlerT], HandlerT]:
+    """Register the decorated function as the projector's handler of these event types.
+
+    Args:
+        kinds: the event classes it folds into the view state.
+        chart: the legend label of the marker their timeline marks put on the context chart;
+            None keeps them off the chart.
+    """
+
+    def register(handler: HandlerT) -> HandlerT:
+        for kind in kinds:
+            _HANDLERS[kind] = handler
+            if chart is not None:
+                CHARTED[kind.model_fields["type"].default] = chart
+        _RESOLVED.clear()
+        return handler
+
+    return register
 
 
 class Projector:
@@ -126,6 +156,7 @@ class Projector:
 
     # runs and status
 
+    @handles(RunStarted)
     def _run_started(self, event: RunStarted) -> None:
         self.runs[event.run] = RunState(event.run, input=event.input)
         node = self.node(event.path)
@@ -135,9 +166,11 @@ class Projector:
             node.storage.append(preprocessed.llm if preprocessed is not None else event)
             node.transcript.append(event)
 
+    @handles(TextDelta)
     def _text_delta(self, event: TextDelta) -> None:
         self.node(event.path).streaming.append(event.text)
 
+    @handles(StatusChanged)
     def _status_changed(self, event: StatusChanged) -> None:
         node = self.node(event.path)
         if event.status == "running" and node.status not in ("paused", "waiting") and node.inputs:
@@ -147,10 +180,12 @@ class Projector:
             node.transcript.append(task)
         node.status, node.detail = event.status, event.detail
 
+    @handles(MessagePreprocessed)
     def _message_preprocessed(self, event: MessagePreprocessed) -> None:
         self.preprocessor = event.preprocessor
         self.preprocessed[event.run] = event
 
+    @handles(RunFinished)
     def _run_finished(self, event: RunFinished) -> None:
         run = self.runs.setdefault(event.run, RunState(event.run))
         run.status, run.text, run.turns = event.status, event.text, event.turns
@@ -159,6 +194,7 @@ class Projector:
 
     # turns
 
+    @handles(ContextBuilt)
     def _context_built(self, event: ContextBuilt) -> None:
         node = self.node(event.path)
         node.kind = event.kind
@@ -173,6 +209,7 @@ class Projector:
             event.hidden,
         )
 
+    @handles(ModelRequest)
     def _model_request(self, event: ModelRequest) -> None:
         node = self.node(event.path)
         node.requests.append(event)
@@ -188,6 +225,7 @@ class Projector:
         turn.forgotten_len = len(node.forgotten)
         node.turn_log.append(turn)
 
+    @handles(ModelResponse)
     def _model_response(self, event: ModelResponse) -> None:
         node = self.node(event.path)
         node.turns = max(node.turns, event.turn)
@@ -211,12 +249,14 @@ class Projector:
             card = node.cards[call_id] = ToolCard(call_id, name, arguments, seq)
         return card
 
+    @handles(ToolCallStarted)
     def _tool_call_started(self, event: ToolCallStarted) -> None:
         node = self.node(event.path)
         card = self._card(node, event.call_id, event.name, event.arguments, event.seq)
         card.arguments, card.status = event.arguments, "running"
         card.display_text = event.display_text
 
+    @handles(ToolCallFinished)
     def _tool_call_finished(self, event: ToolCallFinished) -> None:
         node = self.node(event.path)
         card = self._card(node, event.call_id, event.name, event.arguments, event.seq)
@@ -225,6 +265,7 @@ class Projector:
         node.storage.append(event)
         node.transcript.append(event)
 
+    @handles(Paused)
     def _paused(self, event: Paused) -> None:
         self.pending[event.pause_id] = PendingState(
             event.pause_id,
@@ -244,6 +285,7 @@ class Projector:
             card = self._card(node, event.call_id, event.name or "?", arguments, event.seq)
             card.status = "pending"
 
+    @handles(Resumed)
     def _resumed(self, event: Resumed) -> None:
         pending = self.pending.pop(event.pause_id, None)
         run = self.runs.get(event.run)
@@ -258,6 +300,7 @@ class Projector:
 
     # delegation
 
+    @handles(TaskSpawned)
     def _task_spawned(self, event: TaskSpawned) -> None:
         parent = self.node(event.path)
         child = self.node(event.child)
@@ -268,6 +311,7 @@ class Projector:
             if card is not None:
                 card.child = event.child
 
+    @handles(TaskReattached)
     def _task_reattached(self, event: TaskReattached) -> None:
         parent = self.node(event.path)
         parent.reattached += 1
@@ -278,6 +322,7 @@ class Projector:
                 card.child = event.child
                 card.notes += (f"reattached to {event.child} ({event.state})",)
 
+    @handles(TaskRefused)
     def _task_refused(self, event: TaskRefused) -> None:
         parent = self.node(event.path)
         parent.refused.append(event.reason)
@@ -286,6 +331,7 @@ class Projector:
             if card is not None:
                 card.notes += (f"refused: {event.reason}",)
 
+    @handles(TaskFinished)
     def _task_finished(self, event: TaskFinished) -> None:
         child = self.node(event.child)
         child.status = event.status
@@ -298,6 +344,7 @@ class Projector:
         node.timeline.append(mark)
         return mark
 
+    @handles(Compaction, chart="compaction")
     def _compaction(self, event: Compaction) -> None:
         node = self.node(event.path)
         how = "summarised" if event.strategy == "summary" else "truncated"
@@ -318,10 +365,12 @@ class Projector:
         mark = self._mark(node, event, f"compaction by {event.strategy}", **details)
         mark.text = event.summary
 
+    @handles(ContextFull, chart="context full")
     def _context_full(self, event: ContextFull) -> None:
         node = self.node(event.path)
         self._mark(node, event, "context full", tokens=f"{event.tokens} of {event.window}")
 
+    @handles(ColdSink, chart="sunk")
     def _cold_sink(self, event: ColdSink) -> None:
         node = self.node(event.path)
         mark = self._mark(
@@ -333,6 +382,7 @@ class Projector:
         )
         mark.previews = list(event.previews)
 
+    @handles(WindowTrim, chart="trimmed")
     def _window_trim(self, event: WindowTrim) -> None:
         node = self.node(event.path)
         self._mark(
@@ -346,6 +396,7 @@ class Projector:
             },
         )
 
+    @handles(KindSwapped)
     def _kind_swapped(self, event: KindSwapped) -> None:
         node = self.node(event.path)
         if node.agent == event.agent:
@@ -355,14 +406,17 @@ class Projector:
             title = f"{event.agent}'s kind {event.old} → {event.new} (next task)"
         self._mark(node, event, title, policy=event.policy)
 
+    @handles(PreprocessorSwapped)
     def _preprocessor_swapped(self, event: PreprocessorSwapped) -> None:
         self.preprocessor = event.new
         self._mark(self.node(event.path), event, f"preprocessor {event.old} → {event.new}")
 
+    @handles(LLMSwapped)
     def _llm_swapped(self, event: LLMSwapped) -> None:
         self.llm = event.new
         self._mark(self.node(event.path), event, f"endpoint {event.old} → {event.new}")
 
+    @handles(Retry)
     def _retry(self, event: Retry) -> None:
         node = self.node(event.path)
         self._mark(
@@ -375,6 +429,7 @@ class Projector:
 
     # native CLI children and errors
 
+    @handles(HarnessEventOccurred)
     def _harness_event(self, event: HarnessEventOccurred) -> None:
         node = self.node(event.path)
         data = event.event
@@ -388,48 +443,18 @@ class Projector:
             return
         node.transcript.append(event)
 
+    @handles(ErrorOccurred)
     def _error(self, event: ErrorOccurred) -> None:
         self.node(event.path).transcript.append(event)
 
 
-_HANDLERS: dict[type[Event], Callable[[Projector, Any], None] | None] = {
-    RunStarted: Projector._run_started,
-    StatusChanged: Projector._status_changed,
-    MessagePreprocessed: Projector._message_preprocessed,
-    ContextBuilt: Projector._context_built,
-    ModelRequest: Projector._model_request,
-    ModelResponse: Projector._model_response,
-    TextDelta: Projector._text_delta,
-    ToolCallStarted: Projector._tool_call_started,
-    ToolCallFinished: Projector._tool_call_finished,
-    TaskSpawned: Projector._task_spawned,
-    TaskReattached: Projector._task_reattached,
-    TaskRefused: Projector._task_refused,
-    TaskFinished: Projector._task_finished,
-    Compaction: Projector._compaction,
-    ContextFull: Projector._context_full,
-    ColdSink: Projector._cold_sink,
-    WindowTrim: Projector._window_trim,
-    KindSwapped: Projector._kind_swapped,
-    PreprocessorSwapped: Projector._preprocessor_swapped,
-    LLMSwapped: Projector._llm_swapped,
-    Paused: Projector._paused,
-    Resumed: Projector._resumed,
-    Retry: Projector._retry,
-    HarnessEventOccurred: Projector._harness_event,
-    ErrorOccurred: Projector._error,
-    RunFinished: Projector._run_finished,
-}
-"""Each event type's handler; a type this view does not know yet only shows in the event log."""
-
-
-def _handler(kind: type[Event]) -> Callable[[Projector, Any], None] | None:
+def _handler(kind: type[Event]) -> Handler | None:
     """The handler of an event type (or of its nearest handled base class), cached."""
     try:
-        return _HANDLERS[kind]
+        return _RESOLVED[kind]
     except KeyError:
         handler = next((_HANDLERS[base] for base in kind.__mro__ if base in _HANDLERS), None)
-        _HANDLERS[kind] = handler
+        _RESOLVED[kind] = handler
         return handler
 
 

@@ -6,25 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._base.messages import Message, Usage
-from ..events import (
-    ErrorOccurred,
-    HarnessEventOccurred,
-    ModelRequest,
-    ModelResponse,
-    RunStarted,
-    TaskSpawned,
-    ToolCallFinished,
-)
-
-Said = (
-    RunStarted
-    | TaskSpawned
-    | ModelResponse
-    | ToolCallFinished
-    | ErrorOccurred
-    | HarnessEventOccurred
-)
-"""Events that put a line in a node's transcript."""
+from ..events import Event, ModelRequest, RunStarted, TaskSpawned, ToolCallFinished
 
 Stored = Message | RunStarted | TaskSpawned | ToolCallFinished
 """An item of storage: a message, or the event that carried it. The projector keeps references to
@@ -107,7 +89,8 @@ class NodeState:
     children: list[str] = field(default_factory=list)
     inputs: list[TaskSpawned] = field(default_factory=list)
     """Delegated tasks the child has not started on yet."""
-    transcript: list[Said] = field(default_factory=list)
+    transcript: list[Event] = field(default_factory=list)
+    """The events that put a line in the transcript (see `_panes.transcript_row`)."""
     streaming: list[str] = field(default_factory=list)
     storage: list[Stored] = field(default_factory=list)
     """Storage rebuilt from events. Only ever appended to; a compaction swaps in a new list, so a

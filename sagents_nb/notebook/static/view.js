@@ -369,7 +369,7 @@ function render({ model, el }) {
     return h(
       "div",
       { class: "sn-context" },
-      chart(rows, state.markers || [], state.index, go),
+      chart(rows, state.markers || [], state.legend || [], state.index, go),
       nav,
       h(
         "div",
@@ -392,7 +392,7 @@ function render({ model, el }) {
     );
   }
 
-  function chart(rows, markers, index, go) {
+  function chart(rows, markers, keys, index, go) {
     const width = 640;
     const height = 150;
     const pad = 34;
@@ -449,10 +449,7 @@ function render({ model, el }) {
       { class: "sn-legend" },
       h("span", { class: "sn-key sn-key-view" }, "view"),
       h("span", { class: "sn-key sn-key-storage" }, "storage"),
-      h("span", { class: "sn-key sn-key-compaction" }, "compaction"),
-      h("span", { class: "sn-key sn-key-context_full" }, "context full"),
-      h("span", { class: "sn-key sn-key-cold_sink" }, "sunk"),
-      h("span", { class: "sn-key sn-key-window_trim" }, "trimmed"),
+      keys.map(([type, label]) => h("span", { class: `sn-key sn-key-${token(type)}` }, label)),
     );
     return h("div", { class: "sn-chart-box" }, svg, legend);
   }
