@@ -10,19 +10,10 @@ from hypothesis import strategies as st
 import sagents_nb as sn
 from sagents_nb._endpoints.openai import StreamAssembler, parse_completion
 from sagents_nb._tools.tool import parse_arguments
-from sagents_nb.events import (
-    ErrorOccurred,
-    ModelResponse,
-    TaskSpawned,
-    ToolCallFinished,
-    parse_event,
-)
+from sagents_nb.events import parse_event
 
-json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
-    max_leaves=20,
-)
+from .strategies import events, json_values
+
 texts = st.text(max_size=200)
 
 
@@ -58,33 +49,8 @@ def test_completion_parsing_gives_a_completion_or_malformed_reply(data: object) 
     assert completion.message.role == "assistant"
 
 
-message = st.builds(
-    sn.Message, role=st.sampled_from(["user", "assistant", "tool"]), content=st.none() | texts
-)
-events = st.one_of(
-    st.builds(
-        TaskSpawned,
-        child=texts,
-        agent=texts,
-        prompt=texts,
-        kind=texts,
-        path=texts,
-        seq=st.integers(0, 10**9),
-    ),
-    st.builds(ModelResponse, turn=st.integers(0, 1000), message=message, truncated=st.booleans()),
-    st.builds(
-        ToolCallFinished,
-        call_id=texts,
-        name=texts,
-        result=texts,
-        status=st.sampled_from(["ok", "error", "denied", "refused", "cancelled"]),
-    ),
-    st.builds(ErrorOccurred, error_type=texts, message=texts),
-)
-
-
 @settings(max_examples=300, deadline=None)
-@given(events)
+@given(events())
 def test_events_round_trip_through_json(event: sn.events.Event) -> None:
     assert parse_event(event.model_dump_json()) == event
     assert parse_event(json.loads(event.model_dump_json())) == event
