@@ -339,7 +339,9 @@ class Projector:
 
     # context management
 
-    def _mark(self, node: NodeState, event: Event, title: str, **details: Any) -> Mark:
+    def mark(self, node: NodeState, event: Event, title: str, **details: Any) -> Mark:
+        """Put `event` on the node's timeline (and on its context chart when `handles` gave
+        its type a chart label)."""
         mark = Mark(event.seq, event.type, len(node.turn_log), title, details)
         node.timeline.append(mark)
         return mark
@@ -362,18 +364,18 @@ class Projector:
         }
         if event.error:
             details["summariser error"] = event.error
-        mark = self._mark(node, event, f"compaction by {event.strategy}", **details)
+        mark = self.mark(node, event, f"compaction by {event.strategy}", **details)
         mark.text = event.summary
 
     @handles(ContextFull, chart="context full")
     def _context_full(self, event: ContextFull) -> None:
         node = self.node(event.path)
-        self._mark(node, event, "context full", tokens=f"{event.tokens} of {event.window}")
+        self.mark(node, event, "context full", tokens=f"{event.tokens} of {event.window}")
 
     @handles(ColdSink, chart="sunk")
     def _cold_sink(self, event: ColdSink) -> None:
         node = self.node(event.path)
-        mark = self._mark(
+        mark = self.mark(
             node,
             event,
             f"{event.sunk} item(s) sunk to cold storage",
@@ -385,7 +387,7 @@ class Projector:
     @handles(WindowTrim, chart="trimmed")
     def _window_trim(self, event: WindowTrim) -> None:
         node = self.node(event.path)
-        self._mark(
+        self.mark(
             node,
             event,
             "window trimmed",
@@ -404,22 +406,22 @@ class Projector:
             title = f"kind {event.old} → {event.new}"
         else:
             title = f"{event.agent}'s kind {event.old} → {event.new} (next task)"
-        self._mark(node, event, title, policy=event.policy)
+        self.mark(node, event, title, policy=event.policy)
 
     @handles(PreprocessorSwapped)
     def _preprocessor_swapped(self, event: PreprocessorSwapped) -> None:
         self.preprocessor = event.new
-        self._mark(self.node(event.path), event, f"preprocessor {event.old} → {event.new}")
+        self.mark(self.node(event.path), event, f"preprocessor {event.old} → {event.new}")
 
     @handles(LLMSwapped)
     def _llm_swapped(self, event: LLMSwapped) -> None:
         self.llm = event.new
-        self._mark(self.node(event.path), event, f"endpoint {event.old} → {event.new}")
+        self.mark(self.node(event.path), event, f"endpoint {event.old} → {event.new}")
 
     @handles(Retry)
     def _retry(self, event: Retry) -> None:
         node = self.node(event.path)
-        self._mark(
+        self.mark(
             node,
             event,
             f"retry {event.attempt} in {event.delay:.1f} s",
