@@ -221,3 +221,58 @@ def test_an_xss_corpus_through_every_rendered_field_stays_text(page: Any, lab: L
     assert view.locator("img, script, svg:not(.sn-chart), iframe, a[href^=javascript]").count() == 0
     assert page.evaluate("typeof window.__xss") == "undefined"
     screenshot(page, "live-view-xss-corpus.png")
+
+
+NEW_EVENT = """
+from typing import Literal
+
+import sagents_nb as sn
+from sagents_nb.events import Event
+from sagents_nb.notebook._projector import handles
+
+class BudgetWarning(Event):
+    type: Literal["budget_warning"] = "budget_warning"
+    tokens: int
+    note: str
+
+@handles(BudgetWarning, chart="over budget <img src=x onerror=window.__xss=31>")
+def _budget_warning(projector, event):
+    node = projector.node(event.path)
+    projector.mark(node, event, f"{event.tokens} tokens", note=event.note)
+    node.transcript.append(event)
+
+session = sn.Session(sn.Agent("a"), llm=sn.mock_llm(lambda request: "fine"))
+session.send("go").result()
+session.root.emit(BudgetWarning(tokens=120, note="dépassé 预算 🚨 <script>window.__xss=32</script>"))
+session
+"""
+
+
+def test_an_event_defined_in_the_notebook_shows_on_the_chart_and_in_the_transcript(
+    page: Any, lab: Lab
+) -> None:
+    open_notebook(page, lab.notebook("new_event.ipynb", NEW_EVENT))
+    run_cell(page, 0)
+    view = page.locator(".sagents-view")
+    view.locator(".sn-answer", has_text="fine").wait_for()
+    view.get_by_role("tab", name="Transcript").click()
+    line = view.locator(".sn-pane .sn-msg.sn-role-budget_warning")
+    line.wait_for()
+    assert "dépassé 预算 🚨 <script>" in line.inner_text()
+    view.get_by_role("tab", name="Context").click()
+    marker = view.locator(".sn-pane line.sn-marker-budget_warning")
+    marker.wait_for(state="attached")  # a vertical line has no width: never "visible"
+    assert marker.evaluate("line => getComputedStyle(line).stroke") not in ("", "none")
+    keys = view.locator(".sn-legend .sn-key").all_inner_texts()
+    assert keys == [
+        "view",
+        "storage",
+        "compaction",
+        "context full",
+        "sunk",
+        "trimmed",
+        "over budget <img src=x onerror=window.__xss=31>",
+    ]
+    assert view.locator("img, script").count() == 0
+    assert page.evaluate("typeof window.__xss") == "undefined"
+    screenshot(page, "live-view-new-event.png")
