@@ -5,8 +5,8 @@ Every event has `type` (its discriminator), `seq` (monotonic per session), `ts` 
 in its session). `parse_event` (or `event_adapter()`) turns JSON back into the right class.
 
 Defining a subclass of `Event` with its own `type` literal registers it: parsing, the store and
-the notebook's projector learn of it from the class alone (the package's events are also listed
-in `AnyEvent`, for type checkers).
+the view's event log take it from the class alone (the package's events are also listed in
+`AnyEvent`, for type checkers; ARCHITECTURE.md walks adding one).
 """
 
 # No `from __future__ import annotations` here: pydantic would then evaluate every field's
