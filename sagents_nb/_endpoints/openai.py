@@ -327,7 +327,7 @@ class LLM:
     ) -> tuple[Completion, dict[str, Any]]:
         import httpx
 
-        assembler = StreamAssembler(on_delta, base_url=self.base_url, redact=self._redact)
+        assembler = StreamAssembler(on_delta, base_url=self.base_url, redactor=self._redact)
         decoder = SSEDecoder()
         try:
             async with asyncio.timeout_at(deadline):
@@ -404,6 +404,13 @@ def retry_after_seconds(value: str | None, now: float) -> float | None:
             when = when.replace(tzinfo=UTC)
         seconds = when.timestamp() - now
     return max(0.0, seconds) if math.isfinite(seconds) else None
+
+
+NO_KEY = Redactor("")
+
+
+def _same(value: Any) -> Any:
+    return value
 
 
 def _excerpt(value: Any, limit: int = 160) -> str:
@@ -498,11 +505,12 @@ class StreamAssembler:
         on_delta: Callable[[str], None] | None = None,
         *,
         base_url: str = "",
-        redact: Callable[[str], str] = str,
+        redactor: Redactor = NO_KEY,
     ) -> None:
         self.on_delta = on_delta
         self.base_url = base_url
-        self.redact = redact
+        self.redactor = redactor
+        self.held = ""
         self.text: list[str] = []
         self.calls: dict[int, dict[str, str]] = {}
         self.usage: Usage | None = None
@@ -523,8 +531,7 @@ class StreamAssembler:
         """Take the data of one event."""
         if self.done:
             return
-        data = self.redact(data)
-        payload = data.strip()
+        payload = self.redactor(data).strip()
         if payload == "[DONE]":
             self.done = True
             return
@@ -572,13 +579,25 @@ class StreamAssembler:
             self._wrong(f"delta.content is {_type_name(piece)}, not a string", chunk)
         if piece:
             self.text.append(piece)
-            if self.on_delta is not None:
-                self.on_delta(piece)
+            self._emit(piece)
         raw_calls = delta.get("tool_calls")
         if raw_calls is not None and not isinstance(raw_calls, list):
             self._wrong(f"delta.tool_calls is {_type_name(raw_calls)}, not a list", chunk)
         for raw in raw_calls or ():
             self._feed_call(raw, chunk)
+
+    def _emit(self, piece: str) -> None:
+        if self.on_delta is None:
+            return
+        if not self.redactor.forms:
+            self.on_delta(piece)
+            return
+        # the end of the text that could begin a key waits for the next piece
+        pending = self.redactor(self.held + piece)
+        held = self.redactor.open_tail(pending)
+        self.held = pending[len(pending) - held :]
+        if len(pending) > held:
+            self.on_delta(pending[: len(pending) - held])
 
     def _feed_call(self, raw: Any, chunk: Any) -> None:
         if not isinstance(raw, dict):
@@ -611,7 +630,10 @@ class StreamAssembler:
             if slot["name"]
         )
         # joined, then redacted again: a key the model spelled over several chunks
-        text = self.redact("".join(self.text))
+        text = self.redactor("".join(self.text))
+        if self.held and self.on_delta is not None:
+            self.on_delta(self.held)
+            self.held = ""
         truncated = not self.done
         return Completion(
             message=Message(
@@ -629,12 +651,13 @@ class StreamAssembler:
 
     def wire_summary(self, truncated: bool) -> dict[str, Any]:
         """What the wire log keeps of the stream: the first and last chunks, and a count."""
-        summary: dict[str, Any] = {"chunks": self.head}
+        scrub = self.redactor.scrub_values if self.redactor.forms else _same
+        summary: dict[str, Any] = {"chunks": scrub(self.head)}
         if self.tail:
             omitted = self.chunk_count - len(self.head) - len(self.tail)
             if omitted:
                 summary["omitted_chunks"] = omitted
-            summary["last_chunks"] = list(self.tail)
+            summary["last_chunks"] = scrub(list(self.tail))
         summary["chunk_count"] = self.chunk_count
         summary["truncated"] = truncated
         return summary

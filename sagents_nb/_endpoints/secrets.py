@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from .._base.errors import ConfigurationError
 
 MASK = "***"
+RUN = 8
+"""A piece of a key this long is masked too where text is only shown (excerpts, stream logs)."""
 
 
 def checked_key(key: str, source: str) -> str:
@@ -44,6 +47,9 @@ class Redactor:
     def __init__(self, key: str) -> None:
         forms = {key, json.dumps(key)[1:-1], repr(key)[1:-1]} if len(key) >= 4 else set()
         self.forms = tuple(sorted(forms, key=len, reverse=True))
+        self._runs = frozenset(
+            form[i : i + RUN] for form in self.forms for i in range(len(form) - RUN + 1)
+        )
 
     def __call__(self, text: str) -> str:
         for form in self.forms:
@@ -51,7 +57,49 @@ class Redactor:
                 text = text.replace(form, MASK)
         return text
 
-    def excerpt(self, text: str, limit: int) -> str:
-        """The redacted `text`, cut to `limit` characters."""
+    def open_tail(self, text: str) -> int:
+        """How many last characters of `text` could be the start of a key still to come.
+
+        A stream holds them back: the model may spell a key over several chunks.
+        """
+        for size in range(min(len(text), max(map(len, self.forms), default=1) - 1), 0, -1):
+            tail = text[-size:]
+            if any(form.startswith(tail) for form in self.forms):
+                return size
+        return 0
+
+    def scrub(self, text: str) -> str:
+        """`text` redacted, and every run of `RUN` or more of a key's characters masked too:
+        the pieces of a key a stream split, or a server's half-masked echo of it."""
         text = self(text)
+        if not self._runs or len(text) < RUN:
+            return text
+        masked = [False] * len(text)
+        for start in range(len(text) - RUN + 1):
+            if text[start : start + RUN] in self._runs:
+                masked[start : start + RUN] = [True] * RUN
+        if not any(masked):
+            return text
+        out, previous = [], False
+        for char, hidden in zip(text, masked, strict=True):
+            if not hidden:
+                out.append(char)
+            elif not previous:
+                out.append(MASK)
+            previous = hidden
+        return "".join(out)
+
+    def scrub_values(self, value: Any) -> Any:
+        """`value` (parsed JSON) with every string scrubbed."""
+        if isinstance(value, str):
+            return self.scrub(value)
+        if isinstance(value, dict):
+            return {k: self.scrub_values(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.scrub_values(v) for v in value]
+        return value
+
+    def excerpt(self, text: str, limit: int) -> str:
+        """The scrubbed `text`, cut to `limit` characters."""
+        text = self.scrub(text)
         return text if len(text) <= limit else text[:limit] + "…"
