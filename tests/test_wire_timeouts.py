@@ -38,33 +38,33 @@ def trickle_stream_after_some_text(body: bytes, answer: Answer) -> None:
             return
 
 
-def run_against(respond, *, stream: bool) -> sn.Run:
+def run_against(respond, *, stream: bool) -> tuple[str, sn.Result]:
+    """The run's status while the server still answers, and its result."""
     with LoopbackServer(respond) as server:
         llm = sn.LLM(server.url, api_key="sk-loop", timeout=1.5, retries=0)
         kind = sn.kinds.Realtime() if stream else None
         run = sn.Session(sn.Agent("a", kind=kind), llm=llm).send("bonjour")
-        # today's endpoint ends it within the timeout; a per-read timeout alone never would
-        run.wait(30)
-        return run
+        # the timeout ends it; a bound on each read alone never would (it stays "running")
+        status = run.wait(30)
+    return status, run.result(timeout=30)
 
 
 def test_keep_alive_comments_without_data_do_not_hold_a_stream_open_forever() -> None:
-    run = run_against(keep_alive_forever, stream=True)
-    assert run.status == "error"
-    assert "did not finish answering within 1.5 s" in run.result().text
-    assert "sn.LLM(timeout=...)" in run.result().text
+    status, result = run_against(keep_alive_forever, stream=True)
+    assert status == "error"
+    assert "did not finish answering within 1.5 s" in result.text
+    assert "sn.LLM(timeout=...)" in result.text
 
 
 def test_a_body_trickled_a_byte_at_a_time_is_cut_off() -> None:
-    run = run_against(trickle_json, stream=False)
-    assert run.status == "error"
-    assert "did not finish answering within 1.5 s" in run.result().text
+    status, result = run_against(trickle_json, stream=False)
+    assert status == "error"
+    assert "did not finish answering within 1.5 s" in result.text
 
 
 def test_a_stream_cut_off_by_the_timeout_keeps_its_partial_text() -> None:
-    run = run_against(trickle_stream_after_some_text, stream=True)
-    result = run.result()
-    assert result.status == "incomplete"
+    status, result = run_against(trickle_stream_after_some_text, stream=True)
+    assert status == "incomplete"
     assert result.text == "début de réponse [truncated]"
     errors = [e.message for e in result.events if e.type == "error"]
     assert errors == [
