@@ -316,3 +316,46 @@ def test_a_json_answer_to_a_stream_request_is_a_completion() -> None:
     assert (result.status, result.text) == ("done", "réponse n=2")
     assert [e.text for e in result.events if e.type == "text_delta"] == ["réponse n=2"]
     assert llm.exchanges[-1].response["choices"][0]["message"]["content"] == "réponse n=2"
+
+
+def raw_sse(*payloads: object, end: str = "\n", between: str = "") -> httpx.Response:
+    """An event stream whose JSON keeps non-ASCII characters raw, as many servers send it."""
+    events = [f"data: {json.dumps(p, ensure_ascii=False)}{end}{end}{between}" for p in payloads]
+    return httpx.Response(
+        200,
+        content="".join(events) + f"data: [DONE]{end}{end}",
+        headers={"content-type": "text/event-stream; charset=utf-8"},
+    )
+
+
+def deltas(*texts: str) -> list[dict]:
+    return [{"choices": [{"delta": {"content": t}}]} for t in texts]
+
+
+RECOVERIES = {
+    "raw U+2028 and U+0085 in streamed text": (
+        raw_sse(*deltas("ligne\u2028suivante ", "next\u0085line ", "段落\u2029終わり")),
+        "ligne\u2028suivante next\u0085line 段落\u2029終わり",
+    ),
+    "CRLF line endings": (raw_sse(*deltas("crlf ", "ok 👍"), end="\r\n"), "crlf ok 👍"),
+    "CR line endings": (raw_sse(*deltas("cr ", "ok"), end="\r"), "cr ok"),
+    "keep-alive comments between chunks": (
+        raw_sse(*deltas("kept ", "alive"), between=": keep-alive\n\n"),
+        "kept alive",
+    ),
+    "a JSON answer to a stream request": (
+        httpx.Response(200, json={"choices": [{"message": {"content": "un seul bloc"}}]}),
+        "un seul bloc",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RECOVERIES))
+def test_odd_but_valid_streams_are_read_whole(name: str) -> None:
+    response, expected = RECOVERIES[name]
+    session = sn.Session(
+        sn.Agent("a", kind=sn.kinds.Realtime()), llm=sn.mock_llm(lambda req: response)
+    )
+    result = session.send("x").result()
+    assert (result.status, result.text) == ("done", expected)
+    assert "".join(e.text for e in result.events if e.type == "text_delta") == expected
