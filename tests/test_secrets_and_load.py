@@ -219,7 +219,7 @@ def test_a_planted_key_survives_no_error_path(
         texts.append(session.export_jsonl(tmp_path / f"{session.id}.jsonl").read_text())
     texts += [r.text for r in results] + [repr(r) for r in results]
     texts += [cassette.read_text(), caplog.text]
-    plain.store.flush()
+    plain.flush()
     stored = [p.read_bytes() for p in tmp_path.glob("s.db*")]
     assert any(p.name == "s.db-wal" for p in tmp_path.glob("s.db*"))
     for needle in (PLANTED, PLANTED[:12]):
@@ -246,7 +246,7 @@ def test_a_key_that_cannot_be_a_header_is_refused_without_showing_it(key: str, w
 
 
 def test_redaction_cuts_after_masking_and_masks_pieces_of_the_key() -> None:
-    from sagents_nb._secrets import Redactor
+    from sagents_nb._endpoints.secrets import Redactor
 
     redact = Redactor(PLANTED)
     cut = redact.excerpt("x" * 290 + PLANTED, 300)

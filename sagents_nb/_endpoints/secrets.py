@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from .._base.errors import ConfigurationError
@@ -72,21 +73,20 @@ class Redactor:
         """`text` redacted, and every run of `RUN` or more of a key's characters masked too:
         the pieces of a key a stream split, or a server's half-masked echo of it."""
         text = self(text)
-        if not self._runs or len(text) < RUN:
+        hits = [run for run in self._runs if run in text]
+        if not hits:
             return text
-        masked = [False] * len(text)
-        for start in range(len(text) - RUN + 1):
-            if text[start : start + RUN] in self._runs:
-                masked[start : start + RUN] = [True] * RUN
-        if not any(masked):
-            return text
-        out, previous = [], False
-        for char, hidden in zip(text, masked, strict=True):
-            if not hidden:
-                out.append(char)
-            elif not previous:
-                out.append(MASK)
-            previous = hidden
+        masked = bytearray(len(text))
+        for run in hits:
+            start = text.find(run)
+            while start != -1:
+                masked[start : start + RUN] = b"\x01" * RUN
+                start = text.find(run, start + 1)
+        out, end = [], 0
+        for span in re.finditer(rb"\x01+", masked):
+            out += [text[end : span.start()], MASK]
+            end = span.end()
+        out.append(text[end:])
         return "".join(out)
 
     def scrub_values(self, value: Any) -> Any:
@@ -100,6 +100,14 @@ class Redactor:
         return value
 
     def excerpt(self, text: str, limit: int) -> str:
-        """The scrubbed `text`, cut to `limit` characters."""
+        """`text` redacted, cut to `limit` characters, and scrubbed.
+
+        The cut is made after the whole key is masked, and on a window longer than `limit` by a
+        key's length, so a piece of a key that straddles the cut is still found.
+        """
+        text = self(text)
+        longest = max(map(len, self.forms), default=0)
+        if len(text) > limit + longest:
+            text = text[: limit + longest]
         text = self.scrub(text)
         return text if len(text) <= limit else text[:limit] + "…"
