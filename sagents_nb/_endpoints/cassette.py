@@ -302,7 +302,9 @@ def describe_body(body: Any) -> str:
     """A short account of a request body: its model, messages and the last one's text."""
     if not isinstance(body, dict):
         return f"body {str(body)[:60]!r}"
-    messages = body.get("messages") if isinstance(body.get("messages"), list) else []
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        messages = []
     text = f"model {body.get('model')!r}, {len(messages)} message(s)"
     if messages and isinstance(messages[-1], dict):
         last = messages[-1]
