@@ -77,3 +77,13 @@ def test_read_timeout_bounds_silence_and_timeout_bounds_the_whole() -> None:
     assert (llm.timeout, llm.read_timeout) == (5, 60)
     doc = sn.LLM.__doc__ or ""
     assert "a stream included" in doc and "the longest silence" in doc
+
+
+def test_cancel_during_a_kept_alive_stream_is_a_cancel_not_a_timeout() -> None:
+    with LoopbackServer(keep_alive_forever) as server:
+        llm = sn.LLM(server.url, api_key="sk-loop", timeout=60, retries=0)
+        session = sn.Session(sn.Agent("a", kind=sn.kinds.Realtime()), llm=llm)
+        run = session.send("bonjour")
+        run.wait(timeout=0.5)
+        run.cancel()
+        assert run.wait(10) == "cancelled"

@@ -24,6 +24,7 @@ from .._base.errors import (
     TransportError,
 )
 from .._base.messages import Message, ToolCall, Usage
+from .deadline import Deadlines
 from .secrets import Redactor, checked_key
 from .sse import SSEDecoder
 
@@ -151,6 +152,7 @@ class LLM:
         self._transport = transport
         self._client: httpx.AsyncClient | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
+        self._deadlines: Deadlines
         self._url = self.base_url + "/chat/completions"
 
     def __repr__(self) -> str:
@@ -186,6 +188,7 @@ class LLM:
                 headers=headers,
             )
             self._client_loop = loop
+            self._deadlines = Deadlines(loop)
         return self._client
 
     async def aclose(self) -> None:
@@ -257,27 +260,38 @@ class LLM:
         self.exchanges.append(exchange)
         started = time.perf_counter()
         # httpx bounds each read; this deadline bounds the whole attempt, stream included.
-        deadline = asyncio.get_running_loop().time() + self.timeout
+        deadline = self._deadlines.loop.time() + self.timeout
         response: httpx.Response | None = None
+        assembler: StreamAssembler | None = None
         try:
             content = json.dumps(body, ensure_ascii=False).encode()
-            async with asyncio.timeout_at(deadline):
-                response = await self._send(client, content)
-                exchange.status = response.status_code
-                # servers may answer a stream request with one JSON completion
-                streamed = (
-                    bool(body.get("stream"))
-                    and response.status_code < 400
-                    and "json" not in response.headers.get("content-type", "")
+            try:
+                async with self._deadlines.at(deadline):
+                    response = await self._send(client, content)
+                    exchange.status = response.status_code
+                    # servers may answer a stream request with one JSON completion
+                    if (
+                        body.get("stream")
+                        and response.status_code < 400
+                        and "json" not in response.headers.get("content-type", "")
+                    ):
+                        assembler = StreamAssembler(
+                            on_delta, base_url=self.base_url, redactor=self._redact
+                        )
+                        await _fold_stream(response, assembler)
+                    else:
+                        await response.aread()
+            except TimeoutError:
+                if assembler is None or not assembler.has_content:
+                    raise
+                assembler.cut = (
+                    f"the stream did not finish within {self.timeout} s (sn.LLM(timeout=...))"
                 )
-                if not streamed:
-                    await response.aread()
+            assert response is not None  # a stream had begun, or the timeout was raised
             if response.status_code >= 400:
                 raise self._status_error(response)
-            if streamed:
-                completion, exchange.response = await self._read_stream(
-                    response, on_delta, deadline
-                )
+            if assembler is not None:
+                completion, exchange.response = _stream_result(response, assembler)
                 return completion
             data = self._json_body(response)
             exchange.response = data
@@ -319,41 +333,6 @@ class LLM:
                 await response.aclose()
             exchange.duration = time.perf_counter() - started
 
-    async def _read_stream(
-        self,
-        response: httpx.Response,
-        on_delta: Callable[[str], None] | None,
-        deadline: float,
-    ) -> tuple[Completion, dict[str, Any]]:
-        import httpx
-
-        assembler = StreamAssembler(on_delta, base_url=self.base_url, redactor=self._redact)
-        decoder = SSEDecoder()
-        try:
-            async with asyncio.timeout_at(deadline):
-                async for data in response.aiter_bytes():
-                    for event in decoder.feed(data):
-                        assembler.feed(event.data)
-                        if assembler.done:
-                            break
-                    if assembler.done:
-                        break
-        except TimeoutError:
-            if not assembler.has_content:
-                raise
-            assembler.cut = (
-                f"the stream did not finish within {self.timeout} s (sn.LLM(timeout=...))"
-            )
-        except httpx.TransportError:
-            pass  # a cut stream keeps its partial text; `truncated` reports it
-        completion = assembler.completion()
-        if not assembler.chunk_count and assembler.malformed:
-            raise MalformedReply(
-                f"the stream carried {assembler.malformed} malformed chunk(s) and nothing usable",
-                base_url=str(response.url),
-            )
-        return completion, assembler.wire_summary(completion.truncated)
-
     def _json_body(self, response: httpx.Response) -> dict[str, Any]:
         # The body is redacted before it is parsed: every excerpt, field and message made from it
         # is then free of the key, wherever it is cut.
@@ -383,6 +362,32 @@ class LLM:
             base_url=self.base_url,
             retry_after=retry_after_seconds(response.headers.get("retry-after"), time.time()),
         )
+
+
+async def _fold_stream(response: httpx.Response, assembler: StreamAssembler) -> None:
+    import httpx
+
+    decoder = SSEDecoder()
+    try:
+        async for data in response.aiter_bytes():
+            for event in decoder.feed(data):
+                assembler.feed(event.data)
+                if assembler.done:
+                    return
+    except httpx.TransportError:
+        pass  # a cut stream keeps its partial text; `truncated` reports it
+
+
+def _stream_result(
+    response: httpx.Response, assembler: StreamAssembler
+) -> tuple[Completion, dict[str, Any]]:
+    completion = assembler.completion()
+    if not assembler.chunk_count and assembler.malformed:
+        raise MalformedReply(
+            f"the stream carried {assembler.malformed} malformed chunk(s) and nothing usable",
+            base_url=str(response.url),
+        )
+    return completion, assembler.wire_summary(completion.truncated)
 
 
 def retry_after_seconds(value: str | None, now: float) -> float | None:
