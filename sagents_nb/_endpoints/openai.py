@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import json
 import math
 import os
@@ -401,6 +400,8 @@ def retry_after_seconds(value: str | None, now: float) -> float | None:
     try:
         seconds = float(value)
     except ValueError:
+        import email.utils  # only a date needs it; not worth loading with the package
+
         try:
             when = email.utils.parsedate_to_datetime(value)
         except (TypeError, ValueError, IndexError):
