@@ -4,6 +4,7 @@ import typing as _typing
 
 from . import events, kinds
 from ._base.errors import (
+    CassetteMismatch,
     ConfigurationError,
     EndpointError,
     LLMError,
@@ -36,6 +37,7 @@ __version__ = "0.1.0"
 __all__ = [
     "LLM",
     "Agent",
+    "CassetteMismatch",
     "ChatRequest",
     "ConfigurationError",
     "Deny",

@@ -21,8 +21,16 @@ def sse(*lines: str) -> httpx.Response:
     )
 
 
+def data(payload: object) -> str:
+    return "data: " + json.dumps(payload)
+
+
 def chunk(text: str) -> str:
-    return "data: " + json.dumps({"choices": [{"delta": {"content": text}}]})
+    return data({"choices": [{"delta": {"content": text}}]})
+
+
+def call_chunk(call: object) -> str:
+    return data({"choices": [{"delta": {"tool_calls": [call]}}]})
 
 
 FAULTS = {
@@ -58,6 +66,37 @@ FAULTS = {
         "without a function",
     ),
     "only malformed chunks": (sse("data: {nope", "data: [DONE]"), "malformed chunk"),
+    "tool_calls a number": (
+        httpx.Response(200, json={"choices": [{"message": {"content": "", "tool_calls": 7}}]}),
+        "tool_calls that are int, not a list",
+    ),
+    "finish_reason an object": (
+        httpx.Response(
+            200, json={"choices": [{"message": {"content": "hi"}, "finish_reason": {}}]}
+        ),
+        "a finish_reason that is dict, not a string",
+    ),
+    "chunk choices a number": (sse(data({"choices": 5}), "data: [DONE]"), "choices is int"),
+    "chunk tool-call index a string": (
+        sse(call_chunk({"index": "1", "function": {"name": "t"}}), "data: [DONE]"),
+        "tool-call index is str, not an integer",
+    ),
+    "chunk tool-call index a list": (
+        sse(call_chunk({"index": [1], "function": {"name": "t"}}), "data: [DONE]"),
+        "tool-call index is list, not an integer",
+    ),
+    "chunk function name a number": (
+        sse(call_chunk({"index": 0, "function": {"name": 5}}), "data: [DONE]"),
+        "tool-call function.name is int, not a string",
+    ),
+    "chunk delta tool_calls a number": (
+        sse(data({"choices": [{"delta": {"tool_calls": 7}}]}), "data: [DONE]"),
+        "delta.tool_calls is int, not a list",
+    ),
+    "chunk finish_reason an object": (
+        sse(data({"choices": [{"delta": {}, "finish_reason": {}}]}), "data: [DONE]"),
+        "finish_reason is dict, not a string",
+    ),
 }
 
 
@@ -71,6 +110,7 @@ def test_bad_replies_end_in_a_clear_error_and_the_session_recovers(name: str) ->
     )
     result = session.send("hello").result()
     assert result.status == "error" and expected in result.text, result.text
+    assert len(result.text) < 600  # a short excerpt, not the whole reply
     assert any(e.type == "error" for e in result.events)
     assert [m.content for m in session.display_messages] == ["hello"]
     assert session.send("again").result().text == "recovered"
@@ -241,3 +281,81 @@ def test_cancel_a_paused_run() -> None:
     run.cancel()
     assert run.result(timeout=5).status == "cancelled"
     assert session.send("y").result().text == "end"
+
+
+def test_a_json_answer_to_a_stream_request_is_a_completion() -> None:
+    @sn.tool
+    def t(n: int) -> str:
+        return f"n={n}"
+
+    def handler(req: sn.ChatRequest):
+        assert req.stream
+        if not req.tool_results:
+            return httpx.Response(
+                200,
+                json={
+                    "choices": [
+                        {
+                            "message": {
+                                "tool_calls": [
+                                    {"id": "c1", "function": {"name": "t", "arguments": '{"n": 2}'}}
+                                ]
+                            }
+                        }
+                    ]
+                },
+            )
+        return httpx.Response(
+            200,
+            json={"choices": [{"message": {"content": f"réponse {req.tool_results[0]}"}}]},
+            headers={"content-type": "application/json; charset=utf-8"},
+        )
+
+    llm = sn.mock_llm(handler)
+    result = sn.Agent("a", tools=[t], kind=sn.kinds.Realtime()).run_sync("x", llm=llm)
+    assert (result.status, result.text) == ("done", "réponse n=2")
+    assert [e.text for e in result.events if e.type == "text_delta"] == ["réponse n=2"]
+    assert llm.exchanges[-1].response["choices"][0]["message"]["content"] == "réponse n=2"
+
+
+def raw_sse(*payloads: object, end: str = "\n", between: str = "") -> httpx.Response:
+    """An event stream whose JSON keeps non-ASCII characters raw, as many servers send it."""
+    events = [f"data: {json.dumps(p, ensure_ascii=False)}{end}{end}{between}" for p in payloads]
+    return httpx.Response(
+        200,
+        content="".join(events) + f"data: [DONE]{end}{end}",
+        headers={"content-type": "text/event-stream; charset=utf-8"},
+    )
+
+
+def deltas(*texts: str) -> list[dict]:
+    return [{"choices": [{"delta": {"content": t}}]} for t in texts]
+
+
+RECOVERIES = {
+    "raw U+2028 and U+0085 in streamed text": (
+        raw_sse(*deltas("ligne\u2028suivante ", "next\u0085line ", "段落\u2029終わり")),
+        "ligne\u2028suivante next\u0085line 段落\u2029終わり",
+    ),
+    "CRLF line endings": (raw_sse(*deltas("crlf ", "ok 👍"), end="\r\n"), "crlf ok 👍"),
+    "CR line endings": (raw_sse(*deltas("cr ", "ok"), end="\r"), "cr ok"),
+    "keep-alive comments between chunks": (
+        raw_sse(*deltas("kept ", "alive"), between=": keep-alive\n\n"),
+        "kept alive",
+    ),
+    "a JSON answer to a stream request": (
+        httpx.Response(200, json={"choices": [{"message": {"content": "un seul bloc"}}]}),
+        "un seul bloc",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RECOVERIES))
+def test_odd_but_valid_streams_are_read_whole(name: str) -> None:
+    response, expected = RECOVERIES[name]
+    session = sn.Session(
+        sn.Agent("a", kind=sn.kinds.Realtime()), llm=sn.mock_llm(lambda req: response)
+    )
+    result = session.send("x").result()
+    assert (result.status, result.text) == ("done", expected)
+    assert "".join(e.text for e in result.events if e.type == "text_delta") == expected

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 import sagents_nb as sn
 from sagents_nb._endpoints.openai import StreamAssembler, parse_completion
+from sagents_nb._endpoints.sse import SSEDecoder
 from sagents_nb._tools.tool import parse_arguments
 from sagents_nb.events import parse_event
 
@@ -19,10 +20,14 @@ texts = st.text(max_size=200)
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.one_of(texts, json_values.map(lambda v: "data: " + json.dumps(v))), max_size=20))
-def test_sse_assembler_never_raises(lines: list[str]) -> None:
+def test_sse_assembler_folds_or_raises_malformed_reply(lines: list[str]) -> None:
     assembler = StreamAssembler()
-    for line in lines:
-        assembler.feed_line(line)
+    try:
+        for event in SSEDecoder().feed("".join(f"{line}\n\n" for line in lines).encode()):
+            assembler.feed(event.data)
+    except sn.MalformedReply as exc:
+        assert "streamed a chunk whose" in str(exc)
+        return
     completion = assembler.completion()
     assert completion.message.role == "assistant"
 

@@ -6,6 +6,7 @@ import asyncio
 import json
 import logging
 import resource
+import traceback
 from pathlib import Path
 
 import httpx
@@ -123,3 +124,135 @@ def test_twenty_sessions_of_fifty_turns_do_not_cross_talk() -> None:
             m.content.startswith(f"s{i}:") for m in session.llm_messages if m.role == "assistant"
         )
         assert {e.path for e in session.events} == {f"agent{i}"}
+
+
+PLANTED = "sk-proj-Zq8vN3kLm2Xw9Rt5Yb7Hc4Jd6Fg1"
+
+
+BUSY_ONCE: set[str] = set()
+
+
+def echoing_server(request: httpx.Request) -> httpx.Response:
+    """Echoes the key it was sent, placed where each excerpt is cut (300, 160, 120 characters)."""
+    key = request.headers["authorization"].removeprefix("Bearer ")
+    body = json.loads(request.content)
+    last = body["messages"][-1]["content"] or ""
+    if "401" in last:
+        return httpx.Response(401, text="x" * 290 + f" bad key {key}")
+    if "html" in last:
+        return httpx.Response(
+            200, text="<p>" + "y" * 110 + key, headers={"content-type": "text/html"}
+        )
+    if "tool_calls" in last:
+        return httpx.Response(200, json={"choices": [{"message": {"tool_calls": 7}, "k": key}]})
+    if "chunk" in last:
+        chunk = json.dumps({"choices": 5, "pad": "z" * 100, "k": key})
+        return httpx.Response(
+            200, text=f"data: {chunk}\n\n", headers={"content-type": "text/event-stream"}
+        )
+    if "stream" in last:  # the model spells the key over several chunks
+        pieces = [f"key is {key[:14]}", key[14:26], f"{key[26:]} ok"]
+        text = "".join(
+            f"data: {json.dumps({'choices': [{'delta': {'content': p}}]})}\n\n" for p in pieces
+        )
+        return httpx.Response(
+            200, text=text + "data: [DONE]\n\n", headers={"content-type": "text/event-stream"}
+        )
+    if "busy" in last and last not in BUSY_ONCE:
+        BUSY_ONCE.add(last)
+        return httpx.Response(503, text=f"overloaded for {key}", headers={"retry-after": "0"})
+    return httpx.Response(200, json={"choices": [{"message": {"content": f"echo {key}"}}]})
+
+
+def test_a_planted_key_survives_no_error_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    monkeypatch.setenv("OPENAI_API_KEY", PLANTED)
+    texts: list[str] = []
+
+    for bad in (PLANTED + "\n", " " + PLANTED, PLANTED[:10] + "\t" + PLANTED[10:]):
+        with pytest.raises(sn.ConfigurationError, match=r"API key from sn\.LLM") as refused:
+            sn.LLM("https://api.example.test/v1", api_key=bad)
+        texts += [str(refused.value), "".join(traceback.format_exception(refused.value))]
+    monkeypatch.setenv("OPENAI_API_KEY", PLANTED + "\r\n")
+    with pytest.raises(sn.ConfigurationError, match="from OPENAI_API_KEY contains a line break"):
+        sn.LLM("https://api.example.test/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", PLANTED)
+
+    def endpoint() -> sn.LLM:  # the key comes from OPENAI_API_KEY
+        return sn.LLM("https://api.example.test/v1", transport=httpx.MockTransport(echoing_server))
+
+    store = tmp_path / "s.db"
+    cassette = tmp_path / "c.jsonl"
+    plain = sn.Session(sn.Agent("a"), llm=sn.record(endpoint(), cassette), store=store)
+    streaming = sn.Session(
+        sn.Agent("s", kind=sn.kinds.Realtime()), llm=endpoint(), store=sn.SQLiteStore(store)
+    )
+    results = [plain.send(t).result() for t in ("hello", "401", "html", "tool_calls", "busy")]
+    results += [streaming.send(t).result() for t in ("chunk", "stream")]
+    statuses = ["done", "error", "error", "error", "done", "error", "done"]
+    assert [r.status for r in results] == statuses
+    assert results[-1].text == "key is *** ok"
+    deltas = [e.text for e in streaming.events if e.type == "text_delta"]
+    assert "".join(deltas) == "key is *** ok"
+    assert [e.status for e in plain.events if e.type == "retry"] == [503]
+
+    async def direct() -> BaseException:
+        try:
+            await endpoint().complete(
+                {"model": "m", "messages": [{"role": "user", "content": "401"}]}
+            )
+        except sn.EndpointError as exc:
+            return exc
+        raise AssertionError("no error")
+
+    raised = asyncio.run(direct())
+    texts += ["".join(traceback.format_exception(raised)), raised.excerpt]
+
+    for session in (plain, streaming):
+        texts += [repr(session), str(session._repr_mimebundle_()), repr(session.runs)]
+        texts += [e.model_dump_json() for e in session.events]
+        texts += [json.dumps(x.to_dict(), ensure_ascii=False) for x in session.llm.exchanges]
+        texts += [m.model_dump_json() for m in session.llm_messages + session.display_messages]
+        texts += _widget_states(session)
+        texts.append(session.export_jsonl(tmp_path / f"{session.id}.jsonl").read_text())
+    texts += [r.text for r in results] + [repr(r) for r in results]
+    texts += [cassette.read_text(), caplog.text]
+    plain.flush()
+    stored = [p.read_bytes() for p in tmp_path.glob("s.db*")]
+    assert any(p.name == "s.db-wal" for p in tmp_path.glob("s.db*"))
+    for needle in (PLANTED, PLANTED[:12]):
+        assert [t[:80] for t in texts if needle in t] == [], needle
+        assert [len(b) for b in stored if needle.encode() in b] == [], needle
+
+
+@pytest.mark.parametrize(
+    ("key", "what"),
+    [
+        (PLANTED + "\n", "a line break (at character 37 of 37)"),
+        (PLANTED[:20] + " " + PLANTED[20:], "whitespace (at character 21"),
+        (PLANTED + "\x00", "a control character"),
+        (PLANTED + "é", "a non-ASCII character"),
+        ("\u00a0" + PLANTED, "whitespace (at character 1"),
+    ],
+)
+def test_a_key_that_cannot_be_a_header_is_refused_without_showing_it(key: str, what: str) -> None:
+    with pytest.raises(sn.ConfigurationError) as refused:
+        sn.LLM("https://api.example.test/v1", api_key=key)
+    message = str(refused.value)
+    assert what in message and "strip it" in message
+    assert PLANTED[:8] not in message
+
+
+def test_redaction_cuts_after_masking_and_masks_pieces_of_the_key() -> None:
+    from sagents_nb._endpoints.secrets import Redactor
+
+    redact = Redactor(PLANTED)
+    cut = redact.excerpt("x" * 290 + PLANTED, 300)
+    assert PLANTED[:4] not in cut and cut.endswith("***")
+    half_masked = f"Incorrect API key provided: {PLANTED[:12]}****************{PLANTED[-4:]}."
+    assert redact.scrub(half_masked) == f"Incorrect API key provided: ***{'*' * 16}{PLANTED[-4:]}."
+    assert redact.open_tail("the key is " + PLANTED[:5]) == 5
+    assert redact.open_tail("nothing here") == 0
+    assert Redactor("").scrub("anything") == "anything"

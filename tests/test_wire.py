@@ -9,7 +9,8 @@ import httpx
 import pytest
 
 import sagents_nb as sn
-from sagents_nb._endpoints.openai import StreamAssembler
+from sagents_nb._endpoints.openai import StreamAssembler, retry_after_seconds
+from sagents_nb._endpoints.sse import SSEDecoder
 from tests.conftest import add, usage
 
 SECRET = "sk-test-SECRET-0123456789"
@@ -137,15 +138,15 @@ def test_stream_without_done_keeps_partial_text_and_reports_truncation() -> None
 
 
 def test_stream_assembler_tolerates_malformed_chunks() -> None:
+    body = (
+        b"data: {not json\n\n"
+        b'data: {"choices":[{"delta":{"content":"ok"}}]}\n\n'
+        b": keepalive\n\n"
+        b"data: [DONE]\n\n"
+    )
     assembler = StreamAssembler()
-    for line in [
-        "data: {not json",
-        'data: {"choices":[{"delta":{"content":"ok"}}]}',
-        "",
-        ": keepalive",
-        "data: [DONE]",
-    ]:
-        assembler.feed_line(line)
+    for event in SSEDecoder().feed(body):
+        assembler.feed(event.data)
     completion = assembler.completion()
     assert completion.message.content == "ok"
     assert completion.malformed_chunks == 1 and not completion.truncated
@@ -209,3 +210,60 @@ def test_endpoint_is_usable_from_several_event_loops() -> None:
 
     assert asyncio.run(once()) == "pong"
     assert asyncio.run(once()) == "pong"
+
+
+def test_retry_after_is_read_as_seconds_or_as_an_http_date() -> None:
+    now = 1_700_000_000.0  # 2023-11-14 22:13:20 UTC
+    assert retry_after_seconds("7", now) == 7.0
+    assert retry_after_seconds(" 1.5 ", now) == 1.5
+    assert retry_after_seconds("Tue, 14 Nov 2023 22:13:50 GMT", now) == 30.0
+    assert retry_after_seconds("Tue, 14 Nov 2023 22:13:50 -0000", now) == 30.0
+    assert retry_after_seconds("Tue, 14 Nov 2023 22:00:00 GMT", now) == 0.0  # past: at once
+    for unusable in (None, "", "soon", "nan", "inf", "-1e999", "Tue, 99 Foo 2023"):
+        assert retry_after_seconds(unusable, now) in (None, 0.0), unusable
+    assert retry_after_seconds("-5", now) == 0.0
+
+
+def test_an_http_date_retry_after_is_honoured() -> None:
+    answers = iter(
+        [
+            httpx.Response(429, text="slow down", headers={"retry-after": RETRY_PAST}),
+            httpx.Response(200, json={"choices": [{"message": {"content": "fine"}}]}),
+        ]
+    )
+    result = sn.Agent("a").run_sync("x", llm=_llm(lambda request: next(answers)))
+    assert result.text == "fine"
+    assert [(e.status, e.delay) for e in result.events if e.type == "retry"] == [(429, 0.0)]
+
+    attempts = []
+
+    def far(request: httpx.Request) -> httpx.Response:
+        attempts.append(1)
+        return httpx.Response(503, text="maintenance", headers={"retry-after": RETRY_FUTURE})
+
+    result = sn.Agent("a").run_sync("x", llm=_llm(far, retries=3, max_retry_time=30))
+    # asked to wait longer than max_retry_time: raised at once, not retried after a backoff
+    assert result.status == "error" and "HTTP 503" in result.text and len(attempts) == 1
+
+
+RETRY_PAST = "Wed, 21 Oct 2015 07:28:00 GMT"
+RETRY_FUTURE = "Fri, 01 Jan 2100 00:00:00 GMT"
+
+
+def test_a_long_stream_keeps_a_bounded_wire_log() -> None:
+    piece = "汉字 and ascii, " * 4
+    pieces = 40_000  # ~2.4 MB of text in 40,000 chunks
+    body = "".join(
+        f"data: {json.dumps({'choices': [{'delta': {'content': piece}}]})}\n\n"
+        for _ in range(pieces)
+    )
+    body += "data: [DONE]\n\n"
+    llm = sn.mock_llm(
+        lambda req: httpx.Response(200, text=body, headers={"content-type": "text/event-stream"})
+    )
+    result = sn.Agent("a", kind=sn.kinds.Realtime()).run_sync("x", llm=llm)
+    assert result.text == piece * pieces
+    logged = llm.exchanges[-1].response
+    assert logged["chunk_count"] == pieces and logged["omitted_chunks"] == pieces - 40
+    assert len(logged["chunks"]) == 32 and len(logged["last_chunks"]) == 8
+    assert len(json.dumps(llm.exchanges[-1].to_dict())) < 20_000

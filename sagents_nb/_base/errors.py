@@ -8,7 +8,8 @@ SagentsError
 └── LLMError                 the endpoint failed
     ├── EndpointError        an HTTP error status (carries `status`, `excerpt`, `base_url`)
     ├── TransportError       no answer: connection refused, timeout
-    └── MalformedReply       an answer that is not a usable chat completion
+    ├── MalformedReply       an answer that is not a usable chat completion
+    └── CassetteMismatch     a cassette has no recorded exchange for a request
 """
 
 from __future__ import annotations
@@ -73,3 +74,7 @@ class TransportError(LLMError):
 
 class MalformedReply(LLMError):
     """The endpoint's answer is not a usable chat completion."""
+
+
+class CassetteMismatch(LLMError):
+    """A cassette that may not record has no unplayed exchange matching a request."""

@@ -4,17 +4,28 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
 import random
 import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from .._base.errors import ConfigurationError, EndpointError, MalformedReply, TransportError
+from .._base.errors import (
+    ConfigurationError,
+    EndpointError,
+    LLMError,
+    MalformedReply,
+    TransportError,
+)
 from .._base.messages import Message, ToolCall, Usage
+from .deadline import Deadlines
+from .secrets import Redactor, checked_key
+from .sse import SSEDecoder
 
 # httpx is imported where a request is made, not at import: `import httpx` also loads its CLI
 # (click, rich, pygments when installed), which `import sagents_nb` need not pay for.
@@ -23,6 +34,10 @@ if TYPE_CHECKING:
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 DEFAULT_MODEL = "gpt-4o-mini"
+EXCERPT = 300
+"""Characters of a bad reply quoted in an error."""
+STREAM_HEAD, STREAM_TAIL = 32, 8
+"""Parsed chunks of a streamed reply the wire log keeps: the first ones and the last ones."""
 
 
 @dataclass
@@ -34,6 +49,8 @@ class Completion:
     finish_reason: str | None = None
     truncated: bool = False
     """A stream ended before `[DONE]`; `message` holds the partial text."""
+    cut: str = "the stream ended before [DONE]"
+    """Why a truncated stream ended."""
     malformed_chunks: int = 0
 
 
@@ -79,10 +96,15 @@ class LLM:
 
     Args:
         base_url: e.g. `https://api.openai.com/v1`; defaults to `OPENAI_BASE_URL`.
-        api_key: defaults to `OPENAI_API_KEY`; never shown in reprs, events or cassettes.
+        api_key: defaults to `OPENAI_API_KEY`; never shown in reprs, events or cassettes. A key
+            with whitespace or control characters (a newline pasted from a file) is refused.
         model: the default model name for agents that name none.
         transport: an httpx transport (e.g. `httpx.MockTransport`) instead of the network.
-        timeout: seconds for one request.
+        timeout: the most seconds one attempt may take in all, from connecting to the last byte
+            of the reply, a stream included: a server that keeps a stream open with keep-alive
+            comments, or trickles bytes, is cut off here. Each retry has its own.
+        read_timeout: the longest silence: seconds to connect, to send, or to wait for the next
+            bytes of the reply (never more than `timeout`).
         retries: how many times a transient failure (429, 5xx, connect error, timeout) is retried.
         backoff: the first retry's delay in seconds; doubles each time, with jitter.
         max_retry_time: total seconds retries may add before the error is raised.
@@ -96,14 +118,18 @@ class LLM:
         *,
         model: str | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
-        timeout: float = 60.0,
+        timeout: float = 300.0,
+        read_timeout: float = 60.0,
         retries: int = 2,
         backoff: float = 0.5,
         max_retry_time: float = 30.0,
         keep_exchanges: int = 2000,
     ) -> None:
         base_url = base_url or os.environ.get("OPENAI_BASE_URL")
-        api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+        if api_key is not None:
+            checked_key(api_key, "sn.LLM(api_key=...)")
+        else:
+            api_key = checked_key(os.environ.get("OPENAI_API_KEY") or "", "OPENAI_API_KEY")
         if not base_url and transport is None:
             if not api_key:
                 raise ConfigurationError(
@@ -114,8 +140,10 @@ class LLM:
             base_url = "https://api.openai.com/v1"
         self.base_url = (base_url or "http://mock.invalid/v1").rstrip("/")
         self._api_key = api_key or ""
+        self._redact = Redactor(self._api_key)
         self.model = model or os.environ.get("OPENAI_MODEL") or DEFAULT_MODEL
         self.timeout = timeout
+        self.read_timeout = read_timeout
         self.retries = retries
         self.backoff = backoff
         self.max_retry_time = max_retry_time
@@ -123,6 +151,7 @@ class LLM:
         self._transport = transport
         self._client: httpx.AsyncClient | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
+        self._deadlines: Deadlines
         self._url = self.base_url + "/chat/completions"
 
     def __repr__(self) -> str:
@@ -142,7 +171,7 @@ class LLM:
 
     def redact(self, text: str) -> str:
         """`text` with the API key (if any) replaced by `***`."""
-        return text.replace(self._api_key, "***") if len(self._api_key) >= 4 else text
+        return self._redact(text)
 
     def _http(self) -> httpx.AsyncClient:
         loop = asyncio.get_running_loop()
@@ -153,9 +182,12 @@ class LLM:
             if self._api_key:
                 headers["Authorization"] = f"Bearer {self._api_key}"
             self._client = httpx.AsyncClient(
-                transport=self._transport, timeout=self.timeout, headers=headers
+                transport=self._transport,
+                timeout=min(self.read_timeout, self.timeout),
+                headers=headers,
             )
             self._client_loop = loop
+            self._deadlines = Deadlines(loop)
         return self._client
 
     async def aclose(self) -> None:
@@ -226,73 +258,174 @@ class LLM:
         exchange = Exchange(url=self._url, request=body, headers=headers)
         self.exchanges.append(exchange)
         started = time.perf_counter()
+        # httpx bounds each read; this deadline bounds the whole attempt, stream included.
+        deadline = self._deadlines.loop.time() + self.timeout
+        response: httpx.Response | None = None
+        assembler: StreamAssembler | None = None
         try:
             content = json.dumps(body, ensure_ascii=False).encode()
-            response = await self._send(client, content)
             try:
-                exchange.status = response.status_code
-                if response.status_code >= 400:
-                    await response.aread()
-                    raise self._status_error(response)
-                if body.get("stream"):
-                    completion, chunks = await _read_stream(response, on_delta)
-                    exchange.response = {"chunks": chunks, "truncated": completion.truncated}
-                    return completion
-                await response.aread()
-                data = _json_body(response, self.base_url)
-                exchange.response = data
-                return parse_completion(data, self.base_url)
-            finally:
-                await response.aclose()
-        except httpx.TimeoutException as exc:
-            exchange.error = f"timeout: {exc}"
+                async with self._deadlines.at(deadline):
+                    response = await self._send(client, content)
+                    exchange.status = response.status_code
+                    # servers may answer a stream request with one JSON completion
+                    if (
+                        body.get("stream")
+                        and response.status_code < 400
+                        and "json" not in response.headers.get("content-type", "")
+                    ):
+                        assembler = StreamAssembler(
+                            on_delta, base_url=self.base_url, redactor=self._redact
+                        )
+                        await _fold_stream(response, assembler)
+                    else:
+                        await response.aread()
+            except TimeoutError:
+                if assembler is None or not assembler.has_content:
+                    raise
+                assembler.cut = (
+                    f"the stream did not finish within {self.timeout} s (sn.LLM(timeout=...))"
+                )
+            assert response is not None  # a stream had begun, or the timeout was raised
+            if response.status_code >= 400:
+                raise self._status_error(response)
+            if assembler is not None:
+                completion, exchange.response = _stream_result(response, assembler)
+                return completion
+            data = self._json_body(response)
+            exchange.response = data
+            completion = parse_completion(data, self.base_url)
+            if on_delta is not None and completion.message.content:
+                on_delta(completion.message.content)
+            return completion
+        except TimeoutError:
+            exchange.error = f"no complete answer within {self.timeout} s"
             raise TransportError(
-                f"endpoint {self.base_url} did not answer within {self.timeout} s "
-                "(raise sn.LLM(timeout=...) or check the server)",
+                f"endpoint {self.base_url} did not finish answering within {self.timeout} s "
+                "(sn.LLM(timeout=...) bounds a whole request, a stream included; raise it or "
+                "check the server)",
+                base_url=self.base_url,
+            ) from None
+        except httpx.TimeoutException as exc:
+            exchange.error = self._redact(f"timeout: {type(exc).__name__}")
+            raise TransportError(
+                f"endpoint {self.base_url} went silent for {min(self.read_timeout, self.timeout)} s"
+                f" ({type(exc).__name__}; raise sn.LLM(read_timeout=...) or check the server)",
                 base_url=self.base_url,
             ) from None
         except httpx.TransportError as exc:
-            exchange.error = f"{type(exc).__name__}: {exc}"
+            reason = self._redact(str(exc)) or type(exc).__name__
+            exchange.error = f"{type(exc).__name__}: {reason}"
             raise TransportError(
-                f"could not reach {self.base_url}: {self.redact(str(exc)) or type(exc).__name__} "
+                f"could not reach {self.base_url}: {reason} "
                 "(check base_url and that the server is running)",
                 base_url=self.base_url,
             ) from None
-        except (EndpointError, MalformedReply) as exc:
+        except LLMError as exc:
+            # the message is redacted whole, after formatting; its excerpt was redacted before
+            # it was cut (see `Redactor`)
+            exc.args = (self._redact(str(exc)),)
             exchange.error = str(exc)
             raise
         finally:
+            if response is not None:
+                await response.aclose()
             exchange.duration = time.perf_counter() - started
 
-    def _status_error(self, response: httpx.Response) -> EndpointError:
-        excerpt = self.redact(response.text[:300])
-        retry_after = response.headers.get("retry-after")
+    def _json_body(self, response: httpx.Response) -> dict[str, Any]:
+        # The body is redacted before it is parsed: every excerpt, field and message made from it
+        # is then free of the key, wherever it is cut.
+        raw: str | bytes = self._redact(response.text) if self._redact.forms else response.content
         try:
-            after = float(retry_after) if retry_after is not None else None
-        except ValueError:
-            after = None
+            data = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+            kind = response.headers.get("content-type", "unknown content type")
+            text = self._redact.excerpt(response.text, 120)
+            raise MalformedReply(
+                f"endpoint {self.base_url} answered with {kind}, not JSON: {text!r} "
+                "(is base_url the API root, e.g. .../v1?)",
+                base_url=self.base_url,
+            ) from None
+        if not isinstance(data, dict):
+            raise MalformedReply(
+                f"endpoint {self.base_url} answered a JSON {type(data).__name__}, "
+                "not a chat completion object",
+                base_url=self.base_url,
+            )
+        return data
+
+    def _status_error(self, response: httpx.Response) -> EndpointError:
         return EndpointError(
-            response.status_code, excerpt, base_url=self.base_url, retry_after=after
+            response.status_code,
+            self._redact.excerpt(response.text, EXCERPT),
+            base_url=self.base_url,
+            retry_after=retry_after_seconds(response.headers.get("retry-after"), time.time()),
         )
 
 
-def _json_body(response: httpx.Response, base_url: str) -> dict[str, Any]:
+async def _fold_stream(response: httpx.Response, assembler: StreamAssembler) -> None:
+    import httpx
+
+    decoder = SSEDecoder()
     try:
-        data = response.json()
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        kind = response.headers.get("content-type", "unknown content type")
+        async for data in response.aiter_bytes():
+            for event in decoder.feed(data):
+                assembler.feed(event.data)
+                if assembler.done:
+                    return
+    except httpx.TransportError:
+        pass  # a cut stream keeps its partial text; `truncated` reports it
+
+
+def _stream_result(
+    response: httpx.Response, assembler: StreamAssembler
+) -> tuple[Completion, dict[str, Any]]:
+    completion = assembler.completion()
+    if not assembler.chunk_count and assembler.malformed:
         raise MalformedReply(
-            f"endpoint {base_url} answered with {kind}, not JSON: {response.text[:120]!r} "
-            "(is base_url the API root, e.g. .../v1?)",
-            base_url=base_url,
-        ) from None
-    if not isinstance(data, dict):
-        raise MalformedReply(
-            f"endpoint {base_url} answered a JSON {type(data).__name__}, "
-            "not a chat completion object",
-            base_url=base_url,
+            f"the stream carried {assembler.malformed} malformed chunk(s) and nothing usable",
+            base_url=str(response.url),
         )
-    return data
+    return completion, assembler.wire_summary(completion.truncated)
+
+
+def retry_after_seconds(value: str | None, now: float) -> float | None:
+    """Seconds to wait from a `Retry-After` header (a number of seconds or an HTTP date), or None.
+
+    `now` is the wall clock (`time.time()`) the date is measured from.
+    """
+    if value is None:
+        return None
+    value = value.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        import email.utils  # only a date needs it; not worth loading with the package
+
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when.tzinfo is None:  # "-0000": UTC, says RFC 5322
+            when = when.replace(tzinfo=UTC)
+        seconds = when.timestamp() - now
+    return max(0.0, seconds) if math.isfinite(seconds) else None
+
+
+NO_KEY = Redactor("")
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _excerpt(value: Any, limit: int = 160) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _type_name(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
 
 
 def parse_completion(data: dict[str, Any], base_url: str = "") -> Completion:
@@ -300,22 +433,33 @@ def parse_completion(data: dict[str, Any], base_url: str = "") -> Completion:
     choices = data.get("choices")
     if not isinstance(choices, list) or not choices:
         raise MalformedReply(
-            f"endpoint {base_url} answered without choices: {json.dumps(data)[:160]}",
-            base_url=base_url,
+            f"endpoint {base_url} answered without choices: {_excerpt(data)}", base_url=base_url
         )
     choice = choices[0]
     message = choice.get("message") if isinstance(choice, dict) else None
     if not isinstance(message, dict):
         raise MalformedReply(
-            f"endpoint {base_url} answered a choice without a message: {json.dumps(choice)[:160]}",
+            f"endpoint {base_url} answered a choice without a message: {_excerpt(choice)}",
             base_url=base_url,
         )
+    finish_reason = choice.get("finish_reason")
+    raw_calls = message.get("tool_calls")
+    if finish_reason is not None and not isinstance(finish_reason, str):
+        wrong = f"a finish_reason that is {_type_name(finish_reason)}, not a string"
+    elif raw_calls is not None and not isinstance(raw_calls, list):
+        wrong = f"tool_calls that are {_type_name(raw_calls)}, not a list"
+    else:
+        wrong = ""
+    if wrong:
+        raise MalformedReply(
+            f"endpoint {base_url} answered {wrong}: {_excerpt(choice)}", base_url=base_url
+        )
     calls = []
-    for i, raw in enumerate(message.get("tool_calls") or ()):
+    for i, raw in enumerate(raw_calls or ()):
         function = raw.get("function") if isinstance(raw, dict) else None
         if not isinstance(function, dict) or not isinstance(function.get("name"), str):
             raise MalformedReply(
-                f"endpoint {base_url} sent a tool call without a function name: {raw!r:.160}",
+                f"endpoint {base_url} sent a tool call without a function name: {_excerpt(raw)}",
                 base_url=base_url,
             )
         arguments = function.get("arguments")
@@ -332,7 +476,7 @@ def parse_completion(data: dict[str, Any], base_url: str = "") -> Completion:
     return Completion(
         message=Message(role="assistant", content=content, tool_calls=tuple(calls) or None),
         usage=_usage(data.get("usage")),
-        finish_reason=choice.get("finish_reason"),
+        finish_reason=finish_reason,
     )
 
 
@@ -355,23 +499,45 @@ def _usage(raw: Any) -> Usage | None:
 
 
 class StreamAssembler:
-    """Folds server-sent-event lines of a streamed chat completion into one `Completion`."""
+    """Folds the events of a streamed chat completion (their `data`) into one `Completion`.
 
-    def __init__(self, on_delta: Callable[[str], None] | None = None) -> None:
+    A chunk that is not JSON is counted and skipped; one that is JSON of the wrong shape (`choices`
+    not a list, a tool-call `index` not a number...) is a `MalformedReply`: folding it would make
+    a wrong reply.
+    """
+
+    def __init__(
+        self,
+        on_delta: Callable[[str], None] | None = None,
+        *,
+        base_url: str = "",
+        redactor: Redactor = NO_KEY,
+    ) -> None:
         self.on_delta = on_delta
+        self.base_url = base_url
+        self.redactor = redactor
+        self.held = ""
         self.text: list[str] = []
         self.calls: dict[int, dict[str, str]] = {}
         self.usage: Usage | None = None
         self.finish_reason: str | None = None
         self.done = False
         self.malformed = 0
-        self.chunks: list[Any] = []
+        self.cut = Completion.cut
+        self.chunk_count = 0
+        self.head: list[Any] = []
+        self.tail: deque[Any] = deque(maxlen=STREAM_TAIL)
 
-    def feed_line(self, line: str) -> None:
-        """Take one line of the SSE body."""
-        if self.done or not line.startswith("data:"):
+    @property
+    def has_content(self) -> bool:
+        """Some text or a tool call has arrived."""
+        return bool(self.text or self.calls)
+
+    def feed(self, data: str) -> None:
+        """Take the data of one event."""
+        if self.done:
             return
-        payload = line[5:].strip()
+        payload = self.redactor(data).strip()
         if payload == "[DONE]":
             self.done = True
             return
@@ -383,34 +549,84 @@ class StreamAssembler:
         if not isinstance(chunk, dict):
             self.malformed += 1
             return
-        self.chunks.append(chunk)
+        self.chunk_count += 1
+        if len(self.head) < STREAM_HEAD:
+            self.head.append(chunk)
+        else:
+            self.tail.append(chunk)
         self.usage = _usage(chunk.get("usage")) or self.usage
-        for choice in chunk.get("choices") or ():
-            if isinstance(choice, dict):
-                self._feed_choice(choice)
+        choices = chunk.get("choices")
+        if choices is not None and not isinstance(choices, list):
+            self._wrong(f"choices is {_type_name(choices)}, not a list", chunk)
+        for choice in choices or ():
+            if not isinstance(choice, dict):
+                self._wrong(f"a choice is {_type_name(choice)}, not an object", chunk)
+            self._feed_choice(choice, chunk)
 
-    def _feed_choice(self, choice: dict[str, Any]) -> None:
-        if choice.get("finish_reason"):
-            self.finish_reason = str(choice["finish_reason"])
+    def _wrong(self, what: str, chunk: Any) -> None:
+        raise MalformedReply(
+            f"endpoint {self.base_url} streamed a chunk whose {what}: {_excerpt(chunk)}",
+            base_url=self.base_url,
+        )
+
+    def _feed_choice(self, choice: dict[str, Any], chunk: Any) -> None:
+        finish_reason = choice.get("finish_reason")
+        if finish_reason is not None and not isinstance(finish_reason, str):
+            self._wrong(f"finish_reason is {_type_name(finish_reason)}, not a string", chunk)
+        if finish_reason:
+            self.finish_reason = finish_reason
         delta = choice.get("delta")
-        if not isinstance(delta, dict):
+        if delta is None:
             return
+        if not isinstance(delta, dict):
+            self._wrong(f"delta is {_type_name(delta)}, not an object", chunk)
         piece = delta.get("content")
-        if isinstance(piece, str) and piece:
+        if piece is not None and not isinstance(piece, str):
+            self._wrong(f"delta.content is {_type_name(piece)}, not a string", chunk)
+        if piece:
             self.text.append(piece)
-            if self.on_delta is not None:
-                self.on_delta(piece)
-        for raw in delta.get("tool_calls") or ():
-            if not isinstance(raw, dict):
-                self.malformed += 1
-                continue
-            index = raw.get("index", len(self.calls))
-            slot = self.calls.setdefault(index, {"id": "", "name": "", "arguments": ""})
-            slot["id"] = raw.get("id") or slot["id"]
-            function = raw.get("function") or {}
-            if isinstance(function, dict):
-                slot["name"] += function.get("name") or ""
-                slot["arguments"] += function.get("arguments") or ""
+            self._emit(piece)
+        raw_calls = delta.get("tool_calls")
+        if raw_calls is not None and not isinstance(raw_calls, list):
+            self._wrong(f"delta.tool_calls is {_type_name(raw_calls)}, not a list", chunk)
+        for raw in raw_calls or ():
+            self._feed_call(raw, chunk)
+
+    def _emit(self, piece: str) -> None:
+        if self.on_delta is None:
+            return
+        if not self.redactor.forms:
+            self.on_delta(piece)
+            return
+        # the end of the text that could begin a key waits for the next piece
+        pending = self.redactor(self.held + piece)
+        held = self.redactor.open_tail(pending)
+        self.held = pending[len(pending) - held :]
+        if len(pending) > held:
+            self.on_delta(pending[: len(pending) - held])
+
+    def _feed_call(self, raw: Any, chunk: Any) -> None:
+        if not isinstance(raw, dict):
+            self._wrong(f"a tool call is {_type_name(raw)}, not an object", chunk)
+        index = raw.get("index", len(self.calls))
+        if not isinstance(index, int) or isinstance(index, bool):
+            self._wrong(f"tool-call index is {_type_name(index)}, not an integer", chunk)
+        function = raw.get("function")
+        if function is None:
+            function = {}
+        elif not isinstance(function, dict):
+            self._wrong(f"tool-call function is {_type_name(function)}, not an object", chunk)
+        for name, value in (
+            ("id", raw.get("id")),
+            ("function.name", function.get("name")),
+            ("function.arguments", function.get("arguments")),
+        ):
+            if value is not None and not isinstance(value, str):
+                self._wrong(f"tool-call {name} is {_type_name(value)}, not a string", chunk)
+        slot = self.calls.setdefault(index, {"id": "", "name": "", "arguments": ""})
+        slot["id"] = raw.get("id") or slot["id"]
+        slot["name"] += function.get("name") or ""
+        slot["arguments"] += function.get("arguments") or ""
 
     def completion(self) -> Completion:
         """The assembled reply; `truncated` when no `[DONE]` arrived."""
@@ -419,7 +635,11 @@ class StreamAssembler:
             for i, slot in sorted(self.calls.items())
             if slot["name"]
         )
-        text = "".join(self.text)
+        # joined, then redacted again: a key the model spelled over several chunks
+        text = self.redactor("".join(self.text))
+        if self.held and self.on_delta is not None:
+            self.on_delta(self.held)
+            self.held = ""
         truncated = not self.done
         return Completion(
             message=Message(
@@ -431,27 +651,19 @@ class StreamAssembler:
             usage=self.usage,
             finish_reason=self.finish_reason,
             truncated=truncated,
+            cut=self.cut,
             malformed_chunks=self.malformed,
         )
 
-
-async def _read_stream(
-    response: httpx.Response, on_delta: Callable[[str], None] | None
-) -> tuple[Completion, list[Any]]:
-    import httpx
-
-    assembler = StreamAssembler(on_delta)
-    try:
-        async for line in response.aiter_lines():
-            assembler.feed_line(line)
-            if assembler.done:
-                break
-    except httpx.TransportError:
-        pass  # a cut stream keeps its partial text; `truncated` reports it
-    completion = assembler.completion()
-    if not assembler.chunks and assembler.malformed:
-        raise MalformedReply(
-            f"the stream carried {assembler.malformed} malformed chunk(s) and nothing usable",
-            base_url=str(response.url),
-        )
-    return completion, assembler.chunks
+    def wire_summary(self, truncated: bool) -> dict[str, Any]:
+        """What the wire log keeps of the stream: the first and last chunks, and a count."""
+        scrub = self.redactor.scrub_values if self.redactor.forms else _same
+        summary: dict[str, Any] = {"chunks": scrub(self.head)}
+        if self.tail:
+            omitted = self.chunk_count - len(self.head) - len(self.tail)
+            if omitted:
+                summary["omitted_chunks"] = omitted
+            summary["last_chunks"] = scrub(list(self.tail))
+        summary["chunk_count"] = self.chunk_count
+        summary["truncated"] = truncated
+        return summary

@@ -131,7 +131,7 @@ async def _turns(node: Node) -> Outcome:
             node.emit(
                 ErrorOccurred(
                     error_type="TruncatedStream",
-                    message="the stream ended before [DONE]; the partial reply was kept",
+                    message=f"{completion.cut}; the partial reply was kept",
                 )
             )
             return Outcome("incomplete", (message.content or "") + " [truncated]")
