@@ -116,7 +116,7 @@ def test_bad_replies_end_in_a_clear_error_and_the_session_recovers(name: str) ->
     assert session.send("again").result().text == "recovered"
 
 
-def test_stream_cut_before_done_keeps_partial_text() -> None:
+def test_stream_cut_before_done_keeps_partial_text_and_says_so() -> None:
     session = sn.Session(
         sn.Agent("a", kind=sn.kinds.Realtime()),
         llm=sn.mock_llm(lambda req: sse(chunk("half an "), chunk("answer"))),
@@ -124,6 +124,9 @@ def test_stream_cut_before_done_keeps_partial_text() -> None:
     result = session.send("x").result()
     assert result.status == "incomplete" and result.text == "half an answer [truncated]"
     assert session.llm_messages[-1].meta == {"truncated": True}
+    response = next(e for e in result.events if e.type == "model_response")
+    assert response.truncated is True
+    assert any(e.type == "error" and "before [DONE]" in e.message for e in result.events)
 
 
 def test_stream_with_some_malformed_chunks_keeps_the_good_ones() -> None:

@@ -119,24 +119,6 @@ def test_streaming_assembles_text_and_tool_call_deltas(calc_agent: sn.Agent) -> 
     assert "".join(deltas) == "one plus one is two" and len(deltas) == 5
 
 
-def test_stream_without_done_keeps_partial_text_and_reports_truncation() -> None:
-    body = (
-        'data: {"choices":[{"delta":{"content":"partial "}}]}\n\n'
-        'data: {"choices":[{"delta":{"content":"answer"}}]}\n\n'
-    )
-
-    def handler(req: sn.ChatRequest):
-        return httpx.Response(200, content=body, headers={"content-type": "text/event-stream"})
-
-    agent = sn.Agent("a", kind=sn.kinds.Realtime())
-    result = agent.run_sync("x", llm=sn.mock_llm(handler))
-    assert result.status == "incomplete"
-    assert result.text.startswith("partial answer")
-    response = next(e for e in result.events if e.type == "model_response")
-    assert response.truncated is True
-    assert any(e.type == "error" and "before [DONE]" in e.message for e in result.events)
-
-
 def test_stream_assembler_tolerates_malformed_chunks() -> None:
     body = (
         b"data: {not json\n\n"
