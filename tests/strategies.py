@@ -14,7 +14,11 @@ from sagents_nb.events import Event, _event_classes
 texts = st.text(max_size=40)
 """Any text: French, Chinese, emoji, control characters (no lone surrogates)."""
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
     max_leaves=20,
 )
