@@ -8,9 +8,6 @@ from .._base.messages import Message
 from ._render import ROWS, message_parts, message_state
 from ._state import NodeState, Stored, Turn
 
-HIDDEN_MARK = {"main": "sunk", "realtime": "trimmed"}
-"""How a kind leaves stored items out of the view (other kinds: `hidden`)."""
-
 
 def context_pane(node: NodeState, wanted: int | None) -> dict[str, Any]:
     """The context-size chart of every turn, and the view beside the storage of one turn."""
@@ -28,7 +25,7 @@ def context_pane(node: NodeState, wanted: int | None) -> dict[str, Any]:
     markers = [
         {"at": m.at, "type": m.type, "title": m.title, "seq": m.seq}
         for m in node.timeline
-        if m.type in ("compaction", "context_full", "cold_sink", "window_trim")
+        if m.chart
     ]
     index = len(turns) - 1 if wanted is None or not 0 <= wanted < len(turns) else wanted
     detail = turn_detail(node, turns[index]) if turns else None
@@ -52,7 +49,7 @@ def turn_detail(node: NodeState, turn: Turn) -> dict[str, Any]:
     storage = turn.storage[: turn.storage_len]
     in_view = {_key(m) for m in turn.view}
     stored = {_key(m) for m in storage}
-    hidden = HIDDEN_MARK.get(turn.kind, "hidden")
+    hidden = turn.hidden_as
     storage_rows = [
         message_state(message, how) for how, message in node.forgotten[: turn.forgotten_len]
     ]

@@ -171,6 +171,7 @@ class Projector:
             event.view_messages,
             event.storage_messages,
             event.hidden,
+            node.hidden_as,
         )
 
     def _model_request(self, event: ModelRequest) -> None:
@@ -293,8 +294,10 @@ class Projector:
 
     # context management
 
-    def _mark(self, node: NodeState, event: Event, title: str, **details: Any) -> Mark:
-        mark = Mark(event.seq, event.type, len(node.turn_log), title, details)
+    def _mark(
+        self, node: NodeState, event: Event, title: str, *, chart: bool = False, **details: Any
+    ) -> Mark:
+        mark = Mark(event.seq, event.type, len(node.turn_log), title, details, chart=chart)
         node.timeline.append(mark)
         return mark
 
@@ -315,19 +318,22 @@ class Projector:
         }
         if event.error:
             details["summariser error"] = event.error
-        mark = self._mark(node, event, f"compaction by {event.strategy}", **details)
+        mark = self._mark(node, event, f"compaction by {event.strategy}", chart=True, **details)
         mark.text = event.summary
 
     def _context_full(self, event: ContextFull) -> None:
         node = self.node(event.path)
-        self._mark(node, event, "context full", tokens=f"{event.tokens} of {event.window}")
+        tokens = f"{event.tokens} of {event.window}"
+        self._mark(node, event, "context full", chart=True, tokens=tokens)
 
     def _cold_sink(self, event: ColdSink) -> None:
         node = self.node(event.path)
+        node.hidden_as = "sunk"
         mark = self._mark(
             node,
             event,
             f"{event.sunk} item(s) sunk to cold storage",
+            chart=True,
             reason=event.reason,
             tokens=f"{event.before_tokens} → {event.after_tokens}",
         )
@@ -335,10 +341,12 @@ class Projector:
 
     def _window_trim(self, event: WindowTrim) -> None:
         node = self.node(event.path)
+        node.hidden_as = "trimmed"
         self._mark(
             node,
             event,
             "window trimmed",
+            chart=True,
             **{
                 "groups dropped": event.dropped_groups,
                 "groups kept": event.kept_groups,
@@ -349,7 +357,7 @@ class Projector:
     def _kind_swapped(self, event: KindSwapped) -> None:
         node = self.node(event.path)
         if node.agent == event.agent:
-            node.kind = event.new
+            node.kind, node.hidden_as = event.new, "hidden"
             title = f"kind {event.old} → {event.new}"
         else:
             title = f"{event.agent}'s kind {event.old} → {event.new} (next task)"

@@ -62,6 +62,8 @@ class Turn:
     view_count: int
     storage_count: int
     hidden: int
+    hidden_as: str = "hidden"
+    """How the node's kind had left stored items out of the view (see `NodeState.hidden_as`)."""
     view: list[Message] = field(default_factory=list)
     storage: list[Stored] = field(default_factory=list)
     """The node's storage list as it was; only its first `storage_len` items belong to this turn."""
@@ -86,6 +88,9 @@ class Mark:
     details: dict[str, Any] = field(default_factory=dict)
     text: str | None = None
     previews: list[str] = field(default_factory=list)
+    chart: bool = False
+    """A change of the context's size (compaction, sink, trim, context_full): drawn on the
+    context chart."""
 
 
 @dataclass
@@ -96,6 +101,9 @@ class NodeState:
     agent: str
     parent: str | None
     kind: str = "?"
+    hidden_as: str = "hidden"
+    """What stored items left out of the view are called, as the events that left them out
+    tell (`sunk` after a cold sink, `trimmed` after a window trim)."""
     status: str = "spawned"
     detail: str | None = None
     turns: int = 0
