@@ -239,3 +239,112 @@ def test_every_input_reaches_a_child_through_deliver() -> None:
         ("lead", "two", False),
         ("lead/helper.2", "sub-two", False),
     ]
+
+
+class Counting(BaseKind):
+    """Counts the turns it prepares, and tells the store each time."""
+
+    name = "counting"
+
+    def prepare(self, child: Any) -> None:
+        child.kind_state[self.name] = child.kind_state.get(self.name, 0) + 1
+        child.state_changed()
+
+    def dump_state(self, child: Any) -> Any:
+        return child.kind_state.get(self.name)
+
+    def load_state(self, child: Any, state: Any) -> None:
+        child.kind_state[self.name] = state
+
+
+def three_turns(req: sn.ChatRequest) -> sn.Reply | str:
+    done = len(req.tool_results)
+    return sn.reply(tool_calls=[sn.call("look", what=str(done))]) if done < 2 else "seen"
+
+
+@sn.tool
+def look(what: str) -> str:
+    """Look.
+
+    Args:
+        what: at what.
+    """
+    return f"saw {what}"
+
+
+def test_state_changed_stores_a_kinds_state_mid_task(tmp_path: Path) -> None:
+    agent = sn.Agent("counter", tools=[look], kind=Counting())
+    session = sn.Session(agent, llm=sn.mock_llm(three_turns), store=tmp_path / "runs.db")
+    assert session.send("go").result().text == "seen"
+    assert session.root.kind_state["counting"] == 3
+    second = [e for e in session.events if e.type == "model_request"][1]
+    fork = session.fork(at=second.seq)
+    assert fork.root.kind_state["counting"] == 2  # as it was at that request
+
+
+class Unstorable(Counting):
+    name = "unstorable"
+
+    def dump_state(self, child: Any) -> Any:
+        return {"when": object()}
+
+
+def test_a_state_that_is_not_json_is_logged_and_the_session_goes_on(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    db = tmp_path / "runs.db"
+    agent = sn.Agent("counter", tools=[look], kind=Unstorable())
+    session = sn.Session(agent, llm=sn.mock_llm(three_turns), store=db)
+    with caplog.at_level("WARNING", logger="sagents_nb"):
+        assert session.send("go").result().text == "seen"
+        assert session.send("again").result().text == "seen"
+    told = [r.getMessage() for r in caplog.records if "could not dump its state" in r.getMessage()]
+    assert len(told) == 1 and "'unstorable' kind of counter" in told[0]
+    again = sn.Session.open(db, session.id, agent=agent, llm=sn.mock_llm(three_turns))
+    assert len(again.root.history) == len(session.root.history)
+    assert "unstorable" not in again.root.kind_state
+
+
+class Unloadable(Counting):
+    name = "counting"
+
+    def load_state(self, child: Any, state: Any) -> None:
+        raise ValueError("this version reads another shape")
+
+
+def test_a_kind_that_cannot_load_its_state_says_so_on_open(tmp_path: Path) -> None:
+    db = tmp_path / "runs.db"
+    session = sn.Session(
+        sn.Agent("counter", tools=[look], kind=Counting()),
+        llm=sn.mock_llm(three_turns),
+        store=db,
+    )
+    session.send("go").result()
+    broken = sn.Agent("counter", tools=[look], kind=Unloadable())
+    with pytest.raises(sn.StoreError, match=r"'counting' kind of counter could not load its st"):
+        sn.Session.open(db, session.id, agent=broken)
+    fixed = sn.Session.open(db, session.id, agent=sn.Agent("counter", kind=Counting()))
+    assert fixed.root.kind_state["counting"] == 3
+
+
+class Refusing(BaseKind):
+    name = "refusing"
+
+    def deliver(self, child: Any, message: sn.Message, interrupt: bool = False) -> bool:
+        return False
+
+
+def test_a_kind_that_refuses_its_input_ends_the_task_with_an_error() -> None:
+    helper = sn.Agent("helper", does="refuses", kind=Refusing())
+
+    def handler(req: sn.ChatRequest) -> sn.Reply | str:
+        if req.last["role"] == "user":
+            return sn.reply(tool_calls=[sn.call("task", agent="helper", prompt="p")])
+        return req.tool_results[-1]
+
+    session = sn.Session(sn.Agent("lead", team=[helper]), llm=sn.mock_llm(handler))
+    result = session.send("go").result()
+    assert result.text == (
+        "[error] RuntimeError: the 'refusing' kind refused the input while the child was free"
+    )
+    assert session.send("again").result().status == "done"

@@ -146,6 +146,8 @@ class Journal:
         is written whole rather than as changes."""
         self._kinds: dict[str, str] = {}
         """The JSON of each node's kind state as last written."""
+        self._kind_failed: set[str] = set()
+        """Nodes whose kind failed to dump its state (told once)."""
         self._kind_dirty: set[str] = set()
         self._task_dirty: set[str] = set()
         self._tasks: dict[str, Written] = {}
@@ -360,14 +362,17 @@ class Journal:
 
     def _kind_state(self, node: Node) -> str | None:
         """The JSON of what the node's kind keeps (`kind_state`); a kind whose `dump_state`
-        fails is logged, and its state is not stored this time."""
+        fails is logged (once per node), and its state is not stored this time."""
         try:
             return kind_state(node)
         except Exception as exc:  # a custom kind's bug must not stop the recording
+            if node.path in self._kind_failed:
+                return None
+            self._kind_failed.add(node.path)
             log.warning(
                 "sagents_nb: the %r kind of %s could not dump its state, which is not stored "
-                "this step (%s: %s); dump_state must return JSON-able data (dicts, lists, text, "
-                "numbers, booleans) or None",
+                "while it fails (%s: %s); dump_state must return JSON-able data (dicts, lists, "
+                "text, numbers, booleans) or None",
                 node.kind.name,
                 node.path,
                 type(exc).__name__,
