@@ -309,7 +309,7 @@ def test_built_in_kinds_store_the_shapes_older_stores_hold(tmp_path: Path) -> No
     session = sn.Session(chief, llm=sn.mock_llm(handler), store=db)
     for word in ("alpha", "bravo", "charlie"):
         session.send(word).result()
-    session.store.flush()
+    session.flush()
     with sqlite3.connect(db) as con:
         rows = con.execute("SELECT path, body FROM nodes WHERE part = 'kind'").fetchall()
     shapes = {

@@ -122,8 +122,9 @@ class Node:
 
     def state_changed(self) -> None:
         """Tell the store the kind's state changed: `kind.dump_state` is stored with the step."""
-        if self.session.store is not None:
-            self.session.store.kind_state_changed(self)
+        journal = self.session.journal
+        if journal is not None:
+            journal.kind_state_changed(self)
 
     def context_tokens(self) -> int:
         """Storage size in tokens: the endpoint's reported usage when known, else the estimate."""
