@@ -120,9 +120,10 @@ class ChildKind(Protocol):
         """What the kind keeps for `child` besides its messages, as JSON-able data (dicts, lists,
         text, numbers, booleans), or None when there is nothing to keep.
 
-        Stored with the session (tagged with `name`) when the child's task ends, after a
-        compaction or a kind swap, and whenever the kind calls `child.state_changed()`; return
-        a new value each time (the store keeps it to compare with the next one).
+        Taken for the store (tagged with `name`) whenever the child's status changes (a task
+        starts, pauses or ends), after a compaction or a kind swap, and when the kind calls
+        `child.state_changed()` (a change mid-task: then a fork or a crash finds it too).
+        Return a new value each time: the store keeps it to compare with the next one.
         """
 
     def load_state(self, child: Node, state: Any) -> None:
@@ -133,7 +134,7 @@ class ChildKind(Protocol):
         """
 
 
-class BaseKind:
+class BaseKind(ChildKind):
     """Defaults for a kind: storage is the message list, the view is all of it, output is whole.
 
     Subclass it and override what differs; a custom kind plugs in exactly like the built-ins.
