@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 from pathlib import Path
@@ -283,3 +284,42 @@ def test_new_session_ids_sort_by_creation_and_do_not_repeat() -> None:
     time.sleep(0.002)
     assert earlier < new_session_id()
     assert all(len(i) == 16 and i.isalnum() and i.islower() for i in many)
+
+
+def test_built_in_kinds_store_the_shapes_older_stores_hold(tmp_path: Path) -> None:
+    """Main, Resident and Realtime dump their state in the shapes stores written before
+    `dump_state` hold, so those stores reopen with it."""
+    db = tmp_path / "runs.db"
+    memo = sn.Agent("memo", does="remembers", kind=sn.kinds.Resident(60, keep_recent=1))
+    live = sn.Agent("live", does="chats", kind=sn.kinds.Realtime(window=1))
+    chief = sn.Agent("chief", team=[memo, live], kind=sn.kinds.Main(top_k=1, recent=1))
+
+    def handler(req: sn.ChatRequest) -> sn.Reply | str:
+        if req.system.startswith("You compress"):
+            return "summary"
+        if "task" in req.tools and req.last["role"] == "user":
+            return sn.reply(
+                tool_calls=[
+                    sn.call("task", agent="memo", prompt=f"note {req.last_user}"),
+                    sn.call("task", agent="live", prompt=f"say {req.last_user}"),
+                ]
+            )
+        return f"{req.last_user} " + "x" * 120
+
+    session = sn.Session(chief, llm=sn.mock_llm(handler), store=db)
+    for word in ("alpha", "bravo", "charlie"):
+        session.send(word).result()
+    session.flush()
+    with sqlite3.connect(db) as con:
+        rows = con.execute("SELECT path, body FROM nodes WHERE part = 'kind'").fetchall()
+    shapes = {
+        (path, kind["kind"], tuple(kind["state"]))
+        for path, kind in ((p, json.loads(b)) for p, b in rows)
+    }
+    assert shapes == {
+        ("chief", "main", ("cold",)),
+        ("chief/memo.1", "resident", ("latched", "compactions")),
+        ("chief/live.1", "realtime", ("dropped",)),
+    }
+    cold = next(json.loads(b)["state"]["cold"] for p, b in reversed(rows) if p == "chief")
+    assert cold and all(len(span) == 2 and span[0] < span[1] for span in cold)

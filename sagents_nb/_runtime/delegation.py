@@ -15,6 +15,7 @@ from ..kinds import kind_name
 from .tasks import QueuedInput, TaskEntry
 
 if TYPE_CHECKING:
+    from ..kinds import ChildKind
     from .agent import Agent
     from .node import Node
 
@@ -159,11 +160,11 @@ async def delegate(parent: Node, agent: Agent, prompt: str, call_id: str | None)
             entry = None  # settled for an earlier message: a new message does new work
     if entry is not None:
         return await _reattach(parent, entry, call_id)
-    child = parent.persistent.get(agent.name) if getattr(kind, "persistent", False) else None
+    child = parent.persistent.get(agent.name) if kind.persistent else None
     spawned = child is None
     if child is None:
         child = parent.spawn(agent, kind)
-        if getattr(kind, "persistent", False):
+        if kind.persistent:
             parent.persistent[agent.name] = child
     entry = parent.tasks[key] = TaskEntry(child, prompt, run=run)
     parent.emit(
@@ -196,7 +197,7 @@ async def delegate(parent: Node, agent: Agent, prompt: str, call_id: str | None)
 async def _run_child(parent: Node, child: Node, prompt: str) -> Outcome:
     semaphore = parent.session.child_slots(parent)
     async with semaphore:
-        if not getattr(child.kind, "persistent", False):
+        if not child.kind.persistent:
             return await child.run_task(user(prompt))
         item = QueuedInput(prompt, asyncio.get_running_loop().create_future())
         child.inbox.append(item)
@@ -233,7 +234,7 @@ async def _reattach(parent: Node, entry: TaskEntry, call_id: str | None) -> Outc
     return await entry.task
 
 
-def _swap_child_kind(parent: Node, agent: Agent, old: Any, new: Any) -> None:
+def _swap_child_kind(parent: Node, agent: Agent, old: ChildKind, new: ChildKind) -> None:
     # results settled under the old kind are not reattached to: the configuration changed
     for key in [k for k, e in parent.tasks.items() if k[0] == agent.name and e.outcome]:
         del parent.tasks[key]
@@ -276,9 +277,8 @@ async def continue_restored(parent: Node, entry: TaskEntry, call_id: str | None)
 
 async def _continue_child(parent: Node, entry: TaskEntry) -> Outcome:
     child = entry.child
-    persistent = getattr(child.kind, "persistent", False)
     async with parent.session.child_slots(parent):
-        async with child.lock if persistent else contextlib.nullcontext():
+        async with child.lock if child.kind.persistent else contextlib.nullcontext():
             if child.input_index >= 0 and child.input_text == entry.prompt:
                 return await child.run_task(None, resume=True)
             # spawned, but its input never reached storage (it waited for a slot)

@@ -120,6 +120,12 @@ class Node:
         if journal is not None:
             journal.history_replaced(self)
 
+    def state_changed(self) -> None:
+        """Tell the store the kind's state changed: `kind.dump_state` is stored with the step."""
+        journal = self.session.journal
+        if journal is not None:
+            journal.kind_state_changed(self)
+
     def context_tokens(self) -> int:
         """Storage size in tokens: the endpoint's reported usage when known, else the estimate."""
         if self.measured is not None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import bisect
 import json
 import time
 from typing import TYPE_CHECKING, Any
@@ -18,8 +17,6 @@ from .._store.journal import Journal
 from .._store.protocol import SessionRows, Store, StoredSession, TaskRow
 from .._store.resolve import resolve_store
 from ..events import Event, RunFinished, StatusChanged, parse_event
-from ..kinds import Main, Realtime, Resident, kind_name
-from ..kinds._relevance import Group
 from .node import Node
 from .result import Result
 from .run import Run
@@ -286,27 +283,19 @@ def load_node(node: Node, state: dict[str, Any], kind_state: dict[str, Any] | No
     outcome = state["outcome"]
     node.last_outcome = Outcome(*outcome) if outcome is not None else None
     if kind_state is not None:
-        _load_kind_state(node, kind_state["kind"], kind_state["state"])
+        _load_kind_state(node, kind_state)
 
 
-def _within(group: Group, spans: list[list[int]]) -> bool:
-    index = bisect.bisect_right(spans, group.start, key=lambda span: span[0]) - 1
-    return index >= 0 and group.end <= spans[index][1]
-
-
-def _load_kind_state(node: Node, stored_kind: str, data: dict[str, Any]) -> None:
-    """Rebuild a built-in kind's state; a kind that changed since keeps only the history."""
+def _load_kind_state(node: Node, stored: dict[str, Any]) -> None:
+    """Give the node's kind what it stored; a kind that changed since keeps only the history."""
     kind = node.kind
-    if kind_name(kind) != stored_kind:
+    if kind.name != stored["kind"]:
         return
-    if isinstance(kind, Main):
-        main = kind._state(node)
-        spans = data["cold"]
-        main.cold = [g for g in main.hot if _within(g, spans)]
-        main.hot = [g for g in main.hot if not _within(g, spans)]
-    elif isinstance(kind, Resident):
-        resident = kind._state(node)
-        resident.latched = data["latched"]
-        resident.compactions = data["compactions"]
-    elif isinstance(kind, Realtime):
-        kind._state(node).dropped = data["dropped"]
+    try:
+        kind.load_state(node, stored["state"])
+    except Exception as exc:
+        raise StoreError(
+            f"the {kind.name!r} kind of {node.path} could not load its stored state "
+            f"({type(exc).__name__}: {exc}); the store is damaged, or the kind's load_state "
+            "does not read what its dump_state wrote"
+        ) from exc

@@ -22,6 +22,7 @@ from ..events import (
 from ..kinds import View, kind_name
 
 if TYPE_CHECKING:
+    from ..kinds import ChildKind
     from .node import Node
     from .pausing import Decision
 
@@ -41,7 +42,7 @@ def salvage_prompt(limit: int) -> str:
     )
 
 
-def resolve_kind(node: Node) -> Any:
+def resolve_kind(node: Node) -> ChildKind:
     """The kind the agent asks for now (its default when unset), swapping at a turn boundary."""
     wanted = node.agent.kind
     if wanted is None:
@@ -66,22 +67,23 @@ async def run_task(node: Node, message: Message | None, *, resume: bool = False)
     `resume=True` continues a task restored from a store: its turn counters carry on, and the
     turn the interruption cut short is finished first (`resume_open_turn`).
     """
-    node.busy = True
     if not resume:
         node.task_turns = node.task_tool_calls = node.task_tokens = 0
     kind = resolve_kind(node)
-    if message is not None:
-        kind.append_history(node, message)
+    refused = message is not None and not kind.deliver(node, message)
+    if message is not None and not refused:
         node.input_index = len(node.history) - 1
         node.input_text = message.content or ""
+    node.busy = True
     node.set_status("running")
     try:
-        if getattr(kind, "owns_loop", False):
-            outcome = await kind.run_task(node)
-        else:
+        if refused:  # the skeleton delivers only to a free child: this kind never takes it
+            raise RuntimeError(f"the {kind.name!r} kind refused the input while the child was free")
+        outcome = await kind.run_task(node)
+        if outcome is None:
             outcome = await resume_open_turn(node) if resume else None
-            if outcome is None:
-                outcome = await _turns(node)
+        if outcome is None:
+            outcome = await _turns(node)
     except asyncio.CancelledError:
         node.close_dangling("the run was cancelled")
         node.busy = False
@@ -168,7 +170,7 @@ def _budget_outcome(node: Node, what: str) -> Outcome:
 
 async def _at_turn_cap(node: Node, limit: int) -> Outcome:
     note = f"hit maxTurns ({limit}) without a final answer"
-    if not getattr(node.kind, "salvage", False):
+    if not node.kind.salvage:
         return Outcome("incomplete", note)
     node.kind.append_history(node, user(salvage_prompt(limit)))
     view = node.kind.build_context(node, node.input_text)
@@ -181,7 +183,7 @@ async def _at_turn_cap(node: Node, limit: int) -> Outcome:
     return Outcome("incomplete", f"{note}; salvage summary: {summary}" if summary else note)
 
 
-def _turn_tools(node: Node, kind: Any) -> list[Any]:
+def _turn_tools(node: Node, kind: ChildKind) -> list[Any]:
     from .delegation import team_tools
 
     agent = node.agent

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import logging
 import operator
 import threading
 import time
@@ -51,6 +52,8 @@ if TYPE_CHECKING:
     MessageWrites = tuple[str, str, int, tuple[Message, ...], bool]
     """(path, transcript, seq, messages, replace): see `MessageWrite`."""
 
+log = logging.getLogger("sagents_nb")
+
 RESCUE_SECONDS = MAX_DELAY_SECONDS
 """A model request's sealed rows wait for the library loop to hand them over; if the loop
 emits no event for this long (a sync handler or tool blocks it), the store thread does (at its
@@ -64,15 +67,15 @@ next look: within `LOOK_SECONDS` more)."""
 # its step first (see `Journal`). `names_child`: it (like `kind_swapped`) follows every change
 # of its parent's task entries; only then are the entries compared.
 
-KIND_EVENTS = frozenset({"cold_sink", "compaction", "context_full", "window_trim", "kind_swapped"})
-"""Events after which a node's kind state (e.g. Main's cold storage) is written again."""
-
+_KIND_STATE_SAVES = frozenset({"kind_swapped", "status_changed"})
+"""Events after which a node's kind state is taken again; a kind reports its other changes
+with `child.state_changed()`."""
 _path = operator.attrgetter("path")
 
 
 def _names_changes(event: Event) -> bool:
     """The event follows a change of its node's task entries or kind state."""
-    return type(event).names_child or event.type in KIND_EVENTS
+    return type(event).names_child or event.type in _KIND_STATE_SAVES
 
 
 class Journal:
@@ -124,7 +127,10 @@ class Journal:
         self._state_seqs: dict[str, int] = {}
         """The event of each node's last state row: a row at the same event replaces it, so it
         is written whole rather than as changes."""
-        self._kinds: dict[str, dict[str, Any]] = {}
+        self._kinds: dict[str, str] = {}
+        """The JSON of each node's kind state as last written."""
+        self._kind_failed: set[str] = set()
+        """Nodes whose kind failed to dump its state (told once)."""
         self._kind_dirty: set[str] = set()
         self._task_dirty: set[str] = set()
         self._tasks: dict[str, Written] = {}
@@ -152,7 +158,7 @@ class Journal:
                 if part == "state":
                     self._states[path] = node_values_of(data)
                 else:
-                    self._kinds[path] = data
+                    self._kinds[path] = dump_json(data)
             for row in rows.nodes:
                 if row.part == "state":
                     self._state_seqs[row.path] = max(row.seq, self._state_seqs.get(row.path, 0))
@@ -195,6 +201,13 @@ class Journal:
         with self._lock:
             self._nodes[node.path] = node
             self._writes.append((node.path, "llm", seq, tuple(node.history), True))
+            self._dirty.add(node.path)
+            self._kind_dirty.add(node.path)
+
+    def kind_state_changed(self, node: Node) -> None:
+        """Record that the node's kind state changed (its `dump_state` is taken at the seal)."""
+        with self._lock:
+            self._nodes[node.path] = node
             self._dirty.add(node.path)
             self._kind_dirty.add(node.path)
 
@@ -294,13 +307,13 @@ class Journal:
             return
         self._dirty.update(map(_path, events))
         for event in filter(_names_changes, events):
-            path, kind = event.path, event.type
+            path, what = event.path, event.type
             if type(event).names_child:  # they change the child's counters too
                 self._dirty.add(event.child)  # type: ignore[attr-defined]
                 self._task_dirty.add(path)
-            else:
+            else:  # a kind's state is stored when its node's status changes, and at a swap
                 self._kind_dirty.add(path)
-                if kind == "kind_swapped":  # forgets the tasks settled under the old kind
+                if what == "kind_swapped":  # forgets the tasks settled under the old kind
                     self._task_dirty.add(path)
         step = self._step
         seq = step.seq = events[-1].seq if events else self.session.bus.last_seq
@@ -320,7 +333,7 @@ class Journal:
                 step.nodes.append((path, "state", seq, state, previous))
                 self._states[path] = state
                 self._state_seqs[path] = seq
-            kind = kind_state(node) if path in self._kind_dirty else None
+            kind = self._kind_state(node) if path in self._kind_dirty else None
             if kind is not None and self._kinds.get(path) != kind:
                 step.nodes.append((path, "kind", seq, kind, None))
                 self._kinds[path] = kind
@@ -329,6 +342,26 @@ class Journal:
         self._dirty.clear()
         self._kind_dirty.clear()
         self._task_dirty.clear()
+
+    def _kind_state(self, node: Node) -> str | None:
+        """The JSON of what the node's kind keeps (`kind_state`); a kind whose `dump_state`
+        fails is logged (once per node), and its state is not stored this time."""
+        try:
+            return kind_state(node)
+        except Exception as exc:  # a custom kind's bug must not stop the recording
+            if node.path in self._kind_failed:
+                return None
+            self._kind_failed.add(node.path)
+            log.warning(
+                "sagents_nb: the %r kind of %s could not dump its state, which is not stored "
+                "while it fails (%s: %s); dump_state must return JSON-able data (dicts, lists, "
+                "text, numbers, booleans) or None",
+                node.kind.name,
+                node.path,
+                type(exc).__name__,
+                exc,
+            )
+            return None
 
     def _node(self, path: str) -> Node | None:
         node = self._nodes.get(path)
@@ -454,7 +487,7 @@ class PendingStep:
     """The journal's message numbers: given when a step is encoded, in order."""
     nodes: list[tuple[str, str, int, Any, Any]] = field(default_factory=list)
     """(path, "state", seq, `node_values` tuple, the previous tuple or None) or (path, "kind",
-    seq, `kind_state` dict, None): a state row holds the fields that changed, or all."""
+    seq, `kind_state` JSON, None): a state row holds the fields that changed, or all."""
     tasks: list[TaskRow] = field(default_factory=list)
     retired: list[tuple[str, str, str, int]] = field(default_factory=list)
     _plain: PlainStep | None = None
@@ -498,7 +531,7 @@ class PendingStep:
                 for path, transcript, seq, numbered, swap in writes
             ],
             [
-                (path, part, seq, dump_json(_node_json(part, data, previous)))
+                (path, part, seq, _node_json(part, data, previous))
                 for path, part, seq, data, previous in self.nodes
             ],
             [task.values() for task in self.tasks],
@@ -537,13 +570,13 @@ _VIEW = {"messages"}
 _MESSAGE = {"message"}
 
 
-def _node_json(part: str, data: Any, previous: tuple[Any, ...] | None) -> Any:
+def _node_json(part: str, data: Any, previous: tuple[Any, ...] | None) -> str:
     if part != "state":
-        return data
+        return data  # a kind state is JSON already
     if previous is None:
-        return node_state(data)
+        return dump_json(node_state(data))
     changed = zip(NODE_FIELDS, data, previous, strict=True)
-    return {name: stored_field(name, new) for name, new, old in changed if new != old}
+    return dump_json({name: stored_field(name, new) for name, new, old in changed if new != old})
 
 
 def _message_json(message: Message) -> str:

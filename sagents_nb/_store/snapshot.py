@@ -1,14 +1,11 @@
-"""Node snapshots: a node's state besides its messages, as plain data and back (built-in
-kinds' state too)."""
+"""Node snapshots: a node's state besides its messages, as plain data and back, and what its
+kind keeps (`dump_state`)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 import pydantic_core
-
-from ..kinds import Main, Realtime, Resident, kind_name
-from ..kinds._relevance import Group
 
 if TYPE_CHECKING:
     from .._runtime.node import Node
@@ -47,7 +44,7 @@ def node_values(node: Node) -> tuple[Any, ...]:
     counters, persistent = node.counters, node.persistent
     return (
         node.agent.name,
-        kind_name(node.kind),
+        node.kind.name,
         parent.path if parent is not None else None,
         parent.order.index(node) if parent is not None else 0,
         node.status,
@@ -95,37 +92,14 @@ def node_values_of(state: dict[str, Any]) -> tuple[Any, ...]:
     return tuple(values)
 
 
-def kind_state(node: Node) -> dict[str, Any] | None:
-    """What the node's (built-in) kind keeps besides the messages; None if nothing."""
-    state = _kind_data(node)
-    return {"kind": kind_name(node.kind), "state": state} if state is not None else None
+def kind_state(node: Node) -> str | None:
+    """The JSON of what the node's kind keeps besides the messages, tagged with the kind's name
+    (`{"kind": name, "state": dump_state(node)}`); None if it keeps nothing."""
+    kind = node.kind
+    state = kind.dump_state(node)
+    return dump_json({"kind": kind.name, "state": state}) if state is not None else None
 
 
-def dump_json(data: dict[str, Any]) -> str:
+def dump_json(data: Any) -> str:
     """Compact JSON text, as snapshots are stored."""
     return pydantic_core.to_json(data).decode()
-
-
-def _kind_data(node: Node) -> dict[str, Any] | None:
-    kind = node.kind
-    state = node.kind_state.get(kind_name(kind))
-    if state is None:
-        return None
-    if isinstance(kind, Main):
-        return {"cold": _spans(state.cold)}
-    if isinstance(kind, Resident):
-        return {"latched": state.latched, "compactions": state.compactions}
-    if isinstance(kind, Realtime):
-        return {"dropped": state.dropped}
-    return None
-
-
-def _spans(groups: list[Group]) -> list[list[int]]:
-    """Message spans covered by `groups`, adjacent groups merged: `[[start, end], ...]`."""
-    spans: list[list[int]] = []
-    for group in sorted(groups, key=lambda g: g.start):
-        if spans and spans[-1][1] == group.start:
-            spans[-1][1] = group.end
-        else:
-            spans.append([group.start, group.end])
-    return spans

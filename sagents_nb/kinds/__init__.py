@@ -41,9 +41,9 @@ def registry() -> dict[str, Callable[[], ChildKind]]:
     return dict(_registry)
 
 
-def kind_name(kind: object) -> str:
-    """A kind's display name."""
-    return str(getattr(kind, "name", type(kind).__name__.lower()))
+def kind_name(kind: ChildKind) -> str:
+    """A kind's display name (its `name`)."""
+    return kind.name
 
 
 __all__ = [

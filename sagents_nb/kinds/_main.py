@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
@@ -140,6 +141,7 @@ class Main(BaseKind):
         gone = set(groups)
         state.hot = [g for g in state.hot if g not in gone]
         state.cold.extend(groups)
+        child.state_changed()
         previews = [_preview(child.history[g.start : g.end]) for g in groups[:5]]
         child.emit(
             ColdSink(
@@ -206,11 +208,38 @@ class Main(BaseKind):
 
         return Tool(recall)
 
+    def dump_state(self, child: Node) -> Any:
+        """The message spans in cold storage: `{"cold": [[start, end], ...]}`."""
+        state = child.kind_state.get(self.name)
+        return {"cold": _spans(state.cold)} if state is not None else None
+
+    def load_state(self, child: Node, state: Any) -> None:
+        main = self._state(child)  # groups the restored history
+        spans = state["cold"]
+        main.cold = [g for g in main.hot if _within(g, spans)]
+        main.hot = [g for g in main.hot if not _within(g, spans)]
+
     def cold_messages(self, child: Node) -> list[Message]:
         """The messages currently sunk to cold storage, oldest first."""
         state = self._state(child)
         groups = sorted(state.cold, key=lambda g: g.start)
         return [m for g in groups for m in child.history[g.start : g.end]]
+
+
+def _spans(groups: list[Group]) -> list[list[int]]:
+    """Message spans covered by `groups`, adjacent groups merged: `[[start, end], ...]`."""
+    spans: list[list[int]] = []
+    for group in sorted(groups, key=lambda g: g.start):
+        if spans and spans[-1][1] == group.start:
+            spans[-1][1] = group.end
+        else:
+            spans.append([group.start, group.end])
+    return spans
+
+
+def _within(group: Group, spans: list[list[int]]) -> bool:
+    index = bisect.bisect_right(spans, group.start, key=lambda span: span[0]) - 1
+    return index >= 0 and group.end <= spans[index][1]
 
 
 def _render(messages: list[Message]) -> str:

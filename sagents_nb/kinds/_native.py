@@ -33,7 +33,6 @@ class Native(BaseKind):
     """
 
     name = "native"
-    owns_loop = True
 
     def __init__(
         self,
@@ -54,7 +53,7 @@ class Native(BaseKind):
     def __repr__(self) -> str:
         return f"Native({self.driver.name})"
 
-    async def run_task(self, child: Node) -> Outcome:
+    async def run_task(self, child: Node) -> Outcome | None:
         """Run the CLI once on the child's current input and record its answer."""
         from ..harness import HarnessConfig, run_harness
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from .._base.messages import Message, ToolCall
+from .._base.outcome import Outcome
 from .._tools.tool import ToolResult
 from ..events import TextDelta
 
@@ -52,16 +53,44 @@ class ChildKind(Protocol):
 
     Registration, stop, reattach and events live in the shared skeleton; a kind only decides what
     is kept (storage), what the model sees (the view), how overflow is handled and how output and
-    tools are called.
+    tools are called. This protocol is all the runtime, the store and the views use of a kind;
+    `BaseKind` has a default for each member.
     """
 
     name: str
+    """Shown in events, trees and views; also the key of the kind's stored state."""
+    persistent: bool
+    """One child per (parent, agent) that lives across tasks, instead of one child per task."""
+    stream: bool
+    """Ask the endpoint to stream, and emit output per chunk."""
+    salvage: bool
+    """At the turn cap, make one last call without tools asking for a summary."""
+
+    def turn_limit(self, agent_max_turns: int | None) -> int:
+        """The turn cap for an agent of this kind (`agent_max_turns` when the agent sets one)."""
 
     def deliver(self, child: Node, message: Message, interrupt: bool = False) -> bool:
-        """Take an input; False hands it back to the skeleton to queue until the child is free."""
+        """Take an input; False hands it back to the skeleton to queue until the child is free.
+
+        Every input reaches a child through here (a session's message, a delegated task), just
+        before the task on it starts.
+        """
+
+    async def run_task(self, child: Node) -> Outcome | None:
+        """Run the task on the delivered input in the kind's own loop (e.g. an external CLI);
+        None lets the shared turn loop run it."""
+
+    async def maintain(self, child: Node) -> None:
+        """Called first each turn; may compact (async)."""
+
+    def prepare(self, child: Node) -> None:
+        """Called before each turn's `build_context` (budget checks, sinking, signals)."""
 
     def build_context(self, child: Node, input: str) -> list[Message]:
         """The view sent to the model this turn. Never mutates storage."""
+
+    def own_tools(self, child: Node) -> list[Any]:
+        """Extra tools the kind offers its own agent this turn (e.g. `recall`)."""
 
     def append_history(self, child: Node, *messages: Message) -> None:
         """Write a turn's messages to storage."""
@@ -72,6 +101,9 @@ class ChildKind(Protocol):
     def emit(self, child: Node, text: str) -> None:
         """Output text: per chunk for streaming kinds, whole otherwise."""
 
+    async def flush(self, child: Node) -> None:
+        """Called when a task ends: deliver any output still queued."""
+
     async def run_tools(self, child: Node, calls: list[ToolCall]) -> list[ToolResult]:
         """Run the calls (hooks applied) and return results in the calls' order."""
 
@@ -81,8 +113,28 @@ class ChildKind(Protocol):
     def parent_tools(self) -> list[Any]:
         """Control tools this kind gives the parent model."""
 
+    def describe(self, child: Node) -> dict[str, Any]:
+        """What a control tool (e.g. `resident_agents`) shows about `child`: JSON-able."""
 
-class BaseKind:
+    def dump_state(self, child: Node) -> Any:
+        """What the kind keeps for `child` besides its messages, as JSON-able data (dicts, lists,
+        text, numbers, booleans), or None when there is nothing to keep.
+
+        Taken for the store (tagged with `name`) whenever the child's status changes (a task
+        starts, pauses or ends), after a compaction or a kind swap, and when the kind calls
+        `child.state_changed()` (a change mid-task: then a fork or a crash finds it too).
+        Return a new value each time: the store keeps it to compare with the next one.
+        """
+
+    def load_state(self, child: Node, state: Any) -> None:
+        """Put back what `dump_state` returned (as stored: JSON types, tuples become lists).
+
+        Called by `Session.open` and `fork` after the child's messages are restored, only when
+        the stored state was dumped by a kind of the same `name`.
+        """
+
+
+class BaseKind(ChildKind):
     """Defaults for a kind: storage is the message list, the view is all of it, output is whole.
 
     Subclass it and override what differs; a custom kind plugs in exactly like the built-ins.
@@ -90,16 +142,12 @@ class BaseKind:
 
     name = "base"
     persistent = False
-    """One child per (parent, agent) that lives across tasks, instead of one child per task."""
     stream = False
-    """Ask the endpoint to stream, and emit output per chunk."""
     salvage = False
-    """At the turn cap, make one last call without tools asking for a summary."""
     default_max_turns = 25
     max_turns_cap: int | None = None
 
     def turn_limit(self, agent_max_turns: int | None) -> int:
-        """The turn cap for an agent of this kind."""
         limit = agent_max_turns if agent_max_turns is not None else self.default_max_turns
         if self.max_turns_cap is not None:
             limit = min(limit, self.max_turns_cap)
@@ -111,8 +159,20 @@ class BaseKind:
         self.append_history(child, message)
         return True
 
+    async def run_task(self, child: Node) -> Outcome | None:
+        return None
+
+    async def maintain(self, child: Node) -> None:
+        return None
+
+    def prepare(self, child: Node) -> None:
+        return None
+
     def build_context(self, child: Node, input: str) -> list[Message]:
         return [*child.system_messages(), *child.history]
+
+    def own_tools(self, child: Node) -> list[Any]:
+        return []
 
     def append_history(self, child: Node, *messages: Message) -> None:
         child.append(*messages)
@@ -124,6 +184,9 @@ class BaseKind:
         if text:
             child.emit(TextDelta(text=text))
 
+    async def flush(self, child: Node) -> None:
+        return None
+
     async def run_tools(self, child: Node, calls: list[ToolCall]) -> list[ToolResult]:
         return await child.execute_tools(calls)
 
@@ -133,18 +196,22 @@ class BaseKind:
     def parent_tools(self) -> list[Any]:
         return []
 
-    def prepare(self, child: Node) -> None:
-        """Called before each turn's `build_context` (budget checks, sinking, signals)."""
+    def describe(self, child: Node) -> dict[str, Any]:
+        return {
+            "id": child.path,
+            "agent": child.agent.name,
+            "kind": self.name,
+            "status": child.status,
+            "tokens": child.context_tokens(),
+            "messages": len(child.history),
+            "queued": len(child.inbox),
+        }
 
-    async def maintain(self, child: Node) -> None:
-        """Called before `prepare` each turn; may compact (async)."""
+    def dump_state(self, child: Node) -> Any:
+        return None
 
-    async def flush(self, child: Node) -> None:
-        """Called when a task ends: deliver any output still queued."""
-
-    def own_tools(self, child: Node) -> list[Any]:
-        """Extra tools the kind offers its own agent this turn (e.g. `recall`)."""
-        return []
+    def load_state(self, child: Node, state: Any) -> None:
+        return None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .._base.messages import Message
 from ..events import TextDelta, WindowTrim
@@ -66,6 +66,7 @@ class Realtime(BaseKind):
         dropped = len(state.starts) - self.window
         if dropped > state.dropped:
             state.dropped = dropped
+            child.state_changed()
             child.emit(
                 WindowTrim(
                     dropped_groups=dropped,
@@ -82,6 +83,13 @@ class Realtime(BaseKind):
             state.queue = asyncio.Queue()
             state.pump = asyncio.get_running_loop().create_task(_pump(child, state.queue))
         state.queue.put_nowait(text)
+
+    def dump_state(self, child: Node) -> Any:
+        state = child.kind_state.get(self.name)
+        return {"dropped": state.dropped} if state is not None else None
+
+    def load_state(self, child: Node, state: Any) -> None:
+        self._state(child).dropped = state["dropped"]
 
     async def flush(self, child: Node) -> None:
         """Wait until every chunk emitted so far has been delivered as an event."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from .._base.errors import LLMError
 from .._base.messages import Message
@@ -57,6 +57,7 @@ class Resident(BaseKind):
         if not state.latched and tokens >= 0.9 * self.window_tokens:
             state.latched = True
             child.emit(ContextFull(tokens=tokens, window=self.window_tokens))
+            child.state_changed()
             if child.parent is not None:
                 child.parent.notices.append(
                     f"Resident agent {child.path} is at {tokens} of {self.window_tokens} tokens "
@@ -93,7 +94,7 @@ class Resident(BaseKind):
                 ),
                 *recent,
             ]
-            strategy = "summary"
+            strategy: Literal["summary", "truncation"] = "summary"
         else:
             error = error or "the summariser returned no text"
             kept, strategy = list(recent), "truncation"
@@ -101,13 +102,14 @@ class Resident(BaseKind):
         state = self._state(child)
         state.latched = False
         state.compactions += 1
+        child.state_changed()
         after = child.context_tokens()
-        report = CompactionReport(strategy, before, after, len(older), summary, error)  # type: ignore[arg-type]
+        report = CompactionReport(strategy, before, after, len(older), summary, error)
         child.emit(
             Compaction(
                 strategy=strategy,
                 reason=reason,
-                before_tokens=before,  # type: ignore[arg-type]
+                before_tokens=before,
                 after_tokens=after,
                 removed=len(older),
                 summary=summary,
@@ -123,7 +125,6 @@ class Resident(BaseKind):
         return [RESIDENT_CONTROL]
 
     def describe(self, child: Node) -> dict[str, Any]:
-        """What `resident_agents` list/inspect shows about `child`."""
         state = self._state(child)
         return {
             "id": child.path,
@@ -136,3 +137,14 @@ class Resident(BaseKind):
             "compactions": state.compactions,
             "context_full": state.latched,
         }
+
+    def dump_state(self, child: Node) -> Any:
+        state = child.kind_state.get(self.name)
+        if state is None:
+            return None
+        return {"latched": state.latched, "compactions": state.compactions}
+
+    def load_state(self, child: Node, state: Any) -> None:
+        resident = self._state(child)
+        resident.latched = state["latched"]
+        resident.compactions = state["compactions"]

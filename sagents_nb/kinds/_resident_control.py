@@ -36,13 +36,17 @@ class ResidentControlTool(NodeTool):
         "required": ["action"],
     }
 
+    def _manages(self, child: Node) -> bool:
+        """The tool manages the children whose kind gives it to their parent."""
+        return any(tool is self for tool in child.kind.parent_tools())
+
     async def run(self, node: Node, call_id: str, arguments: dict[str, Any]) -> ToolResult:
         action = arguments.get("action")
-        residents = {c.path: c for c in node.persistent.values() if hasattr(c.kind, "describe")}
+        residents = {c.path: c for c in node.persistent.values() if self._manages(c)}
         if action == "list":
             return ToolResult(
                 call_id, self.name, json.dumps([c.kind.describe(c) for c in residents.values()])
-            )  # type: ignore[attr-defined]
+            )
         child = residents.get(str(arguments.get("id")))
         if child is None:
             return ToolResult(
@@ -53,7 +57,7 @@ class ResidentControlTool(NodeTool):
                 "error",
             )
         if action == "inspect":
-            info = child.kind.describe(child)  # type: ignore[attr-defined]
+            info = child.kind.describe(child)
             info["recent"] = [f"{m.role}: {(m.content or '')[:200]}" for m in child.history[-6:]]
             return ToolResult(call_id, self.name, json.dumps(info))
         if action == "compress":

@@ -9,9 +9,6 @@ from ._projector import CHARTED
 from ._render import ROWS, message_parts, message_state
 from ._state import NodeState, Stored, Turn
 
-HIDDEN_MARK = {"main": "sunk", "realtime": "trimmed"}
-"""How a kind leaves stored items out of the view (other kinds: `hidden`)."""
-
 
 def context_pane(node: NodeState, wanted: int | None) -> dict[str, Any]:
     """The context-size chart of every turn, and the view beside the storage of one turn."""
@@ -54,7 +51,7 @@ def turn_detail(node: NodeState, turn: Turn) -> dict[str, Any]:
     storage = turn.storage[: turn.storage_len]
     in_view = {_key(m) for m in turn.view}
     stored = {_key(m) for m in storage}
-    hidden = HIDDEN_MARK.get(turn.kind, "hidden")
+    hidden = turn.hidden_as
     storage_rows = [
         message_state(message, how) for how, message in node.forgotten[: turn.forgotten_len]
     ]

@@ -207,6 +207,7 @@ class Projector:
             event.view_messages,
             event.storage_messages,
             event.hidden,
+            node.hidden_as,
         )
 
     @handles(ModelRequest)
@@ -375,6 +376,7 @@ class Projector:
     @handles(ColdSink, chart="sunk")
     def _cold_sink(self, event: ColdSink) -> None:
         node = self.node(event.path)
+        node.hidden_as = "sunk"
         mark = self.mark(
             node,
             event,
@@ -387,6 +389,7 @@ class Projector:
     @handles(WindowTrim, chart="trimmed")
     def _window_trim(self, event: WindowTrim) -> None:
         node = self.node(event.path)
+        node.hidden_as = "trimmed"
         self.mark(
             node,
             event,
@@ -402,7 +405,7 @@ class Projector:
     def _kind_swapped(self, event: KindSwapped) -> None:
         node = self.node(event.path)
         if node.agent == event.agent:
-            node.kind = event.new
+            node.kind, node.hidden_as = event.new, "hidden"
             title = f"kind {event.old} → {event.new}"
         else:
             title = f"{event.agent}'s kind {event.old} → {event.new} (next task)"

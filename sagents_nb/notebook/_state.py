@@ -44,6 +44,8 @@ class Turn:
     view_count: int
     storage_count: int
     hidden: int
+    hidden_as: str = "hidden"
+    """How the node's kind had left stored items out of the view (see `NodeState.hidden_as`)."""
     view: list[Message] = field(default_factory=list)
     storage: list[Stored] = field(default_factory=list)
     """The node's storage list as it was; only its first `storage_len` items belong to this turn."""
@@ -78,6 +80,9 @@ class NodeState:
     agent: str
     parent: str | None
     kind: str = "?"
+    hidden_as: str = "hidden"
+    """What stored items left out of the view are called, as the events that left them out
+    tell (`sunk` after a cold sink, `trimmed` after a window trim)."""
     status: str = "spawned"
     detail: str | None = None
     turns: int = 0

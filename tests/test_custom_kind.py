@@ -1,0 +1,350 @@
+"""A kind written outside the package is a full citizen: it runs, compacts, is stored with its
+own state, reopens with that state, and shows in the view, with no change to sagents_nb."""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import sagents_nb as sn
+from sagents_nb.events import Compaction, WindowTrim
+from sagents_nb.kinds import BaseKind, CompactionReport
+from sagents_nb.notebook._context_pane import context_pane
+from sagents_nb.notebook._panes import Focus, pane_state
+from sagents_nb.notebook._projector import Projector
+from sagents_nb.notebook._render import tree_state
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@dataclass
+class LedgerBook:
+    inputs: list[str] = field(default_factory=list)
+    compactions: int = 0
+
+
+class Ledger(BaseKind):
+    """A persistent child that notes every input it is given, and folds all but its newest
+    `keep` messages into a note of those inputs once storage holds more than `limit`."""
+
+    name = "ledger"
+    persistent = True
+
+    def __init__(self, keep: int = 1, limit: int = 4) -> None:
+        self.keep = keep
+        self.limit = limit
+
+    def book(self, child: Any) -> LedgerBook:
+        book = child.kind_state.get(self.name)
+        if book is None:
+            book = child.kind_state[self.name] = LedgerBook()
+        return book
+
+    def append_history(self, child: Any, *messages: sn.Message) -> None:
+        inputs = self.book(child).inputs
+        inputs.extend(m.content or "" for m in messages if m.role == "user")
+        child.append(*messages)
+
+    async def maintain(self, child: Any) -> None:
+        if len(child.history) > self.limit:
+            await self.compact(child)
+
+    async def compact(self, child: Any, keep_recent: int | None = None) -> CompactionReport:
+        keep = self.keep if keep_recent is None else keep_recent
+        book = self.book(child)
+        older, recent = child.history[:-keep], child.history[-keep:]
+        before = child.context_tokens()
+        note = "Inputs so far: " + "; ".join(book.inputs)
+        summary = sn.Message(role="system", content=note, meta={"summary": True})
+        child.replace_history([summary, *recent])
+        book.compactions += 1
+        after = child.context_tokens()
+        child.emit(
+            Compaction(
+                strategy="summary",
+                reason="ledger",
+                before_tokens=before,
+                after_tokens=after,
+                removed=len(older),
+                summary=note,
+            )
+        )
+        return CompactionReport("summary", before, after, len(older), note)
+
+    def dump_state(self, child: Any) -> Any:
+        book = child.kind_state.get(self.name)
+        if book is None:
+            return None
+        return {"inputs": list(book.inputs), "compactions": book.compactions}
+
+    def load_state(self, child: Any, state: Any) -> None:
+        book = self.book(child)
+        book.inputs = list(state["inputs"])
+        book.compactions = state["compactions"]
+
+
+def team() -> sn.Agent:
+    """The agents as code builds them (again after a restart): a fresh kind each time."""
+    scribe = sn.Agent("scribe", does="keeps a ledger", kind=Ledger())
+    return sn.Agent("lead", does="leads", team=[scribe])
+
+
+def handler(req: sn.ChatRequest) -> sn.Reply | str:
+    if "task" in req.tools:
+        if req.last["role"] == "user":
+            return sn.reply(tool_calls=[sn.call("task", agent="scribe", prompt=req.last_user)])
+        return f"lead: {req.tool_results[-1]}"
+    return f"noted {req.last_user}"
+
+
+def project(events: list[sn.Event]) -> Projector:
+    projector = Projector()
+    for event in events:
+        projector.fold(event)
+    return projector
+
+
+def test_a_custom_kind_runs_compacts_is_stored_reopened_and_shown(tmp_path: Path) -> None:
+    db = tmp_path / "runs.db"
+    lead = team()
+    session = sn.Session(lead, llm=sn.mock_llm(handler), store=db)
+    for word in ("alpha", "bravo", "charlie"):
+        assert session.send(word).result().text == f"lead: noted {word}"
+    scribe = session.node("lead/scribe.1")
+    assert scribe is not None and session.root.persistent["scribe"] is scribe
+    assert [n.path for n in session.root.order] == ["lead/scribe.1"]  # one child, three tasks
+    kind = lead.team[0].kind
+    assert isinstance(kind, Ledger)
+    book = kind.book(scribe)
+    assert book.inputs == ["alpha", "bravo", "charlie"]
+    assert book.compactions == 1
+    assert scribe.history[0].content == "Inputs so far: alpha; bravo; charlie"
+    assert [e.path for e in session.events if e.type == "compaction"] == ["lead/scribe.1"]
+
+    again_lead = team()  # a kernel restart: the agents come from code again
+    again = sn.Session.open(db, session.id, agent=again_lead, llm=sn.mock_llm(handler))
+    restored = again.node("lead/scribe.1")
+    assert restored is not None and again.root.persistent["scribe"] is restored
+    again_kind = again_lead.team[0].kind
+    assert isinstance(again_kind, Ledger) and again_kind is not kind
+    assert again_kind.book(restored) == LedgerBook(["alpha", "bravo", "charlie"], 1)
+    assert [m.model_dump() for m in restored.history] == [m.model_dump() for m in scribe.history]
+    # stored as the kind dumped it, tagged with its name
+    with sqlite3.connect(db) as con:
+        (stored,) = con.execute(
+            "SELECT body FROM nodes WHERE path = 'lead/scribe.1' AND part = 'kind' "
+            "ORDER BY seq DESC LIMIT 1"
+        ).fetchone()
+    assert stored == (
+        '{"kind":"ledger","state":{"inputs":["alpha","bravo","charlie"],"compactions":1}}'
+    )
+
+    assert again.send("delta").result().text == "lead: noted delta"
+    assert again_kind.book(restored).inputs == ["alpha", "bravo", "charlie", "delta"]
+    assert again.send("echo").result().status == "done"
+    assert again_kind.book(restored).compactions == 2  # the count went on from the stored one
+    assert restored.history[0].content == "Inputs so far: alpha; bravo; charlie; delta; echo"
+
+    projector = project(again.events)
+    (child,) = tree_state(projector)["children"]
+    assert (child["id"], child["kind"], child["status"]) == ("lead/scribe.1", "ledger", "done")
+    pane = context_pane(projector.nodes["lead/scribe.1"], None)
+    assert pane["kind"] == "ledger"
+    assert [m["type"] for m in pane["markers"]] == ["compaction", "compaction"]
+    marks = [row["mark"] for row in pane["detail"]["storage"]]
+    assert "summarised" in marks and "summary" in marks
+    timeline = pane_state(projector, Focus("lead/scribe.1", "compaction"), None, {})["entries"]
+    assert [e["title"] for e in timeline] == ["compaction by summary"] * 2
+    assert timeline[-1]["text"] == "Inputs so far: alpha; bravo; charlie; delta; echo"
+
+
+class Glimpse(BaseKind):
+    """Shows the model only the newest message, and says so with a window trim."""
+
+    name = "glimpse"
+
+    def build_context(self, child: Any, input: str) -> list[sn.Message]:
+        view = [*child.system_messages(), *child.history[-1:]]
+        if len(child.history) > 1:
+            child.emit(
+                WindowTrim(
+                    dropped_groups=len(child.history) - 1,
+                    kept_groups=1,
+                    before_tokens=child.history_tokens,
+                    after_tokens=sum(map(child.token_count, view)),
+                )
+            )
+        return view
+
+
+def test_the_view_names_a_custom_kinds_hidden_items_from_its_events() -> None:
+    @sn.tool
+    def look(what: str) -> str:
+        """Look.
+
+        Args:
+            what: at what.
+        """
+        return f"saw {what}"
+
+    def glance(req: sn.ChatRequest) -> sn.Reply | str:
+        if not req.tool_results:
+            return sn.reply(tool_calls=[sn.call("look", what="the sky")])
+        return "blue"
+
+    session = sn.Session(sn.Agent("eye", tools=[look], kind=Glimpse()), llm=sn.mock_llm(glance))
+    assert session.send("what colour?").result().text == "blue"
+    pane = context_pane(project(session.events).nodes["eye"], None)
+    assert [m["type"] for m in pane["markers"]] == ["window_trim"]
+    marks = [row["mark"] for row in pane["detail"]["storage"]]
+    assert marks == ["trimmed", "trimmed", "in view"]
+
+
+class Recording(BaseKind):
+    """Notes each input it is delivered, with the child's path and whether it was busy."""
+
+    name = "recording"
+
+    def __init__(self, log: list[tuple[str, str | None, bool]]) -> None:
+        self.log = log
+
+    def deliver(self, child: Any, message: sn.Message, interrupt: bool = False) -> bool:
+        self.log.append((child.path, message.content, child.busy))
+        return super().deliver(child, message, interrupt)
+
+
+def test_every_input_reaches_a_child_through_deliver() -> None:
+    delivered: list[tuple[str, str | None, bool]] = []
+    helper = sn.Agent("helper", does="helps", kind=Recording(delivered))
+    lead = sn.Agent("lead", team=[helper], kind=Recording(delivered))
+
+    def handler(req: sn.ChatRequest) -> sn.Reply | str:
+        if "task" in req.tools and req.last["role"] == "user":
+            return sn.reply(
+                tool_calls=[sn.call("task", agent="helper", prompt="sub-" + req.last_user)]
+            )
+        return f"done {req.last_user}"
+
+    session = sn.Session(lead, llm=sn.mock_llm(handler))
+    assert session.send("one").result().status == "done"
+    assert session.retry().result().status == "done"  # goes on from storage: no new input
+    assert session.send("two").result().status == "done"
+    assert delivered == [
+        ("lead", "one", False),
+        ("lead/helper.1", "sub-one", False),
+        ("lead", "two", False),
+        ("lead/helper.2", "sub-two", False),
+    ]
+
+
+class Counting(BaseKind):
+    """Counts the turns it prepares, and tells the store each time."""
+
+    name = "counting"
+
+    def prepare(self, child: Any) -> None:
+        child.kind_state[self.name] = child.kind_state.get(self.name, 0) + 1
+        child.state_changed()
+
+    def dump_state(self, child: Any) -> Any:
+        return child.kind_state.get(self.name)
+
+    def load_state(self, child: Any, state: Any) -> None:
+        child.kind_state[self.name] = state
+
+
+def three_turns(req: sn.ChatRequest) -> sn.Reply | str:
+    done = len(req.tool_results)
+    return sn.reply(tool_calls=[sn.call("look", what=str(done))]) if done < 2 else "seen"
+
+
+@sn.tool
+def look(what: str) -> str:
+    """Look.
+
+    Args:
+        what: at what.
+    """
+    return f"saw {what}"
+
+
+def test_state_changed_stores_a_kinds_state_mid_task(tmp_path: Path) -> None:
+    agent = sn.Agent("counter", tools=[look], kind=Counting())
+    session = sn.Session(agent, llm=sn.mock_llm(three_turns), store=tmp_path / "runs.db")
+    assert session.send("go").result().text == "seen"
+    assert session.root.kind_state["counting"] == 3
+    second = [e for e in session.events if e.type == "model_request"][1]
+    fork = session.fork(at=second.seq)
+    assert fork.root.kind_state["counting"] == 2  # as it was at that request
+
+
+class Unstorable(Counting):
+    name = "unstorable"
+
+    def dump_state(self, child: Any) -> Any:
+        return {"when": object()}
+
+
+def test_a_state_that_is_not_json_is_logged_and_the_session_goes_on(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    db = tmp_path / "runs.db"
+    agent = sn.Agent("counter", tools=[look], kind=Unstorable())
+    session = sn.Session(agent, llm=sn.mock_llm(three_turns), store=db)
+    with caplog.at_level("WARNING", logger="sagents_nb"):
+        assert session.send("go").result().text == "seen"
+        assert session.send("again").result().text == "seen"
+    told = [r.getMessage() for r in caplog.records if "could not dump its state" in r.getMessage()]
+    assert len(told) == 1 and "'unstorable' kind of counter" in told[0]
+    again = sn.Session.open(db, session.id, agent=agent, llm=sn.mock_llm(three_turns))
+    assert len(again.root.history) == len(session.root.history)
+    assert "unstorable" not in again.root.kind_state
+
+
+class Unloadable(Counting):
+    name = "counting"
+
+    def load_state(self, child: Any, state: Any) -> None:
+        raise ValueError("this version reads another shape")
+
+
+def test_a_kind_that_cannot_load_its_state_says_so_on_open(tmp_path: Path) -> None:
+    db = tmp_path / "runs.db"
+    session = sn.Session(
+        sn.Agent("counter", tools=[look], kind=Counting()),
+        llm=sn.mock_llm(three_turns),
+        store=db,
+    )
+    session.send("go").result()
+    broken = sn.Agent("counter", tools=[look], kind=Unloadable())
+    with pytest.raises(sn.StoreError, match=r"'counting' kind of counter could not load its st"):
+        sn.Session.open(db, session.id, agent=broken)
+    fixed = sn.Session.open(db, session.id, agent=sn.Agent("counter", kind=Counting()))
+    assert fixed.root.kind_state["counting"] == 3
+
+
+class Refusing(BaseKind):
+    name = "refusing"
+
+    def deliver(self, child: Any, message: sn.Message, interrupt: bool = False) -> bool:
+        return False
+
+
+def test_a_kind_that_refuses_its_input_ends_the_task_with_an_error() -> None:
+    helper = sn.Agent("helper", does="refuses", kind=Refusing())
+
+    def handler(req: sn.ChatRequest) -> sn.Reply | str:
+        if req.last["role"] == "user":
+            return sn.reply(tool_calls=[sn.call("task", agent="helper", prompt="p")])
+        return req.tool_results[-1]
+
+    session = sn.Session(sn.Agent("lead", team=[helper]), llm=sn.mock_llm(handler))
+    result = session.send("go").result()
+    assert result.text == (
+        "[error] RuntimeError: the 'refusing' kind refused the input while the child was free"
+    )
+    assert session.send("again").result().status == "done"
