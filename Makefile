@@ -15,10 +15,11 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)  ## a scripted delegation tree on the mock endpoint, printed as events and a tree
 	$(PY) -m sagents_nb.demo
 
-test: $(STAMP)  ## lint, format check, notebook hygiene, then the whole test suite
+test: $(STAMP)  ## lint, format check, the import contract, the type check, then the whole test suite
 	$(PY) -m ruff check sagents_nb tests benchmarks
 	$(PY) -m ruff format --check sagents_nb tests benchmarks
 	$(VENV)/bin/lint-imports
+	$(PY) -m mypy
 	$(PY) -m pytest -q
 
 test-fast: $(STAMP)  ## day-to-day: lint, import contract, and the tests without kernels, browsers or CLIs
