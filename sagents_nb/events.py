@@ -258,6 +258,27 @@ class ColdSink(Event):
     reason: str = "relevance"
 
 
+class ColdRestore(Event):
+    """The relevance view brought sunk items back from cold storage: they match the current input."""
+
+    type: Literal["cold_restore"] = "cold_restore"
+    restored: int
+    previews: list[str] = Field(default_factory=list)
+    before_tokens: int
+    after_tokens: int
+
+
+class RelevanceView(Event):
+    """A light relevance view left older message groups unrelated to the current input out of
+    the view (storage untouched; recent groups are always in it)."""
+
+    type: Literal["relevance_view"] = "relevance_view"
+    kept_groups: int
+    left_out: int
+    before_tokens: int
+    after_tokens: int
+
+
 class WindowTrim(Event):
     """A sliding-window view left out older turn groups (storage untouched)."""
 
@@ -375,6 +396,8 @@ AnyEvent = Annotated[
     | Compaction
     | ContextFull
     | ColdSink
+    | ColdRestore
+    | RelevanceView
     | WindowTrim
     | KindSwapped
     | PreprocessorSwapped
@@ -419,6 +442,7 @@ def parse_event(data: str | bytes | dict[str, Any]) -> Event:
 
 __all__ = [
     "AnyEvent",
+    "ColdRestore",
     "ColdSink",
     "Compaction",
     "ContextBuilt",
@@ -433,6 +457,7 @@ __all__ = [
     "ModelResponse",
     "Paused",
     "PreprocessorSwapped",
+    "RelevanceView",
     "Resumed",
     "Retry",
     "RunFinished",

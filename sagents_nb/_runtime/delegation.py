@@ -180,7 +180,7 @@ async def delegate(parent: Node, agent: Agent, prompt: str, call_id: str | None)
     if spawned:
         child.set_status("spawned")
     entry.task = asyncio.get_running_loop().create_task(_run_child(parent, child, prompt))
-    entry.outcome = outcome = await entry.task
+    entry.outcome = outcome = await _settled(entry)
     parent.emit(
         TaskFinished(
             child=child.path,
@@ -201,11 +201,42 @@ async def _run_child(parent: Node, child: Node, prompt: str) -> Outcome:
             return await child.run_task(user(prompt))
         item = QueuedInput(prompt, asyncio.get_running_loop().create_future())
         child.inbox.append(item)
+        _supersede(child)
         async with child.lock:
             if item.future.done():
                 return item.future.result()
             child.inbox.remove(item)
             return await child.run_task(user(prompt))
+
+
+async def _settled(entry: TaskEntry) -> Outcome:
+    """The entry's outcome; a task its parent stopped (`entry.stopped`) is answered as cancelled,
+    while a cancellation of the caller itself goes on up."""
+    assert entry.task is not None
+    try:
+        return await entry.task
+    except asyncio.CancelledError:
+        current = asyncio.current_task()
+        if entry.stopped is None or (current is not None and current.cancelling()):
+            raise
+        return Outcome("cancelled", entry.stopped)
+
+
+def _supersede(child: Node) -> None:
+    """Answer the oldest waiting inputs beyond what the child's kind lets wait."""
+    limit = child.kind.waiting_inputs
+    waiting = [item for item in child.inbox if not item.future.done()]
+    if limit is None or len(waiting) <= limit + (0 if child.lock.locked() else 1):
+        return
+    for item in waiting[: len(waiting) - limit - (0 if child.lock.locked() else 1)]:
+        child.inbox.remove(item)
+        item.future.set_result(
+            Outcome(
+                "incomplete",
+                f"{child.path} took a newer input instead of this one (it keeps "
+                f"{limit} waiting at most): {item.prompt}",
+            )
+        )
 
 
 async def _reattach(parent: Node, entry: TaskEntry, call_id: str | None) -> Outcome:
@@ -229,9 +260,8 @@ async def _reattach(parent: Node, entry: TaskEntry, call_id: str | None) -> Outc
     )
     if entry.outcome is not None:
         return entry.outcome
-    assert entry.task is not None
     # a pause is inline: the repeated call waits for the paused child's real answer
-    return await entry.task
+    return await _settled(entry)
 
 
 def _swap_child_kind(parent: Node, agent: Agent, old: ChildKind, new: ChildKind) -> None:

@@ -158,6 +158,21 @@ class Node:
         self.counters[agent_name] = n
         return f"{self.path}/{agent_name}.{n}"
 
+    async def stop_tasks_of(self, child: Node, reason: str) -> int:
+        """Cancel the tasks `child` is working on for this node and wait until they have
+        stopped; each is answered as cancelled with `reason`. Returns how many there were."""
+        running = [
+            (entry, entry.task)
+            for entry in self.tasks.values()
+            if entry.child is child and entry.task is not None and not entry.task.done()
+        ]
+        for entry, task in running:
+            entry.stopped = reason
+            task.cancel()
+        if running:
+            await asyncio.wait([task for _, task in running])
+        return len(running)
+
     def release_inbox(self, policy: str) -> str:
         """Answer every queued input: `keep` hands it back to the parent, `drop` skips it."""
         queued, self.inbox = self.inbox, []

@@ -22,6 +22,8 @@ class TaskEntry:
     outcome: Outcome | None = None
     run: int = 0
     """The run (user message) that spawned it: with `reattach="run"` only that run reattaches."""
+    stopped: str | None = None
+    """Why the parent stopped the task before it settled (e.g. its resident was destroyed)."""
 
 
 @dataclass

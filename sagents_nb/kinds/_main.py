@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._base.messages import Message, system
 from .._tools.tool import Tool
-from ..events import ColdSink
+from ..events import ColdRestore, ColdSink
 from ._protocol import BaseKind, View
 from ._relevance import Group, LexicalScorer, Scorer, group_text
 
@@ -30,6 +30,8 @@ class _MainState:
     exactly when this is its length."""
     query: Any = None
     query_for: int = -1
+    ranked_for: int = -1
+    """The input the cold groups were last ranked against."""
     recall: Any = None
     """(kind, scorer, history, tool): the recall tool, rebuilt only when what it closes over changes."""
 
@@ -103,6 +105,14 @@ class Main(BaseKind):
         if state.input_group is not None:
             protected.add(state.input_group)
         candidates = [g for g in state.hot if g not in protected]
+        if self.top_k is not None and state.cold and state.ranked_for != child.input_index:
+            # a new input: what sank for an earlier question may be what this one needs, so the
+            # cold groups compete with the hot ones again (only a matching one comes back)
+            state.ranked_for = child.input_index
+            cold = set(state.cold)
+            best = self._ranked(state, child, [*candidates, *state.cold])[: self.top_k]
+            self._restore(child, state, [g for g in best if g in cold and g.score > 0])
+            candidates = [g for g in state.hot if g not in protected]
         sink: list[Group] = []
         if self.top_k is not None and len(candidates) > self.top_k:
             ranked = self._ranked(state, child, candidates)
@@ -150,6 +160,23 @@ class Main(BaseKind):
                 before_tokens=before,
                 after_tokens=before - sum(g.tokens for g in groups),
                 reason=reason,
+            )
+        )
+
+    def _restore(self, child: Node, state: _MainState, groups: list[Group]) -> None:
+        if not groups:
+            return
+        before = sum(g.tokens for g in state.hot)
+        back = set(groups)
+        state.cold = [g for g in state.cold if g not in back]
+        state.hot = sorted([*state.hot, *groups], key=lambda g: g.start)
+        child.state_changed()
+        child.emit(
+            ColdRestore(
+                restored=len(groups),
+                previews=[_preview(child.history[g.start : g.end]) for g in groups[:5]],
+                before_tokens=before,
+                after_tokens=before + sum(g.tokens for g in groups),
             )
         )
 
@@ -202,9 +229,12 @@ class Main(BaseKind):
             for group in state.cold:
                 if group.terms is None:
                     group.terms = scorer.index(group_text(history[group.start : group.end]))
-            best = sorted(state.cold, key=lambda g: scorer.score(wanted, g.terms), reverse=True)
-            found = [_render(history[g.start : g.end]) for g in best[: max(1, limit)]]
-            return "\n---\n".join(found) if found else "cold storage is empty"
+            scored = [(scorer.score(wanted, g.terms), g) for g in state.cold]
+            best = sorted((s for s in scored if s[0] > 0), key=lambda s: s[0], reverse=True)
+            found = [_render(history[g.start : g.end]) for _, g in best[: max(1, limit)]]
+            if found:
+                return "\n---\n".join(found)
+            return f"nothing in cold storage matches {query!r} ({len(state.cold)} item(s) there)"
 
         return Tool(recall)
 

@@ -65,6 +65,10 @@ class ChildKind(Protocol):
     """Ask the endpoint to stream, and emit output per chunk."""
     salvage: bool
     """At the turn cap, make one last call without tools asking for a summary."""
+    waiting_inputs: int | None
+    """How many inputs may wait while a persistent child is busy (None: all, answered in
+    order); a newer input beyond that replaces the oldest waiting one, which is answered as
+    superseded (Realtime keeps a single slot)."""
 
     def turn_limit(self, agent_max_turns: int | None) -> int:
         """The turn cap for an agent of this kind (`agent_max_turns` when the agent sets one)."""
@@ -144,6 +148,7 @@ class BaseKind(ChildKind):
     persistent = False
     stream = False
     salvage = False
+    waiting_inputs: int | None = None
     default_max_turns = 25
     max_turns_cap: int | None = None
 

@@ -26,7 +26,8 @@ class Realtime(BaseKind):
     """A session-long child: storage keeps every turn, the view holds the newest `window` turn groups.
 
     A turn group is one input and everything that answered it. Output is streamed and emitted per
-    chunk through a queue, so event subscribers never hold up generation.
+    chunk through a queue, so event subscribers never hold up generation. While it works on one
+    input, one more may wait: a newer one replaces it (the replaced one is answered superseded).
 
     Args:
         window: turn groups in view.
@@ -36,6 +37,7 @@ class Realtime(BaseKind):
     name = "realtime"
     persistent = True
     stream = True
+    waiting_inputs = 1  # one slot: the newest input waiting replaces an older one
 
     def __init__(self, window: int = 4, max_turns: int = 10) -> None:
         self.window = max(1, window)

@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .._base.errors import LLMError
 from .._base.messages import Message
-from ..events import Compaction, ContextFull
+from ..events import Compaction, ContextFull, RelevanceView
 from ._protocol import BaseKind, CompactionReport, DisposePolicy
-from ._relevance import split_groups
+from ._relevance import LexicalScorer, Scorer, group_text, split_groups
 from ._resident_control import RESIDENT_CONTROL
 
 if TYPE_CHECKING:
@@ -22,24 +22,42 @@ SUMMARY_PREFIX = "Summary of the earlier conversation:\n"
 class _ResidentState:
     latched: bool = False
     compactions: int = 0
+    shown: tuple[int, int] = (-1, 0)
+    """(input, groups left out) the last `relevance_view` event reported."""
 
 
 class Resident(BaseKind):
     """One child per parent and agent that remembers across task calls.
 
+    The view is light relevance: the newest `keep_recent` message groups, the current input and
+    any summary are always in it; older groups only while they share terms with the current
+    input (a `relevance_view` event says what was left out). Storage keeps everything.
+
     Args:
         window_tokens: the context window; over it, storage is compacted before the next request.
-        keep_recent: newest message groups kept verbatim by compaction.
+        keep_recent: newest message groups kept verbatim by compaction and always in view.
         max_turns: model calls per task.
+        relevance: False shows the whole storage each turn.
+        scorer: relevance scorer (`index(text)`, `score(query, item)`); lexical by default.
     """
 
     name = "resident"
     persistent = True
 
-    def __init__(self, window_tokens: int = 8000, keep_recent: int = 4, max_turns: int = 10):
+    def __init__(
+        self,
+        window_tokens: int = 8000,
+        keep_recent: int = 4,
+        max_turns: int = 10,
+        *,
+        relevance: bool = True,
+        scorer: Scorer | None = None,
+    ):
         self.window_tokens = window_tokens
         self.keep_recent = keep_recent
         self.default_max_turns = max_turns
+        self.relevance = relevance
+        self.scorer: Scorer = scorer or LexicalScorer()
 
     def __repr__(self) -> str:
         return f"Resident(window_tokens={self.window_tokens}, keep_recent={self.keep_recent})"
@@ -65,6 +83,39 @@ class Resident(BaseKind):
                     f"resident_agents with action=compress and id={child.path} to compact it, or "
                     "action=destroy to end it."
                 )
+
+    def build_context(self, child: Node, input: str) -> list[Message]:
+        history = child.history
+        groups = split_groups(history, child.token_count)
+        if not self.relevance or not 0 < self.keep_recent < len(groups):
+            return [*child.system_messages(), *history]
+        recent_from = groups[-self.keep_recent].start
+        query, scorer = self.scorer.index(input), self.scorer
+        view = child.system_messages()
+        left_out = 0
+        for group in groups:
+            messages = history[group.start : group.end]
+            if (
+                group.start >= recent_from
+                or group.start == child.input_index
+                or messages[0].meta.get("summary")
+                or scorer.score(query, scorer.index(group_text(messages))) > 0
+            ):
+                view.extend(messages)
+            else:
+                left_out += 1
+        state = self._state(child)
+        if left_out and state.shown != (child.input_index, left_out):
+            state.shown = (child.input_index, left_out)
+            child.emit(
+                RelevanceView(
+                    kept_groups=len(groups) - left_out,
+                    left_out=left_out,
+                    before_tokens=child.context_tokens(),
+                    after_tokens=sum(map(child.token_count, view)),
+                )
+            )
+        return view
 
     async def maintain(self, child: Node) -> None:
         if child.context_tokens() > self.window_tokens:

@@ -77,8 +77,11 @@ class ResidentControlTool(NodeTool):
                 return ToolResult(
                     call_id, self.name, "error: residual must be keep or drop", "error"
                 )
-            note = child.kind.dispose(child, residual)
             node.persistent.pop(child.agent.name, None)
+            note = child.kind.dispose(child, residual)
+            stopped = await node.stop_tasks_of(child, f"{child.path} was destroyed")
+            if stopped:
+                note += f"; {stopped} task(s) in flight stopped (answered as cancelled)"
             child.set_status("destroyed", note)
             return ToolResult(call_id, self.name, note)
         return ToolResult(

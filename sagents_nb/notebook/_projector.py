@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._base.messages import Message
 from ..events import (
+    ColdRestore,
     ColdSink,
     Compaction,
     ContextBuilt,
@@ -24,6 +25,7 @@ from ..events import (
     ModelResponse,
     Paused,
     PreprocessorSwapped,
+    RelevanceView,
     Resumed,
     Retry,
     RunFinished,
@@ -385,6 +387,31 @@ class Projector:
             tokens=f"{event.before_tokens} → {event.after_tokens}",
         )
         mark.previews = list(event.previews)
+
+    @handles(ColdRestore, chart="restored")
+    def _cold_restore(self, event: ColdRestore) -> None:
+        node = self.node(event.path)
+        mark = self.mark(
+            node,
+            event,
+            f"{event.restored} item(s) back from cold storage",
+            tokens=f"{event.before_tokens} → {event.after_tokens}",
+        )
+        mark.previews = list(event.previews)
+
+    @handles(RelevanceView, chart="left out")
+    def _relevance_view(self, event: RelevanceView) -> None:
+        node = self.node(event.path)
+        node.hidden_as = "left out"
+        self.mark(
+            node,
+            event,
+            f"{event.left_out} unrelated group(s) left out of the view",
+            **{
+                "groups kept": event.kept_groups,
+                "tokens": f"{event.before_tokens} → {event.after_tokens}",
+            },
+        )
 
     @handles(WindowTrim, chart="trimmed")
     def _window_trim(self, event: WindowTrim) -> None:
