@@ -15,6 +15,8 @@ from ._base.errors import (
     TransportError,
 )
 from ._base.messages import Message, ToolCall, Usage
+from ._compare.comparison import Comparison
+from ._compare.sweep import compare, sweep
 from ._endpoints.openai import LLM
 from ._runtime.agent import Agent, Task
 from ._runtime.pausing import PendingAction
@@ -37,6 +39,7 @@ __all__ = [
     "LLM",
     "Agent",
     "ChatRequest",
+    "Comparison",
     "ConfigurationError",
     "Deny",
     "EndpointError",
@@ -67,6 +70,7 @@ __all__ = [
     "TreeNode",
     "Usage",
     "call",
+    "compare",
     "events",
     "harness",
     "kinds",
@@ -75,6 +79,7 @@ __all__ = [
     "replay",
     "reply",
     "script",
+    "sweep",
     "tool",
 ]
 

@@ -63,6 +63,10 @@ class _ReplayTransport(httpx.AsyncBaseTransport):
         self.used = [False] * len(entries)
         self.path = path
 
+    def fresh(self) -> _ReplayTransport:
+        """The same cassette with nothing served yet."""
+        return _ReplayTransport(self.entries, self.path)
+
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         body = json.loads(await request.aread())
         index = next(
