@@ -53,7 +53,7 @@ def compare(
     """
     items = [Item(0, conversation(prompts, "prompts"))]
     checked = check_variants(agent, variants, llm)
-    return _execute(agent, items, checked, llm, len(checked), store, 0, False, None)
+    return _execute(agent, items, checked, llm, len(checked), _store(store), 0, False, None)
 
 
 def sweep(
@@ -99,11 +99,13 @@ def sweep(
     items = sweep_items(prompts)
     checked = check_variants(agent, variants, llm)
     runner = None
+    target = _store(store)
     if executor is not None:
         from .ray_executor import ray_runner
 
-        runner = ray_runner(executor, agent, checked, llm, keep_rows=store is not None)
-    return _execute(agent, items, checked, llm, concurrency, store, retries, progress, runner)
+        runner = ray_runner(executor, agent, checked, llm)
+        runner.store = target
+    return _execute(agent, items, checked, llm, concurrency, target, retries, progress, runner)
 
 
 def _execute(
@@ -112,12 +114,11 @@ def _execute(
     variants: list[Variant],
     llm: Endpoint | None,
     concurrency: int,
-    store: Any,
+    target: Store | None,
     retries: int,
     progress: bool | Progress,
     runner: Runner | None,
 ) -> Comparison:
-    target = _store(store)
     job = _Job(agent, items, variants, llm, concurrency, target, retries, runner)
     job.previous = job.stored_runs()  # read here, not on the loop
     job.progress = progress_for(progress)

@@ -140,7 +140,7 @@ def _agent_changes(where: str, agent: Agent, value: Any, top: bool) -> dict[str,
             f"(its attributes: {', '.join(AGENT_FIELDS)}; parameters of its kind "
             f"{type(kind).__name__}: {', '.join(params) or 'none'})"
         )
-    given = {k: v for k, v in value.items() if k in params}
+    given = {k: v for k, v in value.items() if k in params and k not in AGENT_FIELDS}
     if given:
         current = {p: _current(kind, p) for p in params}
         merged = {p: v for p, v in current.items() if v is not _MISSING} | given
