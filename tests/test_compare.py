@@ -298,3 +298,18 @@ def test_the_forgetting_report_rows_are_json_ready() -> None:
     helper_rows = [r for r in rows if r["variant"] == "resident" and r["agent"] == "helper"]
     assert [r["turn"] for r in helper_rows] == [1, 2, 3]
     assert "compaction" in helper_rows[2]["markers"] or "context_full" in helper_rows[1]["markers"]
+
+
+def test_the_text_table_aligns_wide_characters() -> None:
+    cmp = sn.sweep(
+        sn.Agent("solo"),
+        [{"id": "ja", "prompt": "私の名前は？"}, {"id": "en", "prompt": "name?"}],
+        llm=sn.mock_llm(lambda req: req.last_user),
+        progress=False,
+    )
+    header, ja, en = str(cmp).splitlines()
+    turns = header.index("turns")
+    assert ja.startswith("ja") and "私の名前は？" in ja
+    # the cells after the answer start in the same terminal column on every line
+    wide = sum(1 for ch in ja[:turns] if "\u3000" <= ch <= "\u9fff" or ch in "？")
+    assert ja[turns - wide] == en[turns] == "1"

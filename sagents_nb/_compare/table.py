@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import unicodedata
 from collections import Counter
 from typing import Any
 
@@ -82,14 +83,22 @@ def _cell(value: Any, width: int = 40) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def _width(text: str) -> int:
+    """Columns a text takes in a terminal: wide (CJK) characters take two."""
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
+def _line(values: list[str], widths: list[int]) -> str:
+    padded = (v + " " * (w - _width(v)) for v, w in zip(values, widths, strict=True))
+    return "  ".join(padded).rstrip()
+
+
 def text_table(rows: list[dict[str, Any]]) -> str:
     """The rows as an aligned plain-text table."""
     columns = shown_columns(rows)
     cells = [[_cell(r[c]) for c in columns] for r in rows]
-    widths = [max([len(c), *(len(line[i]) for line in cells)]) for i, c in enumerate(columns)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True))]
-    lines.extend("  ".join(v.ljust(w) for v, w in zip(line, widths, strict=True)) for line in cells)
-    return "\n".join(lines)
+    widths = [max([len(c), *(_width(line[i]) for line in cells)]) for i, c in enumerate(columns)]
+    return "\n".join([_line(columns, widths), *(_line(line, widths) for line in cells)])
 
 
 def html_table(rows: list[dict[str, Any]]) -> str:
