@@ -23,7 +23,7 @@ pytestmark = pytest.mark.skipif(
 
 def model(req: sn.ChatRequest):
     if "task" in req.tools:
-        if not req.tool_results:
+        if req.last["role"] == "user":
             return sn.reply(tool_calls=[sn.call("task", agent="helper", prompt=req.last_user)])
         return f"boss: {req.tool_results[-1]}"
     seen = [m["content"] for m in req.messages if m["role"] == "user"]
