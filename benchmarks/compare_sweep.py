@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import itertools
 import statistics
 import time
 from collections.abc import Callable
@@ -91,7 +92,7 @@ def a_sweep(runs: int, concurrency: int, **options: Any) -> tuple[sn.Comparison,
 
 
 def quarter_gaps(times: list[float]) -> tuple[float, float]:
-    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(times)]
     quarter = max(1, len(gaps) // 4)
     return statistics.median(gaps[:quarter]), statistics.median(gaps[-quarter:])
 

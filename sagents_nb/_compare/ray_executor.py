@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 from .._base.errors import ConfigurationError
 from .._endpoints.openai import LLM
 from .._runtime.agent import Agent
-from ..events import parse_event
 from .record import RunRecord, run_session
 from .variants import Endpoint, Variant
 
@@ -57,7 +56,7 @@ class RayRunner:
         keep_rows = self.store is not None and session_id is not None
         ref = self.task.remote(self.shared, variant, item.id, item.prompts, session_id, keep_rows)
         try:
-            record, events, rows = await asyncio.wrap_future(ref.future())
+            record, rows = await asyncio.wrap_future(ref.future())
         except asyncio.CancelledError:
             self.ray.cancel(ref)
             raise
@@ -65,7 +64,6 @@ class RayRunner:
             return RunRecord(
                 item.id, variant.name, item.prompts, "error", error=f"{type(exc).__name__}: {exc}"
             )
-        record.events = [parse_event(e) for e in events]
         if rows is not None and self.store is not None:
             await asyncio.to_thread(self.store.create, rows)
             record.session_id = rows.info.id
@@ -79,9 +77,9 @@ def run_remote(
     prompts: list[str],
     session_id: str | None,
     keep_rows: bool,
-) -> tuple[RunRecord, list[str], SessionRows | None]:
-    """On a Ray worker: run the attempt, return its record, its events as JSON and (for a
-    stored sweep) the session's rows, recorded in a store of the worker's own memory."""
+) -> tuple[RunRecord, SessionRows | None]:
+    """On a Ray worker: run the attempt, return its record (its events travel as JSON) and,
+    for a stored sweep, the session's rows, recorded in a store of the worker's own memory."""
     from .._base.loop import run_sync
 
     agent, llm = shared
@@ -102,9 +100,7 @@ def run_remote(
         session.flush()
         rows = session.store.load(session.id)
         session.store.close()
-    events = [e.model_dump_json() for e in record.events]
-    record.events = []
-    return record, events, rows
+    return record, rows
 
 
 def check_travel(cloudpickle: Any, what: str, value: Any) -> None:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .._runtime.session import Session
+from ..events import ContextBuilt, RunFinished
 
 if TYPE_CHECKING:
     from .._runtime.agent import Agent
@@ -31,7 +33,6 @@ class RunRecord:
     answer: str = ""
     """The top agent's last text."""
     error: str | None = None
-    events: list[Event] = field(default_factory=list, repr=False)
     seconds: float = 0.0
     session_id: str | None = None
     """The stored session (when the sweep has a store)."""
@@ -40,6 +41,39 @@ class RunRecord:
     """Read back from the store instead of run again."""
     meta: dict[str, Any] = field(default_factory=dict)
     """The item's other fields (a dict item's keys besides `prompt`/`prompts`/`id`)."""
+    log: bytes = field(default=b"[]", repr=False)
+    """The run's events as one JSON array: a sweep keeps thousands of runs, and their events
+    as objects would leave the garbage collector ever more to scan at each full collection."""
+    counts: dict[str, int] = field(default_factory=dict, repr=False)
+    """What the table shows, counted from the events when they were set."""
+
+    @property
+    def events(self) -> list[Event]:
+        """The run's events (decoded from `log` at each access)."""
+        from ..events import event_adapter
+
+        if self.log == b"[]":
+            return []
+        return [event_adapter().validate_python(item) for item in json.loads(self.log)]
+
+    @events.setter
+    def events(self, events: list[Event]) -> None:
+        self.log = b"[" + b",".join(e.__pydantic_serializer__.to_json(e) for e in events) + b"]"
+        self.counts = count(events)
+
+
+def count(events: list[Event]) -> dict[str, int]:
+    """Event counts by type, plus the turns, tokens and peak view size the runs reported."""
+    counts: dict[str, int] = {"turns": 0, "prompt_tokens": 0, "completion_tokens": 0, "peak": 0}
+    for event in events:
+        counts[event.type] = counts.get(event.type, 0) + 1
+        if isinstance(event, RunFinished):
+            counts["turns"] += event.turns
+            counts["prompt_tokens"] += event.usage.prompt_tokens
+            counts["completion_tokens"] += event.usage.completion_tokens
+        elif isinstance(event, ContextBuilt):
+            counts["peak"] = max(counts["peak"], event.view_tokens)
+    return counts
 
 
 async def run_variant(

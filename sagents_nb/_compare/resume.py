@@ -63,16 +63,17 @@ def _finished(
     ends = [e for e in events if isinstance(e, RunFinished)]
     if len(ends) != len(item.prompts) or ends[-1].status not in FINAL:
         return None
-    return RunRecord(
+    record = RunRecord(
         item.id,
         variant,
         item.prompts,
         ends[-1].status,
         answer=ends[-1].text,
-        events=events,
         seconds=events[-1].ts - events[0].ts if events else 0.0,
         session_id=session_id,
         attempts=attempts,
         reused=True,
         meta=dict(item.meta),
     )
+    record.events = events
+    return record

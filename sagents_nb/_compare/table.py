@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import html
 import unicodedata
-from collections import Counter
 from typing import Any
 
-from ..events import ContextBuilt, RunFinished
 from .record import RunRecord
 
 COLUMNS = (
@@ -35,32 +33,23 @@ view (tokens) any node sent."""
 
 def row(record: RunRecord) -> dict[str, Any]:
     """The table row of one run."""
-    counts: Counter[str] = Counter()
-    turns = prompt = completion = peak = 0
-    for event in record.events:
-        counts[event.type] += 1
-        if isinstance(event, RunFinished):
-            turns += event.turns
-            prompt += event.usage.prompt_tokens
-            completion += event.usage.completion_tokens
-        elif isinstance(event, ContextBuilt):
-            peak = max(peak, event.view_tokens)
+    counts = record.counts
     return {
         "item": record.item,
         "variant": record.variant,
         "status": record.status,
         "answer": record.answer,
-        "turns": turns,
-        "model_calls": counts["model_response"],
-        "tool_calls": counts["tool_call_finished"],
-        "prompt_tokens": prompt,
-        "completion_tokens": completion,
+        "turns": counts.get("turns", 0),
+        "model_calls": counts.get("model_response", 0),
+        "tool_calls": counts.get("tool_call_finished", 0),
+        "prompt_tokens": counts.get("prompt_tokens", 0),
+        "completion_tokens": counts.get("completion_tokens", 0),
         "seconds": round(record.seconds, 3),
-        "compactions": counts["compaction"],
-        "sinks": counts["cold_sink"],
-        "trims": counts["window_trim"],
-        "context_full": counts["context_full"],
-        "peak_context": peak,
+        "compactions": counts.get("compaction", 0),
+        "sinks": counts.get("cold_sink", 0),
+        "trims": counts.get("window_trim", 0),
+        "context_full": counts.get("context_full", 0),
+        "peak_context": counts.get("peak", 0),
         "error": record.error,
         "session_id": record.session_id,
     }
