@@ -15,7 +15,8 @@ if TYPE_CHECKING:
 
 STYLE = """<style>
 .sn-cmp-col { font: 12px var(--jp-ui-font-family, sans-serif); padding: 4px 6px;
-  border: 1px solid var(--jp-border-color2, #d0d7de); border-radius: 6px; min-width: 220px; }
+  border: 1px solid var(--jp-border-color2, #d0d7de); border-radius: 6px; min-width: 220px;
+  margin-right: 6px; }
 .sn-cmp-col h4 { margin: 0 0 4px; font-size: 13px; }
 .sn-cmp-msg { margin: 2px 0; padding: 1px 4px; border-left: 3px solid #d0d7de; }
 .sn-cmp-added { border-left-color: #1a7f37; background: #e6ffec; }
@@ -50,7 +51,7 @@ class ComparisonView(widgets.VBox):  # type: ignore[misc]
                 widgets.HTML(STYLE),
                 controls,
                 self.plot,
-                widgets.HBox(self.columns, layout=widgets.Layout(gap="6px")),
+                widgets.HBox(self.columns),
             ]
         )
         self.agent_picker.observe(lambda _: self._agent_changed(), names="value")
