@@ -212,3 +212,15 @@ def test_ray_absent_is_an_import_error_naming_the_extra(monkeypatch) -> None:
             executor="ray",
         )
     assert asked == []
+
+
+def test_a_kept_run_holds_its_events_as_one_json_text_not_as_objects() -> None:
+    # thousands of kept runs' events as objects made every full garbage collection scan them
+    # all: a sweep's per-run cost grew with its length (benchmarks/compare_sweep.py)
+    cmp = sn.sweep(sn.Agent("solo"), ["a", "b"], llm=sn.mock_llm(echo), progress=False)
+    record = cmp.records[0]
+    kept = [v for v in vars(record).values() if isinstance(v, list | tuple)]
+    assert all(not isinstance(x, sn.events.Event) for v in kept for x in v)
+    assert isinstance(record.log, bytes) and b'"type":"run_finished"' in record.log
+    assert [e.type for e in record.events][-1] == "run_finished"  # decoded when asked
+    assert cmp.rows[0]["model_calls"] == 1 and cmp.rows[0]["turns"] == 1

@@ -42,6 +42,7 @@ ITEMS = [["Ada", "Où est Ada ?"], {"id": "zh", "prompts": ["艾达", "她在哪
 def local_ray():
     assert ray is not None
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    os.environ.setdefault("RAY_raylet_start_wait_time_s", "120")
     for attempt in range(3):  # Ray gives its node 30 s to start: a loaded machine can miss it
         try:
             ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)

@@ -60,8 +60,10 @@ class Comparison:
 
     def to_pandas(self) -> Any:
         """The table as a `pandas.DataFrame` (pandas is not a dependency: install it)."""
+        import importlib
+
         try:
-            import pandas
+            pandas = importlib.import_module("pandas")
         except ImportError as exc:
             raise ImportError(
                 "Comparison.to_pandas() needs pandas: pip install pandas (or use .rows)"

@@ -23,7 +23,7 @@ def conversation(prompts: str | Iterable[str], where: str) -> list[str]:
     if isinstance(prompts, str):
         return [prompts]
     try:
-        items = list(prompts)
+        items: list[Any] = list(prompts)
     except TypeError:
         items = [prompts]
     if not items or not all(isinstance(p, str) for p in items):
