@@ -4,9 +4,10 @@
   runs one after another with `run_sync`. Target: at most 1.2x. The verdict uses process CPU
   time (other load on the machine disturbs it less than wall time; compare's runs overlap, so
   its wall time is lower); both are printed. Variants alternate so drift hits both alike.
-- sweep: 200 fanout N=10 runs at concurrency 20. Per-run cost must stay flat: the median gap
-  between run completions in the last quarter over the first quarter, and the per-run CPU time of
-  a 200-run sweep over a 50-run one (both ~1.0 when flat).
+- sweep: 200 fanout N=10 runs at concurrency 20. Per-run cost must stay flat: the process CPU
+  time per finished run over runs 110-180 against runs 21-90 of the same sweep (the first and
+  last `concurrency` runs ramp up and drain), ~1.0 when flat; a 50-run sweep's per-run CPU time
+  is printed beside it.
 - ray (`--ray`): the same sweep of `--ray-runs` runs with `executor="ray"` on a local two-CPU
   cluster (started and shut down here), reported as wall time per run over in-process; no target.
 
@@ -133,9 +134,33 @@ def bench_sweep(repeats: int) -> None:
         f"sweep: 200 fanout N={N} runs at concurrency 20: "
         f"{statistics.median(per_run[200]) * 1e3:.2f} ms cpu per run "
         f"(a 50-run sweep: {statistics.median(per_run[50]) * 1e3:.2f} ms); cpu per run, runs "
-        f"120-200 over 20-100: {late_early:.2f}"
+        f"110-180 over 21-90: {late_early:.2f}"
     )
     print(f"  per-run cost flat (late/early <= 1.2): {'met' if late_early <= 1.2 else 'MISSED'}")
+
+
+def start_ray(ray: Any, attempts: int = 3) -> None:
+    """A local two-CPU cluster; Ray gives its node 30 s to start, which a loaded machine can
+    miss: then what the failed start left (this process's Ray children) is stopped and Ray is
+    started again."""
+    import psutil
+
+    for attempt in range(attempts):
+        try:
+            ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+            return
+        except Exception:
+            ray.shutdown()
+            left = [
+                p
+                for p in psutil.Process().children(recursive=True)
+                if "ray" in " ".join(p.cmdline())
+            ]
+            for child in left:
+                child.terminate()
+            psutil.wait_procs(left, timeout=10)
+            if attempt == attempts - 1:
+                raise
 
 
 def bench_ray(runs: int) -> None:
@@ -144,7 +169,7 @@ def bench_ray(runs: int) -> None:
     import ray
 
     os.environ.setdefault("RAY_raylet_start_wait_time_s", "120")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    start_ray(ray)
     try:
         a_sweep(4, 2, executor="ray")  # warm up the workers
         here = measured(lambda: a_sweep(runs, 2))[0]
@@ -163,10 +188,12 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--ray", action="store_true", help="also measure executor='ray'")
     parser.add_argument("--ray-runs", type=int, default=40)
+    parser.add_argument("--ray-only", action="store_true", help="only measure executor='ray'")
     args = parser.parse_args()
-    bench_compare(args.repeats)
-    bench_sweep(max(1, args.repeats // 2))
-    if args.ray:
+    if not args.ray_only:
+        bench_compare(args.repeats)
+        bench_sweep(max(1, args.repeats // 2))
+    if args.ray or args.ray_only:
         bench_ray(args.ray_runs)
 
 

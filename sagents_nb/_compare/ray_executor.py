@@ -81,6 +81,7 @@ def run_remote(
     """On a Ray worker: run the attempt, return its record (its events travel as JSON) and,
     for a stored sweep, the session's rows, recorded in a store of the worker's own memory."""
     from .._base.loop import run_sync
+    from .._store.memory import MemoryStore
 
     agent, llm = shared
     record, session = run_sync(
@@ -90,7 +91,7 @@ def run_remote(
             llm,
             prompts,
             item=item,
-            store=":memory:" if keep_rows else None,
+            store=MemoryStore() if keep_rows else None,
             session_id=session_id,
         ),
         what="a Ray task",
@@ -99,7 +100,6 @@ def run_remote(
     if session is not None and session.store is not None:
         session.flush()
         rows = session.store.load(session.id)
-        session.store.close()
     return record, rows
 
 
