@@ -224,3 +224,30 @@ def test_a_kept_run_holds_its_events_as_one_json_text_not_as_objects() -> None:
     assert isinstance(record.log, bytes) and b'"type":"run_finished"' in record.log
     assert [e.type for e in record.events][-1] == "run_finished"  # decoded when asked
     assert cmp.rows[0]["model_calls"] == 1 and cmp.rows[0]["turns"] == 1
+
+
+def test_a_stored_compare_reopens_a_run_as_its_variant_was_set_up(tmp_path) -> None:
+    def shout(scope, message, context):
+        return message, message.model_copy(update={"content": message.content.upper()})
+
+    store = tmp_path / "compare.db"
+    agent = sn.Agent("solo")
+    cmp = sn.compare(
+        agent,
+        "thé",
+        {"plain": {}, "loud": {"preprocessor": shout}},
+        llm=sn.mock_llm(echo),
+        store=store,
+    )
+    assert [r["answer"] for r in cmp.rows] == ["echo thé", "echo THÉ"]
+    again = sn.compare(
+        agent,
+        "thé",
+        {"plain": {}, "loud": {"preprocessor": shout}},
+        llm=sn.mock_llm(echo),
+        store=store,
+    )
+    assert all(r.reused for r in again.records)
+    loud = again.open("loud", llm=sn.mock_llm(echo))
+    assert loud.preprocessor is shout and loud.llm_messages[0].content == "THÉ"
+    assert loud.send("encore").result().text == "echo ENCORE"

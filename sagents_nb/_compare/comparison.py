@@ -111,7 +111,9 @@ class Comparison:
         return compare_view(self, agent=agent, item=item)
 
     def open(self, variant: str, item: Any = None, **options: Any) -> Session:
-        """Reopen a stored run as a live `sn.Session` (the sweep needs `store=`)."""
+        """Reopen a stored run as a live `sn.Session`, set up as its variant was (its agents,
+        session options and, if it had one, its own endpoint); `options` go to
+        `sn.Session.open` (e.g. `llm=` to go on talking). The sweep needs `store=`."""
         from .._runtime.session import Session
 
         record = self.record(variant, item)
@@ -119,7 +121,11 @@ class Comparison:
             raise ConfigurationError(
                 "this comparison was not stored: run it with store='runs.db' to reopen its runs"
             )
-        tree, _endpoint, _ = self._variants[variant].build(self.agent, _no_llm)
+        chosen = self._variants[variant]
+        tree, endpoint, session_options = chosen.build(self.agent, _no_llm)
+        if "llm" in chosen.session:
+            session_options["llm"] = endpoint
+        options = {**session_options, **options}
         return Session.open(self.store, record.session_id, agent=tree, **options)
 
     def _present(self, item: Any) -> list[str]:

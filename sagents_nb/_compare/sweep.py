@@ -45,7 +45,9 @@ def compare(
             parameters (`{"helper": {"kind": "resident", "window_tokens": 300}}`).
         llm: the endpoint every variant meets: each gets `llm.fresh()` (an `sn.script` starts
             from its first reply), or pass a function that makes one.
-        store: a path or `sn.Store`: each run is recorded there as a session.
+        store: a path or `sn.Store`: each run is recorded there as a session
+            (`.open(variant)` reopens it); run again with the same store, the runs that
+            finished are read back instead of run again.
 
     Raises:
         ConfigurationError: a variant does not apply (an agent not in the team, an unknown
