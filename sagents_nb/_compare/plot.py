@@ -16,7 +16,7 @@ MARKER_SHAPES = {
     "context_full": "cross",
 }
 WIDTH, HEIGHT = 640, 320
-LEFT, RIGHT, TOP, BOTTOM = 56, 150, 28, 40
+LEFT, RIGHT, TOP, BOTTOM = 56, 150, 48, 40
 
 
 @dataclass
@@ -134,12 +134,9 @@ def render_svg(agent: str, series: dict[str, list[Turn]], *, highlight: int | No
                 f"<title>{name} · turn {t.turn} · {t.tokens} tokens · "
                 f"forgot {len(t.forgotten)}</title></circle>"
             )
-            for marker in t.markers:
-                parts.append(
-                    _marker(
-                        MARKER_SHAPES.get(marker, "cross"), x, y, colour, f"{marker} ({variant})"
-                    )
-                )
+            for stack, marker in enumerate(t.markers):  # several at one turn: stacked up
+                shape = MARKER_SHAPES.get(marker, "cross")
+                parts.append(_marker(shape, x, y - 11 * stack, colour, f"{marker} ({variant})"))
         parts.append("</g>")
         legend_y = TOP + 14 * index
         parts.append(
