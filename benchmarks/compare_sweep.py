@@ -151,16 +151,21 @@ def start_ray(ray: Any, attempts: int = 3) -> None:
             return
         except Exception:
             ray.shutdown()
-            left = [
-                p
-                for p in psutil.Process().children(recursive=True)
-                if "ray" in " ".join(p.cmdline())
-            ]
+            left = [p for p in psutil.Process().children(recursive=True) if _is_ray(p)]
             for child in left:
                 child.terminate()
             psutil.wait_procs(left, timeout=10)
             if attempt == attempts - 1:
                 raise
+
+
+def _is_ray(process: Any) -> bool:
+    import psutil
+
+    try:
+        return "ray" in " ".join(process.cmdline())
+    except psutil.Error:  # already gone, or a zombie
+        return False
 
 
 def bench_ray(runs: int) -> None:

@@ -39,11 +39,6 @@ class ContextPlot:
     def _repr_svg_(self) -> str:
         return self.svg()
 
-    def save(self, path: str) -> None:
-        """Write the SVG to `path`."""
-        with open(path, "w", encoding="utf-8") as file:
-            file.write(self.svg())
-
 
 def _ticks(top: int, count: int = 4) -> list[int]:
     if top <= 0:
