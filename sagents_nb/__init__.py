@@ -28,6 +28,8 @@ from ._tools.hooks import Deny, ToolCallInfo
 from ._tools.tool import Tool, ToolError, ToolResult, tool
 
 if _typing.TYPE_CHECKING:
+    from ._compare.comparison import Comparison
+    from ._compare.sweep import compare, sweep
     from ._endpoints.cassette import record, replay
     from ._endpoints.mock import ChatRequest, call, mock_llm, reply, script
     from ._store.sqlite.store import SQLiteStore
@@ -39,6 +41,7 @@ __all__ = [
     "Agent",
     "CassetteMismatch",
     "ChatRequest",
+    "Comparison",
     "ConfigurationError",
     "Deny",
     "EndpointError",
@@ -69,6 +72,7 @@ __all__ = [
     "TreeNode",
     "Usage",
     "call",
+    "compare",
     "events",
     "harness",
     "kinds",
@@ -77,22 +81,26 @@ __all__ = [
     "replay",
     "reply",
     "script",
+    "sweep",
     "tool",
 ]
 
 
 # Public names whose modules load on first use, not at import: the mocks and cassettes need
 # httpx (which loads its CLI's click, rich and pygments when installed), SQLiteStore
-# needs sqlite3 (it loads with the first durable session).
+# needs sqlite3 (it loads with the first durable session); compare and sweep need both.
 _LAZY = {
     "ChatRequest": "._endpoints.mock",
+    "Comparison": "._compare.comparison",
     "SQLiteStore": "._store.sqlite.store",
     "call": "._endpoints.mock",
+    "compare": "._compare.sweep",
     "mock_llm": "._endpoints.mock",
     "record": "._endpoints.cassette",
     "replay": "._endpoints.cassette",
     "reply": "._endpoints.mock",
     "script": "._endpoints.mock",
+    "sweep": "._compare.sweep",
 }
 
 

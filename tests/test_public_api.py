@@ -13,6 +13,8 @@ DESIGN_NAMES = {
     *("tool", "Agent", "Task", "mock_llm", "script", "reply", "call", "LLM", "Session", "Run"),
     *("Result", "kinds", "MessagePreprocessor", "Rejected", "events", "harness", "ChatRequest"),
     *("Message", "Deny", "record", "replay"),
+    # section 10
+    *("compare", "sweep", "Comparison"),
 }
 
 

@@ -7,6 +7,7 @@ recorded exchange is played once.
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -154,6 +155,12 @@ class _CassetteTransport(httpx.AsyncBaseTransport):
             entry, {"model": self.endpoint.model, "base_url": self.endpoint.base_url}
         )
         return httpx.Response(response.status_code, headers=response.headers, content=content)
+
+    def fresh(self) -> _CassetteTransport:
+        """The same cassette with nothing played yet (`sn.compare` gives each variant one)."""
+        replayed = copy.copy(self.cassette)
+        replayed.played = [False] * len(replayed.entries)
+        return _CassetteTransport(replayed, self.endpoint, self.inner)
 
     async def aclose(self) -> None:
         if self.inner is not None:

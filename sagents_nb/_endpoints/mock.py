@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import inspect
 import itertools
 import json
@@ -12,6 +13,7 @@ from typing import Any
 
 import httpx
 
+from .._base.errors import ConfigurationError
 from .openai import LLM
 
 
@@ -131,6 +133,25 @@ class MockLLM(LLM):
             transport=httpx.MockTransport(self._serve),
             **options,
         )
+
+    def fresh(self) -> MockLLM:
+        """A copy with its own handler: a deep copy, so an `sn.script` starts from its first
+        reply again. A handler function is not copied (Python shares functions): one that keeps
+        state of its own should be made anew by a factory (`llm=lambda: sn.mock_llm(make())`).
+        """
+        try:
+            handler = copy.deepcopy(self.handler)
+        except Exception as exc:
+            raise ConfigurationError(
+                f"cannot copy the mock handler {self.label} ({type(exc).__name__}: {exc}); pass "
+                "llm= a function that makes a new endpoint, e.g. lambda: sn.mock_llm(make())"
+            ) from exc
+        fresh = super().fresh()
+        assert isinstance(fresh, MockLLM)
+        fresh.handler = handler
+        fresh._ids = itertools.count(1)
+        fresh._transport = httpx.MockTransport(fresh._serve)
+        return fresh
 
     @property
     def label(self) -> str:

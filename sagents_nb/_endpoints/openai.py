@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy as _copy
 import json
 import math
 import os
@@ -189,6 +190,20 @@ class LLM:
             self._client_loop = loop
             self._deadlines = Deadlines(loop)
         return self._client
+
+    def fresh(self) -> LLM:
+        """A copy that answers as this endpoint did before its first request: its own HTTP
+        client and wire log, and (for mocks and cassettes) its own position in the script.
+
+        `sn.compare` gives each variant one, so every variant meets the same model behaviour.
+        """
+        copy = _copy.copy(self)
+        copy._client = copy._client_loop = None
+        copy.exchanges = deque(maxlen=self.exchanges.maxlen)
+        fresh_transport = getattr(self._transport, "fresh", None)
+        if fresh_transport is not None:
+            copy._transport = fresh_transport()
+        return copy
 
     async def aclose(self) -> None:
         """Close the HTTP client (a new one is made on next use)."""

@@ -140,6 +140,11 @@ def restore(session: Session, store: Store, rows: SessionRows) -> Session:
     return session
 
 
+def stored_events(rows: SessionRows) -> list[Event]:
+    """A stored session's events, each request's view with its messages back."""
+    return _Stored(rows).events()
+
+
 class _Stored:
     """A session's rows, parsed once: one `Message` per stored message, shared by the
     transcripts and the views in events, and each node's newest state."""

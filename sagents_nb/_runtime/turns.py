@@ -253,8 +253,10 @@ async def call_model(
             body["tool_choice"] = tool_choice
     if stream:
         body["stream"] = True
+    left_out: int | None = None  # estimated tokens of storage the view left out
     if count_turn:
         view_tokens, in_storage = _measure(view, node.token_count)
+        left_out = max(0, node.history_tokens - view_tokens)
         node.emit(
             ContextBuilt(
                 turn=node.turns + 1,
@@ -292,10 +294,11 @@ async def call_model(
         node.usage = node.usage + completion.usage
         node.spend(completion.usage.total_tokens)
         node.session.add_usage(completion.usage)
-        node.measured = (
-            completion.usage.prompt_tokens + completion.usage.completion_tokens,
-            len(node.history) + 1,
-        )
+        if left_out is not None:  # the reported usage measures the view; storage is that plus
+            node.measured = (  # what the view left out (a summary call measures neither)
+                completion.usage.prompt_tokens + completion.usage.completion_tokens + left_out,
+                len(node.history) + 1,
+            )
     node.emit(
         ModelResponse(
             turn=node.turns,

@@ -1,0 +1,1 @@
+"""Compare and sweep: the same work under different variants, side by side."""

@@ -1,0 +1,236 @@
+"""What each variant forgot: per agent and turn, the facts it had been given or produced that its
+view no longer held, and the first turn at which two variants' views differ."""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._base.messages import Message
+from ..events import ContextBuilt, Event, ModelRequest, ModelResponse, RunStarted, TaskSpawned
+from .record import RunRecord
+
+MARKERS = ("compaction", "cold_sink", "window_trim", "context_full")
+"""Events the plot marks on the turn they affect."""
+
+Key = tuple[Any, ...]
+
+
+def message_key(message: Message) -> Key:
+    """What makes two messages the same fact across runs: role, text and the calls asked for
+    (call ids differ between runs, so they are left out)."""
+    calls = tuple((c.name, c.arguments) for c in message.tool_calls or ())
+    return (message.role, message.content or "", calls)
+
+
+def preview(message: Message, width: int = 60) -> str:
+    """A short one-line text for a message."""
+    text = message.content or ", ".join(
+        f"{c.name}({c.arguments})" for c in message.tool_calls or ()
+    )
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+@dataclass(frozen=True)
+class Fact:
+    """A message an agent was given or produced: a user or task input, a tool result, a reply."""
+
+    role: str
+    text: str
+    """A one-line preview."""
+    turn: int
+    """The agent turn it was first known at."""
+    key: Key = field(repr=False, compare=True)
+
+
+@dataclass
+class Turn:
+    """One model request of an agent (its instances' turns numbered together, in order)."""
+
+    turn: int
+    path: str
+    seq: int
+    view: list[Message] = field(repr=False)
+    tokens: int
+    """The view's size (tokens, as the session counted it)."""
+    known: int
+    """Facts known by this turn."""
+    forgotten: list[Fact]
+    """Known facts the view did not hold."""
+    markers: list[str] = field(default_factory=list)
+    """Compactions, sinks, trims and context_full signals that took effect at this turn."""
+
+
+def agent_of_paths(events: list[Event]) -> dict[str, str]:
+    """Each node path's agent name."""
+    agents: dict[str, str] = {}
+    for event in events:
+        if isinstance(event, RunStarted):
+            agents[event.path] = event.agent
+        elif isinstance(event, TaskSpawned):
+            agents[event.child] = event.agent
+    return agents
+
+
+def turns_by_agent(events: list[Event]) -> dict[str, list[Turn]]:
+    """Every agent's turns in a run, with what each forgot."""
+    agents = agent_of_paths(events)
+
+    def agent(path: str) -> str:
+        return agents.get(path) or path.rpartition("/")[2].rpartition(".")[0] or path
+
+    turns: dict[str, list[Turn]] = {}
+    known: dict[str, dict[Key, Fact]] = {}
+    sizes: dict[str, int] = {}
+    pending: dict[str, list[str]] = {}
+    summarising: dict[str, bool] = {}
+    for event in events:
+        if event.type in MARKERS:
+            pending.setdefault(agent(event.path), []).append(event.type)
+        if isinstance(event, ContextBuilt):
+            sizes[event.path] = event.view_tokens
+        elif isinstance(event, ModelRequest):
+            tokens = sizes.pop(event.path, None)
+            summarising[event.path] = tokens is None  # a compaction's summary call, not a turn
+            if tokens is None:
+                continue
+            name = agent(event.path)
+            facts = known.setdefault(name, {})
+            number = len(turns.get(name, ())) + 1
+            keys = set()
+            for message in event.messages:
+                key = message_key(message)
+                keys.add(key)
+                if message.role != "system" and key not in facts:
+                    facts[key] = Fact(message.role, preview(message), number, key)
+            turns.setdefault(name, []).append(
+                Turn(
+                    number,
+                    event.path,
+                    event.seq,
+                    event.messages,
+                    tokens,
+                    len(facts),
+                    [f for k, f in facts.items() if k not in keys],
+                    pending.pop(name, []),
+                )
+            )
+        elif isinstance(event, ModelResponse) and not summarising.get(event.path):
+            facts = known.setdefault(agent(event.path), {})
+            key = message_key(event.message)
+            number = len(turns.get(agent(event.path), ())) + 1
+            facts.setdefault(key, Fact("assistant", preview(event.message), number, key))
+    for name, left in pending.items():  # after the agent's last turn: mark that turn
+        if turns.get(name):
+            turns[name][-1].markers.extend(left)
+    return turns
+
+
+def first_divergence(a: list[Turn], b: list[Turn]) -> int | None:
+    """The first turn at which two runs' views of an agent differ (a turn one of them did not
+    make counts); None when they are the same throughout."""
+    for turn_a, turn_b in zip(a, b, strict=False):
+        if list(map(message_key, turn_a.view)) != list(map(message_key, turn_b.view)):
+            return turn_a.turn
+    if len(a) != len(b):
+        return min(len(a), len(b)) + 1
+    return None
+
+
+class ForgettingReport:
+    """What each variant of one item forgot, per agent and turn, and where variants diverge.
+
+    `report.turns[variant][agent]` lists `Turn`s; `report.forgotten(variant, agent)` the facts
+    forgotten at each turn; `report.divergence(a, b)` the first differing turn per agent.
+    """
+
+    def __init__(self, records: list[RunRecord]) -> None:
+        self.item = records[0].item if records else None
+        self.variants = [r.variant for r in records]
+        self.turns: dict[str, dict[str, list[Turn]]] = {
+            r.variant: turns_by_agent(r.events) for r in records
+        }
+
+    @property
+    def agents(self) -> list[str]:
+        """Agents with turns in some variant, in the order they first spoke."""
+        names: dict[str, None] = {}
+        for by_agent in self.turns.values():
+            names.update(dict.fromkeys(by_agent))
+        return list(names)
+
+    def forgotten(self, variant: str, agent: str) -> dict[int, list[Fact]]:
+        """Turn -> facts `agent` had but did not see at that turn, under `variant`."""
+        return {t.turn: t.forgotten for t in self._turns(variant, agent)}
+
+    def divergence(self, a: str, b: str) -> dict[str, int | None]:
+        """Agent -> the first turn at which variants `a` and `b` showed it different views."""
+        return {
+            agent: first_divergence(self._turns(a, agent), self._turns(b, agent))
+            for agent in self.agents
+        }
+
+    def _turns(self, variant: str, agent: str) -> list[Turn]:
+        if variant not in self.turns:
+            raise KeyError(f"no variant {variant!r} (variants: {', '.join(self.variants)})")
+        return self.turns[variant].get(agent, [])
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        """One row per (variant, agent, turn): view size, facts known and forgotten."""
+        return [
+            {
+                "variant": variant,
+                "agent": agent,
+                "turn": t.turn,
+                "path": t.path,
+                "view_messages": len(t.view),
+                "view_tokens": t.tokens,
+                "known": t.known,
+                "forgotten": len(t.forgotten),
+                "forgotten_facts": [f.text for f in t.forgotten],
+                "markers": list(t.markers),
+            }
+            for variant, by_agent in self.turns.items()
+            for agent, turns in by_agent.items()
+            for t in turns
+        ]
+
+    def lines(self) -> list[str]:
+        """The report as text lines: per agent, what each variant forgot, then divergences."""
+        lines: list[str] = []
+        for agent in self.agents:
+            lines.append(f"{agent}:")
+            for variant in self.variants:
+                turns = self._turns(variant, agent)
+                lost = [t for t in turns if t.forgotten]
+                if not turns:
+                    lines.append(f"  {variant}: no turns")
+                elif not lost:
+                    lines.append(f"  {variant}: forgot nothing over {len(turns)} turns")
+                else:
+                    first = lost[0]
+                    facts = "; ".join(repr(f.text) for f in first.forgotten[:3])
+                    more = len(first.forgotten) - 3
+                    lines.append(
+                        f"  {variant}: first forgot at turn {first.turn} "
+                        f"({len(first.forgotten)} facts: {facts}{f' +{more}' if more > 0 else ''})"
+                        f", most at once {max(len(t.forgotten) for t in turns)}"
+                    )
+            for i, a in enumerate(self.variants):
+                for b in self.variants[i + 1 :]:
+                    turn = first_divergence(self._turns(a, agent), self._turns(b, agent))
+                    where = f"diverge at turn {turn}" if turn is not None else "never diverge"
+                    lines.append(f"  {a} vs {b}: views {where}")
+        return lines
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines())
+
+    def __repr__(self) -> str:
+        return f"ForgettingReport(variants={self.variants}, agents={self.agents})"
+
+    def _repr_html_(self) -> str:
+        return f"<pre>{html.escape(str(self))}</pre>"

@@ -1,0 +1,154 @@
+"""One run of a comparison: a variant on one item's prompts, and what it left (its events)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .._runtime.session import Session
+from ..events import ContextBuilt, RunFinished
+
+if TYPE_CHECKING:
+    from .._runtime.agent import Agent
+    from ..events import Event
+    from .variants import Endpoint, Variant
+
+FINAL = frozenset({"done", "incomplete", "pending"})
+"""Statuses a run ends in for good: a re-run with the same store reads them back."""
+
+
+@dataclass
+class RunRecord:
+    """What one (item, variant) run did."""
+
+    item: Any
+    """The item's id: its index in `prompts`, or the `id` of a dict item."""
+    variant: str
+    prompts: list[str]
+    status: str
+    """`done`, `incomplete`, `pending`, `error` or `cancelled`."""
+    answer: str = ""
+    """The top agent's last text."""
+    error: str | None = None
+    seconds: float = 0.0
+    session_id: str | None = None
+    """The stored session (when the sweep has a store)."""
+    attempts: int = 1
+    reused: bool = False
+    """Read back from the store instead of run again."""
+    meta: dict[str, Any] = field(default_factory=dict)
+    """The item's other fields (a dict item's keys besides `prompt`/`prompts`/`id`)."""
+    log: bytes = field(default=b"[]", repr=False)
+    """The run's events as one JSON array: a sweep keeps thousands of runs, and their events
+    as objects would leave the garbage collector ever more to scan at each full collection."""
+    counts: dict[str, int] = field(default_factory=dict, repr=False)
+    """What the table shows, counted from the events when they were set."""
+
+    @property
+    def events(self) -> list[Event]:
+        """The run's events (decoded from `log` at each access)."""
+        from ..events import event_adapter
+
+        if self.log == b"[]":
+            return []
+        return [event_adapter().validate_python(item) for item in json.loads(self.log)]
+
+    @events.setter
+    def events(self, events: list[Event]) -> None:
+        self.log = b"[" + b",".join(e.__pydantic_serializer__.to_json(e) for e in events) + b"]"
+        self.counts = count(events)
+
+
+def count(events: list[Event]) -> dict[str, int]:
+    """Event counts by type, plus the turns, tokens and peak view size the runs reported."""
+    counts: dict[str, int] = {"turns": 0, "prompt_tokens": 0, "completion_tokens": 0, "peak": 0}
+    for event in events:
+        counts[event.type] = counts.get(event.type, 0) + 1
+        if isinstance(event, RunFinished):
+            counts["turns"] += event.turns
+            counts["prompt_tokens"] += event.usage.prompt_tokens
+            counts["completion_tokens"] += event.usage.completion_tokens
+        elif isinstance(event, ContextBuilt):
+            counts["peak"] = max(counts["peak"], event.view_tokens)
+    return counts
+
+
+async def run_variant(
+    variant: Variant,
+    agent: Agent,
+    llm: Endpoint | None,
+    prompts: list[str],
+    *,
+    item: Any = 0,
+    store: Any = None,
+    session_id: str | None = None,
+) -> RunRecord:
+    """Run `prompts` in order on a fresh session of `variant`; never raises but for a bug.
+
+    An exception becomes an `error` record with its message; a cancel stops the run in flight
+    (its children too) and returns a `cancelled` record.
+    """
+    record, _session = await run_session(
+        variant, agent, llm, prompts, item=item, store=store, session_id=session_id
+    )
+    return record
+
+
+async def run_session(
+    variant: Variant,
+    agent: Agent,
+    llm: Endpoint | None,
+    prompts: list[str],
+    *,
+    item: Any = 0,
+    store: Any = None,
+    session_id: str | None = None,
+) -> tuple[RunRecord, Session | None]:
+    """`run_variant`, also returning the session it ran (None when it could not be made)."""
+    record = RunRecord(item, variant.name, prompts, "done", session_id=session_id)
+    started = time.perf_counter()
+    session: Session | None = None
+    endpoint = None
+    run = None
+    try:
+        tree, endpoint, options = variant.build(agent, llm)
+        session = Session(tree, llm=endpoint, store=store, session_id=session_id, **options)
+        for prompt in prompts:
+            run = await session.send_async(prompt)
+            if await run.wait_async() == "paused":
+                run.cancel()
+                await _settle(run)
+                record.status, record.error = "error", f"the run paused before {run.paused_at}"
+                break
+            result = run._result_now()
+            record.status, record.answer = result.status, result.text
+            if result.status == "error":
+                record.error = result.text
+            if result.status in ("error", "cancelled"):
+                break
+    except asyncio.CancelledError:
+        task = asyncio.current_task()
+        if task is not None:
+            task.uncancel()  # this run ends here as a `cancelled` record
+        if run is not None:
+            run.cancel()
+            await _settle(run)
+        record.status, record.error = "cancelled", "the sweep was cancelled"
+    except Exception as exc:  # a bad variant at run time: its own row, the others go on
+        record.status, record.error = "error", f"{type(exc).__name__}: {exc}"
+    record.seconds = time.perf_counter() - started
+    if endpoint is not None:  # this run's own copy
+        await endpoint.aclose()
+    if session is not None:
+        record.events = list(session.events)
+        record.session_id = session.id if session.journal is not None else None
+    return record, session
+
+
+async def _settle(run: Any) -> None:
+    """Wait for a cancelled run to finish cancelling (its dangling calls answered)."""
+    if not run.done:
+        await run.wait_async()

@@ -1,0 +1,265 @@
+"""`sn.compare` and `sn.sweep`: every (item, variant) run on the library's loop (or on Ray), at
+bounded concurrency, resumable through a store."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from .._base.errors import ConfigurationError
+from .._base.loop import block_on, call_soon, submit
+from .comparison import Comparison
+from .items import Item, conversation, sweep_items
+from .progress import Progress, progress_for
+from .record import RunRecord, run_variant
+from .resume import Previous, attempt_id, previous_runs, run_id
+from .variants import Endpoint, Variant, check_variants
+
+if TYPE_CHECKING:
+    from .._runtime.agent import Agent
+    from .._store.protocol import Store
+
+Runner = Callable[[Variant, Item, "str | None"], Awaitable[RunRecord]]
+"""Runs one attempt of (variant, item) under a session id (None: not stored)."""
+
+
+def compare(
+    agent: Agent,
+    prompts: str | Iterable[str],
+    variants: Mapping[str, Any] | None = None,
+    *,
+    llm: Endpoint | None = None,
+    store: Any = None,
+) -> Comparison:
+    """Run the same conversation once per variant, all at once on the library's loop.
+
+    Args:
+        agent: the top agent; each variant runs a private copy of its tree.
+        prompts: a prompt, or prompts sent in order to one session (a conversation).
+        variants: `{name: changes}`. A change's key is a session option (`llm`, `model` — the
+            endpoint's default model —, `preprocessor`, `hooks`, `scope`, `max_depth`,
+            `max_parallel`) or an agent's name, whose value is a kind (`sn.kinds.Resident()`,
+            `"resident"`) or a dict of its attributes (`kind`, `model`, `instructions`, `tools`,
+            `hooks`, `max_turns`, `token_budget`, `tool_call_budget`, `does`) and its kind's
+            parameters (`{"helper": {"kind": "resident", "window_tokens": 300}}`).
+        llm: the endpoint every variant meets: each gets `llm.fresh()` (an `sn.script` starts
+            from its first reply), or pass a function that makes one.
+        store: a path or `sn.Store`: each run is recorded there as a session
+            (`.open(variant)` reopens it); run again with the same store, the runs that
+            finished are read back instead of run again.
+
+    Raises:
+        ConfigurationError: a variant does not apply (an agent not in the team, an unknown
+            parameter): nothing has run. A variant that fails while running is an `error` row.
+    """
+    items = [Item(0, conversation(prompts, "prompts"))]
+    checked = check_variants(agent, variants, llm)
+    return _execute(agent, items, checked, llm, len(checked), _store(store), 0, False, None)
+
+
+def sweep(
+    agent: Agent,
+    prompts: Any,
+    variants: Mapping[str, Any] | None = None,
+    *,
+    llm: Endpoint | None = None,
+    concurrency: int = 8,
+    executor: str | None = None,
+    store: Any = None,
+    retries: int = 1,
+    progress: bool | Progress = True,
+) -> Comparison:
+    """Run every (item, variant) pair, `concurrency` at a time, with a progress bar.
+
+    Args:
+        agent, variants, llm: as for `sn.compare`.
+        prompts: the items: each a prompt, a list of prompts (one conversation), or a dict with
+            `prompt` (or `prompts`) and optionally `id`; a DataFrame's records work too.
+        concurrency: runs in flight at once.
+        executor: None runs on this process's loop; `"ray"` (or a Ray address such as
+            `"ray://head:10001"` or `"auto"`) runs each pair as a Ray task (`sagents_nb[ray]`).
+        store: a path or `sn.Store`. Each run is a stored session (`.open(variant, item)`
+            reopens it), and a sweep run again with the same store skips the runs that finished
+            (like Inspect's eval sets): only runs that errored, were cut short or never started
+            run again.
+        retries: the retry policy. A run that ends in `error` (an endpoint failure, an
+            exception) is tried again at once, up to `retries` more times, each attempt a new
+            session (the failed attempts stay in the store); `done`, `incomplete` (a limit hit)
+            and `pending` are final. A re-run with the same store gives errored runs `retries`
+            more attempts.
+        progress: True shows a bar (a widget in a notebook, a line on stderr elsewhere).
+
+    Ctrl-C (a kernel interrupt) cancels every run in flight and returns the rows so far: the
+    finished runs, the others `cancelled` (`comparison.interrupted` is True); run the sweep
+    again with the same store to finish it.
+    """
+    if not isinstance(concurrency, int) or concurrency < 1:
+        raise ConfigurationError(f"concurrency must be a positive int, not {concurrency!r}")
+    if not isinstance(retries, int) or retries < 0:
+        raise ConfigurationError(f"retries must be an int >= 0, not {retries!r}")
+    items = sweep_items(prompts)
+    checked = check_variants(agent, variants, llm)
+    runner = None
+    target = _store(store)
+    if executor is not None:
+        from .ray_executor import ray_runner
+
+        runner = ray_runner(executor, agent, checked, llm)
+        runner.store = target
+    return _execute(agent, items, checked, llm, concurrency, target, retries, progress, runner)
+
+
+def _execute(
+    agent: Agent,
+    items: list[Item],
+    variants: list[Variant],
+    llm: Endpoint | None,
+    concurrency: int,
+    target: Store | None,
+    retries: int,
+    progress: bool | Progress,
+    runner: Runner | None,
+) -> Comparison:
+    job = _Job(agent, items, variants, llm, concurrency, target, retries, runner)
+    job.previous = job.stored_runs()  # read here, not on the loop
+    job.progress = progress_for(progress)
+    future = submit(job.run())
+    interrupted = False
+    try:
+        records = block_on(future, what="sn.sweep()")
+    except KeyboardInterrupt:
+        interrupted = True
+        call_soon(job.cancel)
+        records = block_on(future, what="sn.sweep()")  # cancelling takes a moment
+    if target is not None:
+        from .._store.writer import drain_all
+
+        drain_all()  # every stored run committed before the table says so
+    return Comparison(
+        records, agent=agent, variants=variants, store=target, interrupted=interrupted
+    )
+
+
+def _store(store: Any) -> Store | None:
+    if store is None:
+        return None
+    from .._store.resolve import resolve_store
+
+    return resolve_store(store, create=True)
+
+
+class _Job:
+    """The pairs to run, a pool of `concurrency` workers, and what they recorded."""
+
+    def __init__(
+        self,
+        agent: Agent,
+        items: list[Item],
+        variants: list[Variant],
+        llm: Endpoint | None,
+        concurrency: int,
+        store: Store | None,
+        retries: int,
+        runner: Runner | None,
+    ) -> None:
+        self.agent, self.items, self.variants, self.llm = agent, items, variants, llm
+        self.concurrency, self.store, self.retries = concurrency, store, retries
+        self.runner: Runner = runner or self._run_here
+        self.progress: Progress | None = None
+        self.previous: dict[str, Previous] = {}
+        self.pairs = [(item, variant) for item in items for variant in variants]
+        self.records: list[RunRecord | None] = [None] * len(self.pairs)
+        self.workers: list[asyncio.Task[None]] = []
+        self.cancelled = False
+        self.done = self.errors = 0
+
+    async def run(self) -> list[RunRecord]:
+        previous = self.previous
+        queue = []
+        for index, (item, variant) in enumerate(self.pairs):
+            found = previous.get(run_id(item, variant.name)) if self.store is not None else None
+            if found is not None and found.finished is not None:
+                self.records[index] = found.finished
+                self.done += 1
+            else:
+                queue.append((index, found.attempts if found else 0))
+        if self.progress is not None:
+            self.progress.start(len(self.pairs), self.done)
+        pending = iter(queue)
+        self.workers = [
+            asyncio.get_running_loop().create_task(self._work(pending))
+            for _ in range(min(self.concurrency, len(queue)))
+        ]
+        try:
+            await asyncio.gather(*self.workers)
+        finally:
+            if self.progress is not None:
+                self.progress.close(self.cancelled)
+        return [record or self._never_started(index) for index, record in enumerate(self.records)]
+
+    def cancel(self) -> None:
+        """Stop: cancel every run in flight, start no more (on the loop)."""
+        self.cancelled = True
+        for worker in self.workers:
+            worker.cancel()
+
+    def stored_runs(self) -> dict[str, Previous]:
+        """What the store already holds of this sweep's runs."""
+        if self.store is None:
+            return {}
+        wanted = {run_id(item, v.name): (item, v.name) for item, v in self.pairs}
+        return previous_runs(self.store, wanted)
+
+    async def _work(self, pending: Any) -> None:
+        for index, stored_attempts in pending:
+            if self.cancelled:
+                return
+            item, variant = self.pairs[index]
+            record = await self._attempts(item, variant, stored_attempts)
+            self.records[index] = record
+            self.done += 1
+            self.errors += record.status == "error"
+            if self.progress is not None:
+                self.progress.advance(self.done, self.errors)
+
+    async def _attempts(self, item: Item, variant: Variant, stored: int) -> RunRecord:
+        base = run_id(item, variant.name)
+        attempt = stored
+        while True:
+            attempt += 1
+            session_id = attempt_id(base, attempt) if self.store is not None else None
+            try:
+                record = await self.runner(variant, item, session_id)
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if task is not None:
+                    task.uncancel()
+                record = RunRecord(item.id, variant.name, item.prompts, "cancelled")
+                record.error = "the sweep was cancelled"
+            record.attempts = attempt - stored
+            record.meta = dict(item.meta)
+            if record.status != "error" or attempt - stored > self.retries or self.cancelled:
+                return record
+
+    async def _run_here(self, variant: Variant, item: Item, session_id: str | None) -> RunRecord:
+        return await run_variant(
+            variant,
+            self.agent,
+            self.llm,
+            item.prompts,
+            item=item.id,
+            store=self.store,
+            session_id=session_id,
+        )
+
+    def _never_started(self, index: int) -> RunRecord:
+        item, variant = self.pairs[index]
+        return RunRecord(
+            item.id,
+            variant.name,
+            item.prompts,
+            "cancelled",
+            error="the sweep was cancelled before this run started",
+            meta=dict(item.meta),
+        )

@@ -1,0 +1,107 @@
+"""The comparison table: one row per (item, variant), counted from the run's events."""
+
+from __future__ import annotations
+
+import html
+import unicodedata
+from typing import Any
+
+from .record import RunRecord
+
+COLUMNS = (
+    "item",
+    "variant",
+    "status",
+    "answer",
+    "turns",
+    "model_calls",
+    "tool_calls",
+    "prompt_tokens",
+    "completion_tokens",
+    "seconds",
+    "compactions",
+    "sinks",
+    "trims",
+    "context_full",
+    "peak_context",
+    "error",
+    "session_id",
+)
+"""`sinks`: cold sinks of a relevance view; `trims`: window trims; `peak_context`: the largest
+view (tokens) any node sent."""
+
+
+def row(record: RunRecord) -> dict[str, Any]:
+    """The table row of one run."""
+    counts = record.counts
+    return {
+        "item": record.item,
+        "variant": record.variant,
+        "status": record.status,
+        "answer": record.answer,
+        "turns": counts.get("turns", 0),
+        "model_calls": counts.get("model_response", 0),
+        "tool_calls": counts.get("tool_call_finished", 0),
+        "prompt_tokens": counts.get("prompt_tokens", 0),
+        "completion_tokens": counts.get("completion_tokens", 0),
+        "seconds": round(record.seconds, 3),
+        "compactions": counts.get("compaction", 0),
+        "sinks": counts.get("cold_sink", 0),
+        "trims": counts.get("window_trim", 0),
+        "context_full": counts.get("context_full", 0),
+        "peak_context": counts.get("peak", 0),
+        "error": record.error,
+        "session_id": record.session_id,
+    }
+
+
+def shown_columns(rows: list[dict[str, Any]]) -> list[str]:
+    """The columns worth showing: `item` only when there are several, `error` and
+    `session_id` only when some row has one."""
+    columns = list(COLUMNS)
+    if len({r["item"] for r in rows}) <= 1:
+        columns.remove("item")
+    for optional in ("error", "session_id"):
+        if all(r[optional] is None for r in rows):
+            columns.remove(optional)
+    return columns
+
+
+def _cell(value: Any, width: int = 40) -> str:
+    text = "" if value is None else str(value).replace("\n", " ")
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _width(text: str) -> int:
+    """Columns a text takes in a terminal: wide (CJK) characters take two."""
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
+def _line(values: list[str], widths: list[int]) -> str:
+    padded = (v + " " * (w - _width(v)) for v, w in zip(values, widths, strict=True))
+    return "  ".join(padded).rstrip()
+
+
+def text_table(rows: list[dict[str, Any]]) -> str:
+    """The rows as an aligned plain-text table."""
+    columns = shown_columns(rows)
+    cells = [[_cell(r[c]) for c in columns] for r in rows]
+    widths = [max([len(c), *(_width(line[i]) for line in cells)]) for i, c in enumerate(columns)]
+    return "\n".join([_line(columns, widths), *(_line(line, widths) for line in cells)])
+
+
+def html_table(rows: list[dict[str, Any]]) -> str:
+    """The rows as an escaped HTML table (model text is untrusted)."""
+    columns = shown_columns(rows)
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
+    body = "".join(
+        "<tr>"
+        + "".join(
+            f'<td title="{html.escape(str(r[c]) if r[c] is not None else "")}">'
+            f"{html.escape(_cell(r[c]))}</td>"
+            for c in columns
+        )
+        + "</tr>"
+        for r in rows
+    )
+    return f'<table class="sn-compare"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'

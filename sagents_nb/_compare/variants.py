@@ -1,0 +1,258 @@
+"""Variants: what each one changes, checked against the agent before anything runs, then applied
+to a private copy of the agent tree and endpoint."""
+
+from __future__ import annotations
+
+import copy
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._base.errors import ConfigurationError
+from .._endpoints.openai import LLM
+from .._runtime.agent import Agent, member_agent
+from ..kinds import ChildKind, Main, Worker, registry
+
+SESSION_OPTIONS = ("hooks", "llm", "max_depth", "max_parallel", "model", "preprocessor", "scope")
+"""Keys of a variant that change the session (`model`: the endpoint's default model)."""
+
+AGENT_FIELDS = (
+    "does",
+    "hooks",
+    "instructions",
+    "kind",
+    "max_turns",
+    "model",
+    "token_budget",
+    "tool_call_budget",
+    "tools",
+)
+"""Keys of an agent's changes that set the agent's attribute of that name."""
+
+Endpoint = LLM | Callable[[], LLM]
+"""What `llm=` takes: an endpoint (each variant gets `llm.fresh()`) or a function making one."""
+
+
+@dataclass
+class Variant:
+    """One variant, checked: its name, the session options it sets, its agents' changes."""
+
+    name: str
+    session: dict[str, Any] = field(default_factory=dict)
+    agents: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Agent name -> attribute -> value (a kind already built)."""
+
+    def build(self, agent: Agent, llm: Endpoint | None) -> tuple[Agent, LLM, dict[str, Any]]:
+        """A private copy of `agent`'s tree with the changes, a fresh endpoint, session options."""
+        tree = copy_tree(agent, {})
+        for node in walk(tree):
+            for attribute, value in self.agents.get(node.name, {}).items():
+                setattr(node, attribute, list(value) if attribute == "hooks" else value)
+        options = dict(self.session)
+        endpoint = fresh_endpoint(options.pop("llm", llm), self.name)
+        model = options.pop("model", None)
+        if model is not None:
+            endpoint.model = model
+        return tree, endpoint, options
+
+
+def check_variants(
+    agent: Agent, variants: Mapping[str, Any] | None, llm: Endpoint | None
+) -> list[Variant]:
+    """The variants, checked against `agent`; raises `ConfigurationError` naming the first
+    variant that does not apply (an unknown agent or parameter, a value of the wrong type).
+
+    No variants means one, `baseline`, that changes nothing.
+    """
+    if variants is None:
+        variants = {"baseline": {}}
+    if not isinstance(variants, Mapping) or not variants:
+        raise ConfigurationError(
+            "variants= takes a dict {name: changes}, e.g. "
+            "{'worker': {'helper': sn.kinds.Worker()}, 'resident': {'helper': sn.kinds.Resident()}}"
+        )
+    agents = {a.name: a for a in walk(agent)}
+    checked = []
+    for name, changes in variants.items():
+        if not isinstance(name, str) or not name:
+            raise ConfigurationError(f"variant names must be non-empty strings, not {name!r}")
+        checked.append(_check(name, changes, agent, agents))
+    if llm is None and any("llm" not in v.session for v in checked):
+        raise ConfigurationError(
+            "no endpoint: pass llm=sn.script(...) or sn.mock_llm(handler) (each variant gets a "
+            "fresh copy), or give every variant its own 'llm'"
+        )
+    return checked
+
+
+def _check(name: str, changes: Any, top: Agent, agents: dict[str, Agent]) -> Variant:
+    where = f"variant {name!r}"
+    if changes is None:
+        changes = {}
+    if not isinstance(changes, Mapping):
+        raise ConfigurationError(
+            f"{where}: changes must be a dict such as {{'helper': sn.kinds.Resident()}}, "
+            f"not {type(changes).__name__}"
+        )
+    variant = Variant(name)
+    for key, value in changes.items():
+        if key in SESSION_OPTIONS:
+            variant.session[key] = _session_value(where, key, value)
+        elif key in agents:
+            variant.agents[key] = _agent_changes(where, agents[key], value, key == top.name)
+        else:
+            raise ConfigurationError(
+                f"{where}: {key!r} is neither an agent of {top.name!r}'s team (agents: "
+                f"{', '.join(sorted(agents))}) nor a session option ({', '.join(SESSION_OPTIONS)})"
+            )
+    return variant
+
+
+def _session_value(where: str, key: str, value: Any) -> Any:
+    if key == "llm" and not (isinstance(value, LLM) or callable(value)):
+        raise ConfigurationError(
+            f"{where}: 'llm' must be an endpoint (sn.script(...), sn.mock_llm(...), sn.LLM(...)) "
+            f"or a function making one, not {type(value).__name__}"
+        )
+    if key in ("max_depth", "max_parallel") and not (isinstance(value, int) and value >= 1):
+        raise ConfigurationError(f"{where}: {key!r} must be a positive int, not {value!r}")
+    if key == "hooks":
+        return list(value)
+    return value
+
+
+def _agent_changes(where: str, agent: Agent, value: Any, top: bool) -> dict[str, Any]:
+    if isinstance(value, str | ChildKind) or _is_kind_class(value):
+        value = {"kind": value}
+    if not isinstance(value, Mapping):
+        raise ConfigurationError(
+            f"{where}: changes of agent {agent.name!r} must be a kind (sn.kinds.Resident(...)) or "
+            f"a dict of its attributes, not {type(value).__name__}"
+        )
+    fields = {k: v for k, v in value.items() if k in AGENT_FIELDS}
+    kind = _kind(where, agent, fields.get("kind", agent.kind), top)
+    params = _kind_parameters(type(kind))
+    unknown = [k for k in value if k not in AGENT_FIELDS and k not in params]
+    if unknown:
+        raise ConfigurationError(
+            f"{where}: {unknown[0]!r} is not something to change on agent {agent.name!r} "
+            f"(its attributes: {', '.join(AGENT_FIELDS)}; parameters of its kind "
+            f"{type(kind).__name__}: {', '.join(params) or 'none'})"
+        )
+    given = {k: v for k, v in value.items() if k in params and k not in AGENT_FIELDS}
+    if given:
+        current = {p: _current(kind, p) for p in params}
+        merged = {p: v for p, v in current.items() if v is not _MISSING} | given
+        try:
+            kind = type(kind)(**merged)
+        except (TypeError, ValueError) as exc:
+            raise ConfigurationError(
+                f"{where}: cannot build {type(kind).__name__} for {agent.name!r} with {given} "
+                f"({exc})"
+            ) from exc
+    if "kind" in fields or given:
+        fields["kind"] = kind
+    for key in ("max_turns", "token_budget", "tool_call_budget"):
+        if key in fields and not (fields[key] is None or isinstance(fields[key], int)):
+            raise ConfigurationError(f"{where}: {agent.name}.{key} must be an int or None")
+    if "tools" in fields:
+        from .._tools.tool import Tool
+
+        fields["tools"] = [t if isinstance(t, Tool) else Tool(t) for t in fields["tools"]]
+    return fields
+
+
+def _kind(where: str, agent: Agent, kind: Any, top: bool) -> ChildKind:
+    """The kind `kind` names (an instance, a class, a registered name); None: the default."""
+    if kind is None:
+        return Main() if top else Worker()
+    if isinstance(kind, str):
+        factory = registry().get(kind)
+        if factory is None:
+            raise ConfigurationError(
+                f"{where}: no kind named {kind!r} for agent {agent.name!r} "
+                f"(registered: {', '.join(sorted(registry()))})"
+            )
+        return factory()
+    if _is_kind_class(kind):
+        return kind()  # type: ignore[no-any-return,operator]
+    if not isinstance(kind, ChildKind):
+        raise ConfigurationError(
+            f"{where}: the kind of agent {agent.name!r} must be an sn.kinds instance, class or "
+            f"registered name, not {type(kind).__name__}"
+        )
+    return kind
+
+
+def _is_kind_class(value: Any) -> bool:
+    # issubclass() refuses protocols with data members such as `name`
+    methods = ("deliver", "build_context", "append_history", "run_tools")
+    return isinstance(value, type) and all(callable(getattr(value, m, None)) for m in methods)
+
+
+_MISSING = object()
+
+
+def _kind_parameters(kind_class: type) -> list[str]:
+    """The parameters a kind's constructor takes (`self` and `*args`/`**kwargs` aside)."""
+    try:
+        signature = inspect.signature(kind_class)
+    except (TypeError, ValueError):
+        return []
+    return [
+        p.name
+        for p in signature.parameters.values()
+        if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    ]
+
+
+def _current(kind: Any, parameter: str) -> Any:
+    """A kind's current value of a constructor parameter (built-ins keep `max_turns` as
+    `default_max_turns`)."""
+    if hasattr(kind, parameter):
+        return getattr(kind, parameter)
+    if parameter == "max_turns" and hasattr(kind, "default_max_turns"):
+        return kind.default_max_turns
+    return _MISSING
+
+
+def copy_tree(agent: Agent, memo: dict[int, Agent]) -> Agent:
+    """A copy of `agent` and its team (`sn.Task` members compiled), sharing tools and kinds; a
+    member that appears twice stays one agent."""
+    if id(agent) in memo:
+        return memo[id(agent)]
+    twin = copy.copy(agent)
+    memo[id(agent)] = twin
+    twin.tools = list(agent.tools)
+    twin.hooks = list(agent.hooks)
+    twin.pause_on = set(agent.pause_on)
+    twin.team = [copy_tree(member_agent(m), memo) for m in agent.team]
+    return twin
+
+
+def walk(agent: Agent) -> list[Agent]:
+    """`agent` and every agent reachable through teams, each once, top first."""
+    seen: dict[int, Agent] = {}
+    stack = [agent]
+    while stack:
+        here = stack.pop(0)
+        if id(here) not in seen:
+            seen[id(here)] = here
+            stack.extend(member_agent(m) for m in here.team)
+    return list(seen.values())
+
+
+def fresh_endpoint(llm: Endpoint | None, variant: str) -> LLM:
+    """The endpoint one run uses: `llm.fresh()`, or what a factory makes."""
+    if isinstance(llm, LLM):
+        return llm.fresh()
+    if callable(llm):
+        made = llm()
+        if not isinstance(made, LLM):
+            raise ConfigurationError(
+                f"variant {variant!r}: the llm factory returned {type(made).__name__}, not an "
+                "endpoint (sn.script(...), sn.mock_llm(...), sn.LLM(...))"
+            )
+        return made
+    raise ConfigurationError(f"variant {variant!r} has no endpoint: pass llm=")

@@ -1,0 +1,173 @@
+"""sn.sweep(executor="ray") on a real local Ray cluster (two CPUs), and objects that cannot
+travel to Ray workers failing before the sweep starts."""
+
+from __future__ import annotations
+
+import os
+import socket
+
+import pytest
+
+import sagents_nb as sn
+
+try:
+    import ray
+except ImportError:  # CI installs it (the test extra); elsewhere it is optional
+    ray = None
+
+pytestmark = pytest.mark.skipif(
+    ray is None and not os.environ.get("CI"),
+    reason="Ray is not installed: pip install 'sagents_nb[ray]'",
+)
+
+
+def model(req: sn.ChatRequest):
+    if "task" in req.tools:
+        if req.last["role"] == "user":
+            return sn.reply(tool_calls=[sn.call("task", agent="helper", prompt=req.last_user)])
+        return f"boss: {req.tool_results[-1]}"
+    seen = [m["content"] for m in req.messages if m["role"] == "user"]
+    return f"helper saw {seen}"
+
+
+def team() -> sn.Agent:
+    return sn.Agent("boss", team=[sn.Agent("helper", does="remembers")])
+
+
+VARIANTS = {"worker": {"helper": sn.kinds.Worker()}, "resident": {"helper": sn.kinds.Resident()}}
+ITEMS = [["Ada", "Où est Ada ?"], {"id": "zh", "prompts": ["艾达", "她在哪里？"]}]
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    assert ray is not None
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    os.environ.setdefault("RAY_raylet_start_wait_time_s", "120")
+    for attempt in range(3):  # Ray gives its node 30 s to start: a loaded machine can miss it
+        try:
+            ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+            break
+        except Exception:
+            ray.shutdown()
+            _stop_ray_children()  # a node that failed to start leaves its processes behind
+            if attempt == 2:
+                raise
+    node = ray._private.worker._global_node
+    pids = [
+        info.process.pid
+        for infos in node.all_processes.values()
+        for info in infos
+        if info.process is not None
+    ]
+    try:
+        yield
+    finally:
+        ray.shutdown()
+    alive = [pid for pid in pids if _alive(pid)]
+    assert alive == [], f"Ray left processes running: {alive}"
+
+
+def _stop_ray_children() -> None:
+    """Stop the Ray processes this test process started (by PID)."""
+    import psutil
+
+    children = [
+        p for p in psutil.Process().children(recursive=True) if "ray" in " ".join(_cmdline(p))
+    ]
+    for child in children:
+        child.terminate()
+    _gone, left = psutil.wait_procs(children, timeout=10)
+    for child in left:
+        child.kill()
+
+
+def _cmdline(process) -> list[str]:
+    import psutil
+
+    try:
+        return process.cmdline()
+    except psutil.Error:
+        return []
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie is gone, only not yet reaped
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.timeout(300)
+def test_a_ray_sweep_gathers_every_run_into_the_table_and_the_store(local_ray, tmp_path) -> None:
+    store = tmp_path / "ray.db"
+    here = sn.sweep(team(), ITEMS, VARIANTS, llm=sn.mock_llm(model), progress=False)
+    there = sn.sweep(
+        team(),
+        ITEMS,
+        VARIANTS,
+        llm=sn.mock_llm(model),
+        executor="ray",
+        concurrency=2,
+        store=store,
+        progress=False,
+    )
+    assert [r["status"] for r in there.rows] == ["done"] * 4
+    strip = ("seconds", "session_id")
+    assert [{k: v for k, v in r.items() if k not in strip} for r in there.rows] == [
+        {k: v for k, v in r.items() if k not in strip} for r in here.rows
+    ]
+    # the events came back: the forgetting report and the plot work on them
+    report = there.forgetting(item="zh")
+    assert report.divergence("worker", "resident")["helper"] == 2
+    assert report.forgotten("worker", "helper")[2][0].text == "艾达"
+    assert there.plot(item="zh").points["resident"][1][1] > 0
+    # and into the store: each row reopens as a session, and a re-run reads them back
+    stored = {s.id for s in sn.Session.list_stored(store)}
+    assert {r["session_id"] for r in there.rows} == stored
+    session = there.open("resident", "zh")
+    assert session.display_messages[-1].content.startswith("boss: helper saw")
+    again = sn.sweep(
+        team(),
+        ITEMS,
+        VARIANTS,
+        llm=sn.mock_llm(model),
+        executor="ray",
+        store=store,
+        progress=False,
+    )
+    assert all(r.reused for r in again.records)
+
+
+def test_what_cannot_travel_fails_before_the_sweep_starts_naming_it() -> None:
+    live = socket.socket()
+    try:
+
+        @sn.tool
+        def send(text: str) -> str:
+            """Send text.
+
+            Args:
+                text: what to send.
+            """
+            return str(live.send(text.encode()))
+
+        asked = []
+        agent = sn.Agent("boss", tools=[send])
+        with pytest.raises(sn.ConfigurationError) as info:
+            sn.sweep(
+                agent,
+                ["hi"],
+                llm=sn.mock_llm(lambda req: asked.append(req) or "x"),
+                executor="ray",
+            )
+        message = str(info.value)
+        assert "the agent cannot be sent to Ray workers" in message
+        assert "the function" in message and "uses live" in message and "socket" in message
+        assert asked == []
+    finally:
+        live.close()
