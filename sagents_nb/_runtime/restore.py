@@ -94,6 +94,7 @@ def fork_session(session: Session, at: int | None) -> Session:
         state=dict(session.state),
         tool_context=session.tool_context,
         session_id=cut.info.id,
+        durability=session.durability,
     )
     forked.default_worker = session.default_worker
     if session.agent.kind is None:
@@ -136,7 +137,7 @@ def restore(session: Session, store: Store, rows: SessionRows) -> Session:
     bus.statuses = {e.path: e.status for e in events if isinstance(e, StatusChanged)}
     bus.run = max((e.run for e in events), default=0)
     session.runs = _restore_runs(session, events)
-    session.journal = Journal(session, store, rows=rows)
+    session.journal = Journal(session, store, rows=rows, durability=session.durability)
     return session
 
 

@@ -96,7 +96,10 @@ class Run:
         return self.status in FINAL
 
     def wait(self, timeout: float | None = None) -> str:
-        """Block until the run is paused or finished (interruptible); return its status."""
+        """Block until the run is paused or finished (interruptible); return its status.
+
+        A durable session's events are committed by then (`StoreError` if the store refuses
+        them: the run's result stays in memory; `session.flush()` tries again)."""
         if on_library_thread():
             raise ConfigurationError(
                 "run.wait() would deadlock on sagents_nb's loop thread; "
@@ -106,7 +109,8 @@ class Run:
         while not self._stop.wait(POLL_SECONDS):
             waited += POLL_SECONDS
             if timeout is not None and waited >= timeout:
-                break
+                return self.status
+        self.session.flush()  # what it reports is committed before it returns
         return self.status
 
     async def wait_async(self) -> str:
@@ -117,6 +121,9 @@ class Run:
             self._waiters.append((loop, future))
             if not self._stop.is_set():
                 await future
+        journal = self.session.journal
+        if journal is not None:  # what it reports is committed before it returns
+            await journal.settled()
         return self.status
 
     def result(self, timeout: float | None = None) -> Result:

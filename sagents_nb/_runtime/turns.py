@@ -278,6 +278,9 @@ async def call_model(
             stream=stream,
         )
     )
+    journal = node.session.journal
+    if journal is not None:  # durability="turn": the turn so far is committed first
+        await journal.before_request()
     started = time.perf_counter()
     if decision.kind == "edit" and "reply" in decision.changes:
         completion = Completion(message=decision.reply_message())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import logging
 import operator
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic.fields import FieldInfo
 
+from .._base.errors import ConfigurationError, StoreError
 from .._base.loop import library_loop, on_library_thread
 from .._base.messages import Message
 from ..events import ModelRequest, ModelResponse, _event_classes
@@ -40,6 +42,8 @@ from .snapshot import (
 )
 from .sqlite.writer_process import body_text
 from .writer import MAX_DELAY_SECONDS, QUIET_SECONDS, StepWriter, later
+
+log = logging.getLogger("sagents_nb")
 
 if TYPE_CHECKING:
     from .._runtime.node import Node, TaskEntry
@@ -70,6 +74,15 @@ next look: within `LOOK_SECONDS` more)."""
 _KIND_STATE_SAVES = frozenset({"kind_swapped", "status_changed"})
 """Events after which a node's kind state is taken again; a kind reports its other changes
 with `child.state_changed()`."""
+
+DURABILITY = ("turn", "async", "exit")
+"""When a run's steps are committed (`sn.Session(durability=...)`): `async` within a bounded
+window of each step (`MAX_DELAY_SECONDS` plus the store thread's `LOOK_SECONDS`: 100 ms), off
+the run's path; `turn` likewise, and each turn is committed before its model request is sent;
+`exit` when the run pauses or ends, and when the process exits normally. Whatever the mode, a
+call that returns (`result()`, `wait()`, `run_sync`, session creation) returns after what it
+reports is committed."""
+
 _path = operator.attrgetter("path")
 
 
@@ -102,9 +115,10 @@ class Journal:
         session: the session to record.
         store: where to write.
         rows: the session's stored record when it was reopened or forked; None for a new one.
-        fresh_id: a new session's id was generated here, so nobody else can have taken it:
-            its record is created by the store thread with its first step. A chosen id is
-            created at once, so that a taken one raises `StoreError` here.
+        durability: `turn`, `async` or `exit` (see `DURABILITY`).
+
+    A new session's record is created before the constructor returns (a taken id raises
+    `StoreError` here).
     """
 
     def __init__(
@@ -113,8 +127,14 @@ class Journal:
         store: Store,
         *,
         rows: SessionRows | None = None,
-        fresh_id: bool = False,
+        durability: str = "async",
     ):
+        if durability not in DURABILITY:
+            raise ConfigurationError(
+                f"durability must be one of {', '.join(map(repr, DURABILITY))} (when a run's "
+                f"steps are committed), not {durability!r}"
+            )
+        self.durability = durability
         self.session = session
         self.store = store
         self._lock = threading.Lock()
@@ -139,20 +159,18 @@ class Journal:
         self._step = PendingStep(0, [], [], self._numbering)
         self._rescuing = False
         self._rescue_seen = 0
-        created = None
         if rows is None:
             root = session.root
             state = node_values(root)
             self._states[root.path] = state
             self._state_seqs[root.path] = 0
-            created = SessionRows(
-                StoredSession(session.id, session.agent.name, time.time()),
-                nodes=[NodeRow(root.path, "state", 0, dump_json(node_state(state)))],
+            store.create(
+                SessionRows(
+                    StoredSession(session.id, session.agent.name, time.time()),
+                    nodes=[NodeRow(root.path, "state", 0, dump_json(node_state(state)))],
+                )
             )
-            if not fresh_id:  # a chosen id may be taken: say so now
-                store.create(created)
-                created = None
-        self._writer = StepWriter(store, session.id, cut=self._end_step, create=created)
+        self._writer = StepWriter(store, session.id, cut=self._end_step)
         if rows is not None:
             for (path, part), data in rows.node_states().items():
                 if part == "state":
@@ -192,8 +210,8 @@ class Journal:
                 display = tuple(node.display[-len(messages) :])
                 self._writes.append((node.path, "display", seq, display, False))
             self._dirty.add(node.path)
-        if messages[-1].role != "user":  # an input waits for its model request
-            self._step_ended()
+        if messages[-1].role != "user" and self.durability != "exit":
+            self._step_ended()  # an input waits for its model request
 
     def history_replaced(self, node: Node) -> None:
         """Record a compaction's new storage (the old rows stay, retired, for forks)."""
@@ -221,10 +239,14 @@ class Journal:
         events themselves are read from the session's log when the step is sealed)."""
         kind = type(event)
         if kind is ModelRequest:
-            self._seal_request()
+            if self.durability != "exit":
+                self._seal_request()
+            else:  # sealed (a fork at a request is exact), committed at the end
+                with self._lock:
+                    self._seal()
         elif kind.waits:
             self._end_step()
-        elif kind.ends_step:
+        elif kind.ends_step and self.durability != "exit":
             self._step_ended()
 
     def _seal_request(self) -> None:
@@ -258,6 +280,21 @@ class Journal:
     def flush(self) -> None:
         """Commit everything recorded so far and wait; raises `StoreError` if the store refuses."""
         self._writer.drain()
+
+    async def settled(self) -> None:
+        """Await the commit of everything recorded so far, from any loop, without blocking it;
+        raises `StoreError` if the store refuses."""
+        await asyncio.wrap_future(self._writer.settle())
+
+    async def before_request(self) -> None:
+        """With `durability="turn"`, await the commit of the turn so far before its model
+        request is sent (a refused commit is logged and retried later, never raised into the
+        run)."""
+        if self.durability == "turn":
+            try:
+                await self.settled()
+            except StoreError as exc:
+                log.error("%s", exc)
 
     def _step_ended(self) -> None:
         """A step ended: cut it once the session is quiet (`QUIET_SECONDS`), taking along the

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import atexit
 import collections
+import concurrent.futures
 import heapq
 import itertools
 import logging
@@ -87,6 +88,9 @@ class StepWriter:
         self._cut = cut
         self._create = create
         self._pending: list[Encodable] = []
+        self._promises: list[concurrent.futures.Future[None]] = []
+        """Futures of `settle` calls, resolved by the commit that takes the steps queued
+        before them."""
         self._writing = False
         _writers.add(self)
         if create is not None:  # stored at the store thread's next look
@@ -102,6 +106,23 @@ class StepWriter:
                 _waiting.append(self)
             _wake(at_once=at_once)
 
+    def settle(self) -> concurrent.futures.Future[None]:
+        """Queue the step being recorded and have the store thread commit everything queued
+        at once; the future is done when it is committed (a `StoreError` if the store refused).
+        Awaitable from any loop (`asyncio.wrap_future`) without blocking it."""
+        if self._cut is not None:
+            self._cut()
+        future: concurrent.futures.Future[None] = concurrent.futures.Future()
+        with _lock:
+            if not (self._pending or self._writing or self._create is not None):
+                future.set_result(None)
+                return future
+            self._promises.append(future)
+            if self not in _waiting:
+                _waiting.append(self)
+            _wake(at_once=True)
+        return future
+
     def drain(self) -> None:
         """Commit every queued step (and the one being recorded) now, on this thread, and
         wait; raise `StoreError` if the store refuses."""
@@ -110,17 +131,24 @@ class StepWriter:
         with _lock:
             _lock.wait_for(lambda: not self._writing)
             steps, self._pending = self._pending, []
+            promises, self._promises = self._promises, []
             self._writing = True
-        error = self._commit(steps)
+        error = self._commit(steps, promises)
         if error is not None:
-            raise StoreError(
-                f"could not write session {self.session_id} to {self.store!r} ({error}); it "
-                "goes on in memory; free the disk or fix the file, then call session.flush()"
-            ) from error
+            raise self._refused(error) from error
 
-    def _commit(self, steps: list[Encodable]) -> Exception | None:
-        """Encode and commit `steps` (the caller set `_writing`); on failure put them back
-        first in line."""
+    def _refused(self, error: Exception) -> StoreError:
+        return StoreError(
+            f"could not write session {self.session_id} to {self.store!r} ({error}); it "
+            "goes on in memory; free the disk or fix the file, then call session.flush()"
+        )
+
+    def _commit(
+        self, steps: list[Encodable], promises: list[concurrent.futures.Future[None]]
+    ) -> Exception | None:
+        """Encode and commit `steps` (the caller set `_writing`), then settle `promises`; on
+        failure put the steps back first in line."""
+        global _urgent
         error = None
         try:
             if self._create is not None:
@@ -137,7 +165,14 @@ class StepWriter:
             self._writing = False
             if error is not None:
                 self._pending[:0] = steps
+            if self._promises:  # promised while this commit ran: the next look is now
+                _urgent = True
             _lock.notify_all()
+        for promise in promises:
+            if error is None:
+                promise.set_result(None)
+            else:
+                promise.set_exception(self._refused(error))
         return error
 
 
@@ -182,7 +217,10 @@ def _serve() -> None:
         del chores, batches  # nothing of a session outlives its turn here
 
 
-def _next_turn() -> tuple[list[Callable[[], None]], list[tuple[StepWriter, list[Encodable]]]]:
+Batch = tuple["StepWriter", list[Encodable], list[concurrent.futures.Future[None]]]
+
+
+def _next_turn() -> tuple[list[Callable[[], None]], list[Batch]]:
     """Sleep until the next look (or a wake-up); take the chores that are due and every
     waiting writer's steps (marked as writing)."""
     global _sleeping_until, _urgent
@@ -201,9 +239,9 @@ def _next_turn() -> tuple[list[Callable[[], None]], list[tuple[StepWriter, list[
         chores = [_chores.popleft() for _ in range(len(_chores))]
         due = [w for w in _waiting if not w._writing]
         _waiting[:] = [w for w in _waiting if w._writing]
-        batches = [(w, w._pending) for w in due]
+        batches = [(w, w._pending, w._promises) for w in due]
         for writer in due:
-            writer._pending, writer._writing = [], True
+            writer._pending, writer._promises, writer._writing = [], [], True
         return chores, batches
 
 
@@ -215,9 +253,9 @@ def _run(chores: list[Callable[[], None]]) -> None:
             log.exception("a store chore failed: %r", chore)
 
 
-def _commit_all(batches: list[tuple[StepWriter, list[Encodable]]]) -> None:
-    for writer, steps in batches:
-        error = writer._commit(steps)
+def _commit_all(batches: list[Batch]) -> None:
+    for writer, steps, promises in batches:
+        error = writer._commit(steps, promises)
         if error is not None:
             log.error(
                 "could not write session %s to %r (%s); the run goes on in memory and "

@@ -1,0 +1,179 @@
+"""When a call returns, what it reports is durable: a process SIGKILLed (or a kernel restarted)
+right after `result()`, `wait()` at a pause, `agent.run_sync` or `Session(...)` returned loses
+none of what it reported."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import sagents_nb as sn
+from sagents_nb.store import MemoryStore
+
+pytestmark = pytest.mark.timeout(180)
+
+# Prints what the call reported (as one JSON line), then kills its own process at once.
+SCRIPT = """
+import json, os, signal, sys
+import sagents_nb as sn
+
+path, case, sid = sys.argv[1], sys.argv[2], sys.argv[3]
+
+
+@sn.tool
+def lookup(x: int) -> str:
+    '''Look a number up.
+
+    Args:
+        x: the number.
+    '''
+    return f"value-{x}"
+
+
+def handler(req):
+    if not req.tool_results:
+        return sn.reply(tool_calls=[sn.call("lookup", x=len(req.messages))])
+    return "answer " + req.tool_results[-1]
+
+
+agent = sn.Agent("a", tools=[lookup], pause_on={"tool"} if case == "pause" else ())
+llm = sn.mock_llm(handler)
+report = {}
+if case == "create":  # a generated id (a chosen one was always created at once)
+    session = sn.Session(agent, llm=llm, store=path)
+    report = {"id": session.id}
+elif case == "run_sync":
+    result = agent.run_sync("hello", llm=llm, store=path, session_id=sid)
+    report = {"text": result.text, "seq": result.events[-1].seq}
+else:
+    session = sn.Session(agent, llm=llm, store=path, session_id=sid)
+    if case == "later":
+        session.send("first").result()
+    run = session.send("second" if case == "later" else "first")
+    if case == "pause":
+        assert run.wait() == "paused"
+        report = {"seq": session.events[-1].seq, "paused": True}
+    else:
+        result = run.result()
+        report = {"text": result.text, "seq": result.events[-1].seq}
+sys.stdout.write(json.dumps(report) + "\\n")
+sys.stdout.flush()
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+CASES = ["create", "first", "later", "pause", "run_sync"]
+
+
+def _agent() -> sn.Agent:
+    return sn.Agent("a")
+
+
+def _check(path: Path, sid: str, report: dict[str, object]) -> None:
+    stored = {s.id: s for s in sn.Session.list_stored(path)}
+    assert sid in stored, f"session {sid} was not stored"
+    session = sn.Session.open(path, sid, agent=_agent())
+    if "seq" in report:
+        assert session.events and session.events[-1].seq >= report["seq"]
+    if "text" in report:
+        finished = [e for e in session.events if e.type == "run_finished"]
+        assert finished and finished[-1].text == report["text"]
+    if report.get("paused"):
+        assert any(e.type == "paused" for e in session.events)
+    session.store.close()
+
+
+@pytest.mark.parametrize("trial", range(3))
+@pytest.mark.parametrize("case", CASES)
+def test_a_kill_right_after_a_call_returns_keeps_what_it_reported(
+    tmp_path: Path, case: str, trial: int
+) -> None:
+    script = tmp_path / "kill.py"
+    script.write_text(SCRIPT)
+    path = tmp_path / "runs.db"
+    sid = f"{case}-{trial}"
+    done = subprocess.run(
+        [sys.executable, str(script), str(path), case, sid],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == -9, done.stderr
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    _check(path, report.get("id", sid), report)
+
+
+@pytest.mark.kernel
+def test_a_kernel_restart_right_after_the_cell_keeps_the_session(tmp_path: Path) -> None:
+    from jupyter_client.manager import start_new_kernel
+
+    manager, client = start_new_kernel(kernel_name="python3")
+    try:
+        for trial in range(3):
+            path = tmp_path / f"runs-{trial}.db"
+            outputs: list[str] = []
+            client.execute_interactive(
+                "import sagents_nb as sn\n"
+                f"session = sn.Session(sn.Agent('a'), llm=sn.script('stored {trial}'), "
+                f"store={str(path)!r}, session_id='k{trial}')\n"
+                "r = session.send('hi').result()\n"
+                "print(r.events[-1].seq)",
+                timeout=60,
+                output_hook=lambda m, out=outputs: out.append(m["content"].get("text", "")),
+            )
+            manager.restart_kernel(now=True)
+            client.wait_for_ready(timeout=60)
+            seq = int("".join(outputs).strip())
+            _check(path, f"k{trial}", {"seq": seq, "text": f"stored {trial}"})
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+
+
+def _seen_by_each_request(durability: str) -> list[list[str]]:
+    """The stored event types each model request of a two-turn run finds in the store."""
+    store = MemoryStore()
+    seen: list[list[str]] = []
+    holder: dict[str, sn.Session] = {}
+
+    @sn.tool
+    def lookup(x: int) -> str:
+        """Look a number up.
+
+        Args:
+            x: the number.
+        """
+        return f"value-{x}"
+
+    def handler(req: sn.ChatRequest) -> object:
+        seen.append([row.type for row in store.load(holder["s"].id).events])
+        if not req.tool_results:
+            return sn.reply(tool_calls=[sn.call("lookup", x=1)])
+        return "done"
+
+    agent = sn.Agent("a", tools=[lookup])
+    session = holder["s"] = sn.Session(
+        agent, llm=sn.mock_llm(handler), store=store, durability=durability
+    )
+    assert session.send("go").result().text == "done"
+    assert store.load(session.id).events[-1].type == "run_finished"  # every mode, at return
+    return seen
+
+
+def test_turn_durability_commits_each_turn_before_its_model_request() -> None:
+    first, second = _seen_by_each_request("turn")
+    assert first[-1] == "model_request"
+    assert "tool_call_finished" in second and second[-1] == "model_request"
+
+
+def test_exit_durability_commits_when_the_run_ends() -> None:
+    first, second = _seen_by_each_request("exit")
+    assert first == [] and second == []
+
+
+def test_an_unknown_durability_is_refused() -> None:
+    with pytest.raises(sn.ConfigurationError, match="durability must be one of"):
+        sn.Session(sn.Agent("a"), llm=sn.script("x"), store=MemoryStore(), durability="sometimes")
