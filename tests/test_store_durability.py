@@ -177,3 +177,51 @@ def test_exit_durability_commits_when_the_run_ends() -> None:
 def test_an_unknown_durability_is_refused() -> None:
     with pytest.raises(sn.ConfigurationError, match="durability must be one of"):
         sn.Session(sn.Agent("a"), llm=sn.script("x"), store=MemoryStore(), durability="sometimes")
+
+
+QUEUE_SCRIPT = """
+import asyncio, json, os, signal, sys
+import sagents_nb as sn
+
+
+async def handler(req):
+    await asyncio.sleep(3600)
+
+
+session = sn.Session(sn.Agent("a"), llm=sn.mock_llm(handler), store=sys.argv[1])
+first = session.send("first")
+second = session.send("second (queued)")
+assert second.status == "queued"
+sys.stdout.write(json.dumps({"id": session.id}) + "\\n")
+sys.stdout.flush()
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_a_message_queued_behind_a_run_survives_a_kill_and_resume_runs_it(
+    tmp_path: Path,
+) -> None:
+    script = tmp_path / "queue.py"
+    script.write_text(QUEUE_SCRIPT)
+    path = tmp_path / "runs.db"
+    done = subprocess.run(
+        [sys.executable, str(script), str(path)], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == -9, done.stderr
+    sid = json.loads(done.stdout.strip().splitlines()[-1])["id"]
+    llm = sn.script("answer one", "answer two")
+    session = sn.Session.open(path, sid, agent=_agent(), llm=llm)
+    assert [entry["display"]["content"] for entry in session.stored_queue] == ["second (queued)"]
+    first = session.resume()
+    assert first.result(timeout=30).text == "answer one"
+    second = session.runs[-1]
+    assert second.number == 2 and second.result(timeout=30).text == "answer two"
+    assert [m.content for m in session.display_messages if m.role == "user"] == [
+        "first",
+        "second (queued)",
+    ]
+    again = sn.Session.open(path, sid, agent=_agent())
+    assert again.stored_queue == []  # both ran: nothing waits any more
+    with pytest.raises(sn.ConfigurationError, match="no interrupted run"):
+        again.resume()
+    session.store.close()

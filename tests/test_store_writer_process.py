@@ -107,8 +107,9 @@ def test_a_request_committed_but_not_answered_is_not_written_twice(
         return answer
 
     monkeypatch.setattr(_store_sqlite, "receive", answer_lost)
-    session.send("again").result()
-    try:  # the store thread may have sent it first: then it logged the error and kept the rows
+    run = session.send("again")
+    try:  # result() commits before it returns; the store thread may have sent it first
+        run.result()
         session.flush()
     except sn.StoreError as exc:
         assert "writer process stopped" in str(exc)

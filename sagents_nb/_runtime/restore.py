@@ -137,6 +137,7 @@ def restore(session: Session, store: Store, rows: SessionRows) -> Session:
     bus.statuses = {e.path: e.status for e in events if isinstance(e, StatusChanged)}
     bus.run = max((e.run for e in events), default=0)
     session.runs = _restore_runs(session, events)
+    session.stored_queue = stored.queue(root.path)
     session.journal = Journal(session, store, rows=rows, durability=session.durability)
     return session
 
@@ -171,6 +172,10 @@ class _Stored:
         for path, state in sorted(self.states.items(), key=lambda item: item[1]["position"]):
             if state["parent"] is not None:
                 self.children.setdefault(state["parent"], []).append(path)
+
+    def queue(self, path: str) -> list[dict[str, Any]]:
+        """The inputs that were waiting behind the run in flight (the root's `queue` row)."""
+        return list(self.rows.node_states().get((path, "queue"), {}).get("inputs", []))
 
     def transcript(self, path: str, transcript: str) -> list[Message]:
         return [self.messages[row.n] for row in self.live.get((path, transcript), ())]

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .._base.errors import ConfigurationError
+from .._base.messages import Message
 from ..events import RunStarted
 from .run import Run
 
@@ -36,17 +37,37 @@ async def enqueue_resume(session: Session, pause_on: Iterable[str]) -> Run:
             "session.resume()"
         )
     started = interrupted_run(session)
-    if started is None:
+    queued, session.stored_queue = session.stored_queue, []
+    if started is None and not queued:
         raise ConfigurationError(
             f"session {session.id!r} has no interrupted run to resume (its runs all finished); "
             "send a message with session.send(...) to go on"
         )
-    number = started.run
-    # the run's own pause points still hold: approvals pending at the crash are asked again
-    run = Run(session, number, pause_on={*pause_on, *started.pause_on})
-    run._task = asyncio.get_running_loop().create_task(session._execute(run, None, resume=True))
-    session._tail = run._task
-    session.runs = [run if r.number == number else r for r in session.runs]
-    if run not in session.runs:
-        session.runs.append(run)
-    return run
+    runs = []
+    if started is not None:
+        # the run's own pause points still hold: approvals pending at the crash are asked again
+        runs.append(Run(session, started.run, pause_on={*pause_on, *started.pause_on}))
+    for entry in queued:  # then the inputs that waited behind it, as they were sent
+        runs.append(
+            Run(
+                session,
+                entry["run"],
+                pause_on=entry["pause_on"],
+                message=_message(entry["llm"]),
+                display=_message(entry["display"]),
+            )
+        )
+    loop = asyncio.get_running_loop()
+    for run in runs:
+        resume = run.number == (started.run if started is not None else None)
+        run._task = loop.create_task(session._execute(run, session._tail, resume=resume))
+        session._tail = run._task
+        session.runs = [run if r.number == run.number else r for r in session.runs]
+        if run not in session.runs:
+            session.runs.append(run)
+    session.runs.sort(key=lambda r: r.number)
+    return runs[0]
+
+
+def _message(data: dict[str, Any] | None) -> Message | None:
+    return Message.model_validate(data) if data is not None else None

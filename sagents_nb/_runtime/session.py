@@ -119,6 +119,9 @@ class Session:
         self.current_run: Run | None = None
         self.run_usage = Usage()
         self._tail: asyncio.Task[Any] | None = None
+        self.stored_queue: list[dict[str, Any]] = []
+        """Inputs a reopened session found queued behind its interrupted run (the store's
+        `queue` row); `resume()` runs them after it."""
         self._slots: dict[str, asyncio.Semaphore] = {}
         if store is not None:
             from .._store.journal import Journal
@@ -301,7 +304,9 @@ class Session:
 
         It goes on from the last committed step: finished tool turns are not redone, settled
         children are reattached by their task key, a child cut mid-task continues from its own
-        last step. Returns the `Run` at once, like `send`.
+        last step. Then the messages that were sent while it ran and had not started run, in
+        order (they are stored when sent). Returns the first `Run` at once, like `send`;
+        `session.runs` holds the others.
         """
         from .resume import enqueue_resume
 
@@ -338,7 +343,14 @@ class Session:
         run._task = asyncio.get_running_loop().create_task(self._execute(run, previous))
         self._tail = run._task
         self.runs.append(run)
+        if self.journal is not None and previous is not None and not previous.done():
+            self.journal.queue_changed()  # it waits behind a run in flight: keep it durable
+            await self.journal.settled()
         return run
+
+    def queued_runs(self) -> list[Run]:
+        """The runs waiting for the one in flight, in order."""
+        return [run for run in self.runs if run.status == "queued" and run._task is not None]
 
     async def _preprocess(self, message: Message) -> tuple[Message, Message]:
         preprocessor = self._preprocessor
@@ -386,11 +398,15 @@ class Session:
                 await asyncio.wait({previous})
             except asyncio.CancelledError:
                 run._finish(self._result(run, Outcome("cancelled", "cancelled before it started")))
+                if self.journal is not None:
+                    self.journal.queue_changed()
                 return
         self.current_run = run
         self.bus.run = run.number
         self.run_usage = Usage()
         run._started()
+        if self.journal is not None:
+            self.journal.queue_changed()  # written with the run's start, in one step
         root = self.root
         if run.message is not None and run.display is not None:
             root.display_swaps[id(run.message)] = run.display

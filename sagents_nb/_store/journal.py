@@ -151,6 +151,9 @@ class Journal:
         """The JSON of each node's kind state as last written."""
         self._kind_failed: set[str] = set()
         """Nodes whose kind failed to dump its state (told once)."""
+        self._queue: dict[str, Any] = {"inputs": []}
+        """The inputs waiting behind a run in flight, as last written (see `queue_changed`)."""
+        self._queue_dirty = False
         self._kind_dirty: set[str] = set()
         self._task_dirty: set[str] = set()
         self._tasks: dict[str, Written] = {}
@@ -175,8 +178,10 @@ class Journal:
             for (path, part), data in rows.node_states().items():
                 if part == "state":
                     self._states[path] = node_values_of(data)
-                else:
+                elif part == "kind":
                     self._kinds[path] = dump_json(data)
+                elif part == "queue" and path == session.root.path:
+                    self._queue = data
             for row in rows.nodes:
                 if row.part == "state":
                     self._state_seqs[row.path] = max(row.seq, self._state_seqs.get(row.path, 0))
@@ -212,6 +217,22 @@ class Journal:
             self._dirty.add(node.path)
         if messages[-1].role != "user" and self.durability != "exit":
             self._step_ended()  # an input waits for its model request
+
+    def queue_changed(self) -> None:
+        """Record that inputs were queued behind a run in flight, or one of them started: the
+        root's `queue` row lists those still waiting, so that `session.resume()` runs them
+        after a crash."""
+        with self._lock:
+            self._queue_dirty = True
+
+    def _queue_rows(self, seq: int, step: PendingStep) -> None:
+        """Add the root's `queue` row to `step` if the waiting inputs changed (the caller
+        holds the lock)."""
+        self._queue_dirty = False
+        queue = {"inputs": list(map(queued_input, self.session.queued_runs()))}
+        if queue != self._queue:
+            step.nodes.append((self.session.root.path, "queue", seq, queue, None))
+            self._queue = queue
 
     def history_replaced(self, node: Node) -> None:
         """Record a compaction's new storage (the old rows stay, retired, for forks)."""
@@ -340,7 +361,7 @@ class Journal:
         states, kind states and task entries they changed, stamped with the last event (the
         caller holds the lock)."""
         events = self.session.bus.log[self._logged :]
-        if not (events or self._writes or self._dirty):
+        if not (events or self._writes or self._dirty or self._queue_dirty):
             return
         self._dirty.update(map(_path, events))
         for event in filter(_names_changes, events):
@@ -376,6 +397,8 @@ class Journal:
                 self._kinds[path] = kind
             if path in self._task_dirty:
                 self._task_changes(node, seq, step)
+        if self._queue_dirty:
+            self._queue_rows(seq, step)
         self._dirty.clear()
         self._kind_dirty.clear()
         self._task_dirty.clear()
@@ -460,6 +483,21 @@ class Journal:
                 step.retired.append((node.path, *key, seq))
                 del written[key]
                 unsettled.discard(key)
+
+
+def queued_input(run: Any) -> dict[str, Any]:
+    """A queued `Run` as its `queue` row keeps it: number, pause points and both messages
+    (None for a `retry`)."""
+    return {
+        "run": run.number,
+        "pause_on": sorted(run.pause_on),
+        "llm": _message_data(run.message),
+        "display": _message_data(run.display),
+    }
+
+
+def _message_data(message: Message | None) -> dict[str, Any] | None:
+    return message.model_dump(mode="json", exclude_defaults=True) if message else None
 
 
 def plain_events() -> frozenset[type[Event]]:
