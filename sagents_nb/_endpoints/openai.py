@@ -8,6 +8,7 @@ import json
 import math
 import os
 import random
+import re
 import time
 from collections import deque
 from collections.abc import Callable
@@ -278,7 +279,7 @@ class LLM:
         response: httpx.Response | None = None
         assembler: StreamAssembler | None = None
         try:
-            content = json.dumps(body, ensure_ascii=False).encode()
+            content = _utf8(json.dumps(body, ensure_ascii=False))
             try:
                 async with self._deadlines.at(deadline):
                     response = await self._send(client, content)
@@ -682,3 +683,15 @@ class StreamAssembler:
         summary["chunk_count"] = self.chunk_count
         summary["truncated"] = truncated
         return summary
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _utf8(text: str) -> bytes:
+    """A request body as UTF-8; a lone surrogate (e.g. in a tool's output decoded with
+    `surrogateescape`) has no UTF-8 form and is sent as U+FFFD rather than failing the turn."""
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", text).encode()

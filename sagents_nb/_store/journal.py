@@ -15,11 +15,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pydantic.fields import FieldInfo
+from pydantic_core import to_jsonable_python
 
 from .._base.errors import ConfigurationError, StoreError
 from .._base.loop import library_loop, on_library_thread
 from .._base.messages import Message
-from ..events import ModelRequest, ModelResponse, _event_classes
+from ..events import ErrorOccurred, ModelRequest, ModelResponse, _event_classes
 from .protocol import (
     EventRow,
     MessageRow,
@@ -41,6 +42,7 @@ from .snapshot import (
     stored_field,
 )
 from .sqlite.writer_process import body_text
+from .text import UNENCODABLE, Report, has_surrogate, repaired, safe_json
 from .writer import MAX_DELAY_SECONDS, QUIET_SECONDS, StepWriter, later
 
 log = logging.getLogger("sagents_nb")
@@ -159,7 +161,7 @@ class Journal:
         self._tasks: dict[str, Written] = {}
         self._ended = self._seen = 0
         self._cut_at: float | None = None
-        self._step = PendingStep(0, [], [], self._numbering)
+        self._step = PendingStep(0, [], [], self._numbering, report=self._repaired)
         self._rescuing = False
         self._rescue_seen = 0
         if rows is None:
@@ -231,7 +233,9 @@ class Journal:
         self._queue_dirty = False
         queue = {"inputs": list(map(queued_input, self.session.queued_runs()))}
         if queue != self._queue:
-            step.nodes.append((self.session.root.path, "queue", seq, queue, None))
+            step.nodes.append(
+                (self.session.root.path, "queue", seq, _dump(queue, self._repaired), None)
+            )
             self._queue = queue
 
     def history_replaced(self, node: Node) -> None:
@@ -249,6 +253,27 @@ class Journal:
             self._nodes[node.path] = node
             self._dirty.add(node.path)
             self._kind_dirty.add(node.path)
+
+    def _repaired(self, count: int) -> None:
+        """Say in the session's log (an `error` event, from the loop) that text was stored
+        with U+FFFD in place of characters UTF-8 cannot encode; called while a step is
+        encoded, on any thread."""
+        try:
+            library_loop().call_soon_threadsafe(self._say_repaired, count)
+        except RuntimeError:  # the loop is gone (the process is ending)
+            log.warning("session %s: %d lone surrogate(s) stored as U+FFFD", self.session.id, count)
+
+    def _say_repaired(self, count: int) -> None:
+        self.session.root.emit(
+            ErrorOccurred(
+                error_type="UnicodeEncodeError",
+                message=(
+                    "text with lone surrogates (characters UTF-8 cannot encode) was stored with "
+                    f"U+FFFD in their place ({count} in this step's rows); the session in "
+                    "memory keeps them as they were"
+                ),
+            )
+        )
 
     def _number(self, messages: list[Message], rows: list[MessageRow]) -> None:
         for message, row in zip(messages, rows, strict=True):
@@ -354,7 +379,7 @@ class Journal:
         step = self._step
         if not step.empty():
             self._writer.put(step, at_once=at_once)
-            self._step = PendingStep(0, [], [], self._numbering)
+            self._step = PendingStep(0, [], [], self._numbering, report=self._repaired)
 
     def _seal(self) -> None:
         """Add the events and messages recorded since the last seal to the step, with the node
@@ -565,6 +590,8 @@ class PendingStep:
     seq, `kind_state` JSON, None): a state row holds the fields that changed, or all."""
     tasks: list[TaskRow] = field(default_factory=list)
     retired: list[tuple[str, str, str, int]] = field(default_factory=list)
+    report: Report | None = None
+    """Told how many characters of text were stored as U+FFFD (see `_store.text`)."""
     _plain: PlainStep | None = None
 
     def empty(self) -> bool:
@@ -590,7 +617,14 @@ class PendingStep:
         first, so that the views in its requests can name them. Encoded once: a commit that
         is tried again sends the same rows."""
         if self._plain is None:
-            self._plain = self._encode()
+            replaced = [0]
+            report, self.report = self.report, lambda n: replaced.__setitem__(0, replaced[0] + n)
+            try:
+                self._plain = self._encode()
+            finally:
+                self.report = report
+            if replaced[0] and report is not None:  # said once a step
+                report(replaced[0])
         return self._plain
 
     def _encode(self) -> PlainStep:
@@ -599,26 +633,30 @@ class PendingStep:
             (path, transcript, seq, [(number(m), m) for m in messages], swap)
             for path, transcript, seq, messages, swap in self.messages
         ]
+        report = self.report
         return (
             [(e.seq, e.run, e.type, e.path, self._event_body(e)) for e in self.events],
             [
-                (path, transcript, seq, [(n, _message_json(m)) for n, m in numbered], swap)
+                (path, transcript, seq, [(n, _message_json(m, report)) for n, m in numbered], swap)
                 for path, transcript, seq, numbered, swap in writes
             ],
             [
-                (path, part, seq, _node_json(part, data, previous))
+                (path, part, seq, _node_json(part, data, previous, report))
                 for path, part, seq, data, previous in self.nodes
             ],
-            [task.values() for task in self.tasks],
+            [_task_values(task, report) for task in self.tasks],
             self.retired,
         )
 
     def _event_body(self, event: Event) -> str | dict[str, Any]:
         """The event's fields when they are all plain values (the writer makes their JSON),
-        else its JSON."""
+        else its JSON; text that UTF-8 cannot encode is repaired (see `_store.text`)."""
         if is_plain(type(event)):
-            return event.__dict__  # events are not changed once emitted
-        return self._event_json(event)
+            fields = event.__dict__  # events are not changed once emitted
+            if any(map(_unencodable, fields.values())):
+                return repaired(fields, self.report)
+            return fields
+        return safe_json(lambda: self._event_json(event).encode(), lambda: event, self.report)
 
     def _event_json(self, event: Event) -> str:
         """The event's JSON; a request's view and a response's message name stored messages
@@ -638,23 +676,52 @@ class PendingStep:
         known = self.numbering.numbers.get(id(message))
         if known is not None and known[0] is message:
             return known[1]
-        return _message_json(message)
+        return _message_json(message, self.report)
 
 
 _VIEW = {"messages"}
 _MESSAGE = {"message"}
 
 
-def _node_json(part: str, data: Any, previous: tuple[Any, ...] | None) -> str:
+def _node_json(
+    part: str, data: Any, previous: tuple[Any, ...] | None, report: Report | None
+) -> str:
     if part != "state":
-        return data  # a kind state is JSON already
+        return data  # a kind state (or the queue) is JSON already
     if previous is None:
-        return dump_json(node_state(data))
+        return _dump(node_state(data), report)
     changed = zip(NODE_FIELDS, data, previous, strict=True)
-    return dump_json({name: stored_field(name, new) for name, new, old in changed if new != old})
+    return _dump(
+        {name: stored_field(name, new) for name, new, old in changed if new != old}, report
+    )
 
 
-def _message_json(message: Message) -> str:
+def _message_json(message: Message, report: Report | None = None) -> str:
     # the class's serializer is looked up each time: bound at import, it would stay the
     # slower placeholder a deferred schema build leaves
-    return message.__pydantic_serializer__.to_json(message, exclude_defaults=True).decode()
+    return safe_json(
+        lambda: message.__pydantic_serializer__.to_json(message, exclude_defaults=True),
+        lambda: message.model_dump(mode="json", exclude_defaults=True),
+        report,
+    )
+
+
+def _dump(data: Any, report: Report | None) -> str:
+    try:
+        return dump_json(data)
+    except UNENCODABLE:
+        return dump_json(repaired(to_jsonable_python(data), report))
+
+
+def _task_values(task: TaskRow, report: Report | None) -> tuple[object, ...]:
+    values = task.values()
+    if any(map(_unencodable, values)):
+        return repaired(values, report)
+    return values
+
+
+def _unencodable(value: object) -> bool:
+    """Text (or a list of texts, as plain events have) with a lone surrogate."""
+    if type(value) is str:
+        return has_surrogate(value)
+    return type(value) is list and any(type(v) is str and has_surrogate(v) for v in value)

@@ -1,0 +1,59 @@
+"""One bad character must not stop storage: text with a lone surrogate (a model's broken
+escape, bytes decoded with `surrogateescape`) is stored with U+FFFD in its place, an `error`
+event says so, and every later step is stored as usual."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import sagents_nb as sn
+from sagents_nb.store import MemoryStore
+
+
+@sn.tool
+def read(name: str) -> str:
+    """Read a file.
+
+    Args:
+        name: the file.
+    """
+    return (
+        "fichier " + "é 東京 😀 ".encode().decode() + b"\xff\xfe".decode("utf-8", "surrogateescape")
+    )
+
+
+def handler(req: sn.ChatRequest) -> object:
+    if req.last_user == "again":
+        return "encore une fois: ça marche, 日本語も 😀"
+    if not req.tool_results:
+        return sn.reply("je regarde \ud83d", tool_calls=[sn.call("read", name="x")])
+    return "résumé \udc80 fin: " + req.tool_results[-1]
+
+
+@pytest.mark.parametrize("kind", ["file", "memory"])
+def test_a_lone_surrogate_in_a_reply_or_a_tool_result_is_stored_as_replacement(
+    tmp_path: Path, kind: str
+) -> None:
+    store = sn.SQLiteStore(tmp_path / "runs.db") if kind == "file" else MemoryStore()
+    agent = sn.Agent("a", tools=[read])
+    session = sn.Session(agent, llm=sn.mock_llm(handler), store=store)
+    result = session.send("go").result()
+    assert result.status == "done"
+    assert "\udc80" in result.text  # the session in memory keeps the text as it came
+    assert session.send("again").result().text.startswith("encore")
+    session.flush()
+
+    again = sn.Session.open(store, session.id, agent=agent)
+    assert len(again.events) == len(session.events)  # nothing after the bad text was lost
+    notes = [e for e in again.events if e.type == "error"]
+    assert notes and all("U+FFFD" in e.message for e in notes)
+    finished = [e.text for e in again.events if e.type == "run_finished"]
+    assert finished[0].startswith("résumé \ufffd fin: fichier é 東京 😀 ")
+    assert finished[1] == "encore une fois: ça marche, 日本語も 😀"
+    tool_results = [m.content for m in again.llm_messages if m.role == "tool"]
+    assert tool_results == ["fichier é 東京 😀 \ufffd\ufffd"]
+    replies = [m.content for m in again.llm_messages if m.role == "assistant"]
+    assert replies[0] == "je regarde \ufffd"
+    store.close()
