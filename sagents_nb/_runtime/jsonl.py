@@ -86,8 +86,10 @@ def import_jsonl(
     rows = read_jsonl(Path(path))
     if session_id is not None:
         rows.info = replace(rows.info, id=session_id)
+    # read back whole first (as Session.open would), so a damaged export writes nothing
+    session = restore(cls(agent, session_id=rows.info.id, **options), store, rows)
     store.create(rows)
-    return restore(cls(agent, session_id=rows.info.id, **options), store, rows)
+    return session
 
 
 def read_jsonl(path: Path) -> SessionRows:

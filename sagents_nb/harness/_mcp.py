@@ -73,13 +73,51 @@ async def serve_tools(
             "install them with: pip install 'sagents_nb[harness]'"
         ) from exc
     token = secrets.token_urlsafe(32)
-    directory = tempfile.mkdtemp(prefix="sagents-mcp-")  # mkdtemp makes it 0700
+    remove_stale_configs()
+    directory = tempfile.mkdtemp(prefix=f"{CONFIG_PREFIX}{os.getpid()}-")  # made 0700
     try:
         async with running_tool_server(tools, call_tool, token) as url:
             config_path = _write_config(directory, url, token)
             yield McpInjection(config_path=config_path, url=url, token=token)
     finally:
         shutil.rmtree(directory, ignore_errors=True)
+
+
+CONFIG_PREFIX = "sagents-mcp-"
+"""Config directories are named `sagents-mcp-<pid>-<random>` after the process serving them."""
+
+
+def remove_stale_configs() -> None:
+    """Remove the config directories (each holds a token) that a process killed while it
+    served tools left behind: ours, named after a process that no longer runs."""
+    folder = tempfile.gettempdir()
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for name in names:
+        pid = name.removeprefix(CONFIG_PREFIX).partition("-")[0]
+        if not name.startswith(CONFIG_PREFIX) or not pid.isdigit() or _running(int(pid)):
+            continue
+        path = os.path.join(folder, name)
+        try:
+            if os.lstat(path).st_uid != os.getuid() or not os.path.isdir(path):
+                continue
+        except OSError:
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _running(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
 
 
 def _write_config(directory: str, url: str, token: str) -> str:

@@ -173,3 +173,50 @@ async def test_cancelling_a_run_with_tools_stops_the_server_and_removes_its_file
     with pytest.raises(asyncio.CancelledError):
         await task
     assert not any(os.path.exists(path) for path in during)
+
+
+KILLED_WHILE_SERVING = """
+import asyncio, os, signal, sys
+from sagents_nb.harness import serve_tools
+
+
+async def call(name, arguments):
+    return ""
+
+
+async def main():
+    async with serve_tools([], call) as injection:
+        sys.stdout.write(injection.config_path + "\\n")
+        sys.stdout.flush()
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.timeout(60)
+async def test_a_config_left_by_a_killed_process_is_removed_at_the_next_start(
+    tmp_path, monkeypatch
+):
+    import subprocess
+    import sys
+
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-c", KILLED_WHILE_SERVING],
+        capture_output=True,
+        text=True,
+        timeout=50,
+        env=env,
+    )
+    assert done.returncode == -9, done.stderr
+    left = os.path.dirname(done.stdout.strip())
+    assert os.path.dirname(left) == str(tmp_path) and os.path.exists(left)  # the token is there
+    someone_elses = tmp_path / "sagents-mcp-notapid-x"
+    someone_elses.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    async with serve_tools([add], call_tool) as injection:
+        assert not os.path.exists(left)
+        assert os.path.exists(injection.config_path)
+    assert someone_elses.exists()  # not a name this code gives: left alone

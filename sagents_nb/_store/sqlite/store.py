@@ -183,7 +183,13 @@ class SQLiteStore:
                 f"{self.path} is an SQLite database but not a sagents_nb store (its tables: "
                 f"{found}); pass the file a session was saved to, or a new file name"
             )
-        version = int(meta.get("schema", "0"))
+        schema = meta.get("schema", "0")
+        if not schema.isdigit():
+            raise StoreError(
+                f"{self.path} names its store schema {schema!r}, not a number: the file was "
+                "changed by another program; restore a backup, or pass a new file name"
+            )
+        version = int(schema)
         if version > SCHEMA_VERSION:
             raise StoreError(
                 f"{self.path} was written by a newer sagents_nb (store schema {version}; this "

@@ -189,15 +189,26 @@ def write(db: sqlite3.Connection, request: tuple[Any, ...]) -> tuple[str, str]:
                 create_session(db, request[1])
             else:
                 write_steps(db, request[1], request[2])
+            db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            if db.in_transaction:  # SQLite rolls back by itself on some errors (a full disk)
+                db.execute("ROLLBACK")
             raise
-        db.execute("COMMIT")
     except Conflict as exc:
         return "conflict", str(exc)
     except Exception as exc:  # e.g. sqlite3.Error: the process goes on serving
-        return "failed", f"{type(exc).__name__}: {exc}"
+        return "failed", failure(exc)
     return "ok", ""
+
+
+def failure(exc: Exception) -> str:
+    """What went wrong, in words a person acts on: a full disk and a read-only file by name."""
+    name = getattr(exc, "sqlite_errorname", "")
+    if name == "SQLITE_FULL":
+        return f"disk full ({exc})"
+    if name.startswith("SQLITE_READONLY"):
+        return f"the file is read-only ({exc})"
+    return f"{type(exc).__name__}: {exc}"
 
 
 def serve(path: str, requests: BinaryIO, answers: BinaryIO) -> None:

@@ -1,0 +1,83 @@
+"""Clear errors, nothing lost: a non-numeric schema, a full disk, a damaged export."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import sagents_nb as sn
+
+from .test_store import BOSS, boss_handler
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def test_a_schema_that_is_not_a_number_is_a_store_error(tmp_path: Path) -> None:
+    db = tmp_path / "runs.db"
+    session = sn.Session(BOSS, llm=sn.mock_llm(boss_handler), store=db)
+    session.send("go").result()
+    session.store.close()
+    with sqlite3.connect(db) as con:
+        con.execute("UPDATE meta SET value = 'two' WHERE key = 'schema'")
+    with pytest.raises(sn.StoreError, match=r"schema 'two', not a number"):
+        sn.Session.open(db, session.id, agent=BOSS)
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 256 KiB tmpfs (needs root in a sandbox that allows mounts; skipped otherwise)."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(disk)], capture_output=True
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {mounted.stderr.decode().strip()}")
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def test_a_full_disk_says_disk_full_and_loses_nothing(small_disk: Path) -> None:
+    big = "données 東京 " * 40_000  # ~0.6 MB: more than the disk holds
+    agent = sn.Agent("a")
+    session = sn.Session(agent, llm=sn.script("short", big), store=small_disk / "runs.db")
+    assert session.send("first").result().text == "short"
+    run = session.send("second")
+    with pytest.raises(sn.StoreError, match="disk full") as caught:
+        run.result()
+    assert "cannot rollback" not in str(caught.value)
+    assert run.status == "done"  # the run itself finished; it waits in memory to be written
+    subprocess.run(["mount", "-o", "remount,size=8m", str(small_disk)], check=True)
+    session.flush()  # space again: what was queued is written now
+    again = sn.Session.open(small_disk / "runs.db", session.id, agent=agent)
+    assert [e.type for e in again.events] == [e.type for e in session.events]
+    assert again.runs[-1].result().text == big
+    session.store.close()
+    again.store.close()
+
+
+def test_a_damaged_export_is_refused_whole_and_can_be_imported_again(tmp_path: Path) -> None:
+    session = sn.Session(BOSS, llm=sn.mock_llm(boss_handler), store=tmp_path / "a.db")
+    session.send("go").result()
+    good = session.export_jsonl(tmp_path / "good.jsonl")
+    lines = good.read_text().splitlines()
+    # the last message parses as JSON but is no message: found only when it is read back
+    last = max(i for i, line in enumerate(lines) if re.search(r'"role":\s*"', line))
+    damaged = list(lines)
+    damaged[last] = re.sub(r'"role":\s*"\w+"', '"role": "robot"', lines[last], count=1)
+    assert damaged != lines
+    (tmp_path / "bad.jsonl").write_text("\n".join(damaged) + "\n")
+    target = tmp_path / "b.db"
+    with pytest.raises(sn.StoreError):
+        sn.Session.import_jsonl(tmp_path / "bad.jsonl", target, agent=BOSS)
+    assert sn.Session.list_stored(target) == []  # nothing was written
+    imported = sn.Session.import_jsonl(good, target, agent=BOSS)  # the same id, now whole
+    assert imported.id == session.id
+    assert imported.runs[-1].result().text == session.runs[-1].result().text
