@@ -81,3 +81,37 @@ def test_a_damaged_export_is_refused_whole_and_can_be_imported_again(tmp_path: P
     imported = sn.Session.import_jsonl(good, target, agent=BOSS)  # the same id, now whole
     assert imported.id == session.id
     assert imported.runs[-1].result().text == session.runs[-1].result().text
+
+
+@pytest.fixture
+def read_only_disk(tmp_path: Path) -> Iterator[tuple[Path, str, str]]:
+    """A store with one session on a tmpfs remounted read-only (root needed, else skipped)."""
+    disk = tmp_path / "ro"
+    disk.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "tmpfs", str(disk)], capture_output=True).returncode:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        session = sn.Session(BOSS, llm=sn.mock_llm(boss_handler), store=disk / "runs.db")
+        text = session.send("go").result().text
+        session.store.close()
+        subprocess.run(["mount", "-o", "remount,ro", str(disk)], check=True)
+        yield disk / "runs.db", session.id, text
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def test_a_read_only_store_opens_to_look_at_and_says_read_only(
+    read_only_disk: tuple[Path, str, str],
+) -> None:
+    db, sid, text = read_only_disk
+    assert [s.id for s in sn.Session.list_stored(db)] == [sid]
+    session = sn.Session.open(db, sid, agent=BOSS, llm=sn.mock_llm(boss_handler))
+    assert session.runs[-1].result().text == text
+    assert session.events[-1].type == "run_finished"
+    with pytest.raises(sn.StoreError, match="read-only"):
+        session.fork()
+    with pytest.raises(sn.StoreError, match="read-only") as caught:
+        session.send("more").result()
+    assert "damaged" not in str(caught.value)
+    with pytest.raises(sn.StoreError, match="read-only"):
+        sn.Session(BOSS, llm=sn.mock_llm(boss_handler), store=db)

@@ -99,10 +99,14 @@ class SQLiteStore:
     def __init__(self, path: str | os.PathLike[str], *, create: bool = True) -> None:
         self.path = os.fsdecode(os.fspath(path))
         self._lock = threading.Lock()
+        self.read_only = False
+        """The file could only be opened to read (a read-only file, folder or disk): sessions
+        in it open and read; writes raise `StoreError` saying so."""
         new = self.path == MEMORY or _check_file(Path(self.path), create)
         self._db = self._connect(new, create)
         self._file = _identity(self.path)
-        self._writer = _WriterProcess(self.path) if self.path != MEMORY else None
+        file = self.path != MEMORY and not self.read_only
+        self._writer = _WriterProcess(self.path) if file else None
         # Sessions hold their store in reference cycles, so the garbage collector drops it at
         # any moment; closing checkpoints and syncs the file, so it is left to the store thread.
         self._closer = weakref.finalize(self, later, _Closer(self._db, self._writer))
@@ -156,6 +160,8 @@ class SQLiteStore:
             tune(db)
         except sqlite3.DatabaseError as exc:
             db.close()
+            if not new and _is_read_only(exc, self.path):
+                return self._connect_read_only()
             raise StoreError(
                 f"{self.path} is damaged or not a sagents_nb store ({exc}); restore a backup, "
                 "or pass a new file name to start a new store"
@@ -165,7 +171,25 @@ class SQLiteStore:
             raise
         return db
 
-    def _prepare(self, db: sqlite3.Connection, create: bool) -> None:
+    def _connect_read_only(self) -> sqlite3.Connection:
+        """A connection that only reads, for a file this process may not write."""
+        uri = Path(self.path).resolve().as_uri()
+        try:
+            try:
+                db = sqlite3.connect(f"{uri}?mode=ro", uri=True, check_same_thread=False)
+                db.execute("SELECT count(*) FROM sqlite_master")
+            except sqlite3.OperationalError:  # WAL cannot make its -shm file: nobody writes
+                db = sqlite3.connect(f"{uri}?immutable=1", uri=True, check_same_thread=False)
+            self._prepare(db, create=False, read_only=True)
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(
+                f"{self.path} is read-only and could not be read ({exc}); copy it to a "
+                "writable folder and open the copy"
+            ) from exc
+        self.read_only = True
+        return db
+
+    def _prepare(self, db: sqlite3.Connection, create: bool, read_only: bool = False) -> None:
         """Create the schema in an empty file, or check (and migrate) an existing one."""
         tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if not tables and create:
@@ -202,6 +226,12 @@ class SQLiteStore:
                 f"from schema {missing[0]} to {missing[0] + 1}; open it with the sagents_nb "
                 "version that wrote it and move the session with session.export_jsonl(...)"
             )
+        if read_only and version != SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.path} is read-only and uses store schema {version}, which this "
+                f"sagents_nb reads after upgrading it to {SCHEMA_VERSION}; copy it to a "
+                "writable folder and open the copy"
+            )
         for step in range(version, SCHEMA_VERSION):
             MIGRATIONS[step](db)
         if version != SCHEMA_VERSION:
@@ -226,6 +256,12 @@ class SQLiteStore:
         """Carry out a write request: by the writer process for a file, else here."""
         with self._lock:
             self._check_open()
+            if self.read_only:
+                raise StoreError(
+                    f"{self.path} is read-only: sessions in it can be opened and read, not "
+                    "written or forked into it; copy the file to a writable folder, or pass "
+                    "another file as store="
+                )
             writer, answer = self._writer, None
             if writer is not None:
                 request = writer.unsent(self._db, request)
@@ -545,6 +581,22 @@ class _WriterProcess:
             log.error("the store writer for %s did not stop; killing it", self.path)
             process.kill()
             process.wait()
+
+
+def _is_read_only(exc: sqlite3.DatabaseError, path: str) -> bool:
+    """Whether opening to write failed because the file, its folder or its disk is read-only
+    (WAL mode also writes `-wal` and `-shm` files beside it)."""
+    name = getattr(exc, "sqlite_errorname", "")
+    if name.startswith("SQLITE_READONLY") or "readonly" in str(exc):
+        return True
+    if name != "SQLITE_CANTOPEN":
+        return False
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        read_only_disk = bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+    return read_only_disk or not os.access(folder, os.W_OK) or not os.access(path, os.W_OK)
 
 
 def _identity(path: str) -> tuple[int, int] | None:
