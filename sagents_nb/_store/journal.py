@@ -109,9 +109,12 @@ class Journal:
     thread). The store thread encodes and commits what all sessions handed over every
     `LOOK_SECONDS` (a group commit), and at once what the rescue hands over. A crash loses at
     most those last moments (`MAX_DELAY_SECONDS + LOOK_SECONDS`) and the action in flight (a
-    reply whose tools were still running is asked again on resume). Reading a store
-    in this process (`Session.open`, `list_stored`) commits what is queued first; `fork`,
-    `export_jsonl` and `flush()` do so for their session.
+    reply whose tools were still running is asked again on resume), and never what a call
+    that returned reported: `result()`, `wait()` and `run_sync` commit first (`flush`,
+    `settled`), and `durability="turn"` commits before each model request
+    (`before_request`); `"exit"` hands steps over only when the run pauses or ends. Reading
+    a store in this process (`Session.open`, `list_stored`) commits what is queued first;
+    `fork`, `export_jsonl` and `flush()` do so for their session.
 
     Args:
         session: the session to record.
