@@ -270,6 +270,8 @@ def test_an_event_defined_in_the_notebook_shows_on_the_chart_and_in_the_transcri
         "compaction",
         "context full",
         "sunk",
+        "restored",
+        "left out",
         "trimmed",
         "over budget <img src=x onerror=window.__xss=31>",
     ]
