@@ -332,7 +332,8 @@ class Paused(Event):
 
 
 class Resumed(Event):
-    """A pause ended with a decision: approve, reject or edit."""
+    """A pause ended: `decision` is approve, reject or edit, or `cancelled` when the run stopped
+    while it waited."""
 
     type: Literal["resumed"] = "resumed"
     ends_step = True

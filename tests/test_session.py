@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from typing import Any
 
 import httpx
 import pytest
@@ -288,3 +289,47 @@ def test_agent_run_refuses_to_hang_on_a_pause() -> None:
 def test_pause_on_is_checked() -> None:
     with pytest.raises(sn.ConfigurationError, match="pause_on"):
         weather_session().send("x", pause_on={"everything"})
+
+
+def _two_calls_at_once(request: sn.ChatRequest) -> Any:
+    if not request.tool_results:
+        return sn.reply(
+            tool_calls=[sn.call("weather", city="Paris"), sn.call("weather", city="東京")]
+        )
+    return "two forecasts"
+
+
+def _pause_ends(session: sn.Session) -> tuple[set[int], dict[int, str]]:
+    paused = {e.pause_id for e in session.events if e.type == "paused"}
+    ended = {e.pause_id: e.decision for e in session.events if e.type == "resumed"}
+    return paused, ended
+
+
+def test_resume_with_several_pauses_pending_ends_each_in_the_event_stream() -> None:
+    session = sn.Session(sn.Agent("a", tools=[weather]), llm=sn.mock_llm(_two_calls_at_once))
+    run = session.send("weather?", pause_on={"tool"})
+    assert run.wait(10) == "paused"
+    deadline = time.monotonic() + 10
+    while len(run.pending) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert len(run.pending) == 2
+    run.resume()
+    assert run.result(timeout=10).text == "two forecasts"
+    paused, ended = _pause_ends(session)
+    assert len(paused) == 2 and set(ended) == paused
+    assert set(ended.values()) == {"approve"}
+
+
+def test_cancel_at_a_pause_ends_the_pause_in_the_event_stream() -> None:
+    session = sn.Session(sn.Agent("a", tools=[weather]), llm=sn.mock_llm(_two_calls_at_once))
+    run = session.send("weather?", pause_on={"tool"})
+    assert run.wait(10) == "paused"
+    deadline = time.monotonic() + 10
+    while len(run.pending) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert len(run.pending) == 2
+    run.cancel()
+    assert run.result(timeout=10).status == "cancelled"
+    paused, ended = _pause_ends(session)
+    assert len(paused) == 2 and ended == {pause_id: "cancelled" for pause_id in paused}
+    assert run.pending == []

@@ -193,21 +193,15 @@ class Run:
                 self._signal_stop()
             return
         pending = self.pending.pop(0)
-        self.session.bus.emit(
-            Resumed(
-                path=pending.path,
-                pause_id=pending.id,
-                decision=decision.kind,
-                reason=decision.changes.get("reason"),
-            )
-        )
+        self._end_pause(pending, decision.kind, decision.changes.get("reason"))
         if pending.future is not None and not pending.future.done():
             pending.future.set_result(decision)
         if mode == "free":
-            for other in self.pending:
+            others, self.pending = self.pending, []
+            for other in others:
+                self._end_pause(other, "approve", "resumed to the end")
                 if other.future is not None and not other.future.done():
                     other.future.set_result(APPROVE)
-            self.pending.clear()
         if self.pending:
             self._signal_stop()
         else:
@@ -246,11 +240,18 @@ class Run:
         try:
             decision = await future
         finally:
-            if pending in self.pending:
+            if pending in self.pending:  # cancelled at the pause: no decision removed it
                 self.pending.remove(pending)
+                self._end_pause(pending, "cancelled", "the run stopped at this pause")
         node.set_status(previous if previous != "paused" else "running")
         node.waiting_below(pending.path, None)
         return decision
+
+    def _end_pause(self, pending: PendingAction, decision: str, reason: str | None) -> None:
+        # Every pause that ends says so in the event stream: views clear it on this event alone.
+        self.session.bus.emit(
+            Resumed(path=pending.path, pause_id=pending.id, decision=decision, reason=reason)
+        )
 
     def _set_status(self, status: str) -> None:
         self.status = status

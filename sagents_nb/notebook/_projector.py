@@ -189,6 +189,11 @@ class Projector:
 
     @handles(RunFinished)
     def _run_finished(self, event: RunFinished) -> None:
+        # A finished run waits for nothing, also in logs written before every pause's end was
+        # an event.
+        for pause_id, pending in list(self.pending.items()):
+            if pending.run == event.run:
+                self._end_pause(pause_id, "cancelled", "the run ended at this pause")
         run = self.runs.setdefault(event.run, RunState(event.run))
         run.status, run.text, run.turns = event.status, event.text, event.turns
         run.tokens = event.usage.total_tokens
@@ -278,6 +283,7 @@ class Projector:
             event.name,
             event.call_id,
             event.arguments,
+            event.run,
         )
         run = self.runs.get(event.run)
         if run is not None:
@@ -290,16 +296,23 @@ class Projector:
 
     @handles(Resumed)
     def _resumed(self, event: Resumed) -> None:
-        pending = self.pending.pop(event.pause_id, None)
-        run = self.runs.get(event.run)
-        if run is not None and not self.pending and run.status == "paused":
-            run.status = "running"
-        node = self.node(event.path)
-        if pending is not None and pending.call_id is not None:
-            card = node.cards.get(pending.call_id)
-            if card is not None:
-                reason = f": {event.reason}" if event.reason else ""
-                card.notes += (f"{event.decision} at a pause{reason}",)
+        self._end_pause(event.pause_id, event.decision, event.reason)
+
+    def _end_pause(self, pause_id: int, decision: str, reason: str | None) -> None:
+        pending = self.pending.pop(pause_id, None)
+        if pending is None:
+            return
+        run = self.runs.get(pending.run)
+        if run is not None and run.status == "paused":
+            if not any(other.run == pending.run for other in self.pending.values()):
+                run.status = "running"  # until its run_finished says how it ended
+        node = self.node(pending.path)
+        card = node.cards.get(pending.call_id) if pending.call_id is not None else None
+        if card is not None:
+            if card.status == "pending":
+                # its tool_call_started or _finished follows unless the run stopped
+                card.status = "cancelled" if decision == "cancelled" else "running"
+            card.notes += (f"{decision} at a pause{f': {reason}' if reason else ''}",)
 
     # delegation
 

@@ -137,3 +137,4 @@ class PendingState:
     name: str | None = None
     call_id: str | None = None
     arguments: dict[str, Any] | None = None
+    run: int = 0

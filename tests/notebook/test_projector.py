@@ -10,7 +10,7 @@ from sagents_nb.notebook._panes import Focus, pane_state
 from sagents_nb.notebook._projector import Projector
 from sagents_nb.notebook._render import tree_state
 
-from .conftest import read_file
+from .conftest import read_file, wait_until
 
 
 def project(session: sn.Session) -> Projector:
@@ -277,3 +277,60 @@ def test_display_text_labels_a_running_task() -> None:
     assert cards[0]["display_text"] == "Surveying the project…"
     run.resume()
     assert run.result().text == "surveyed"
+
+
+def _two_reads(request: sn.ChatRequest) -> Any:
+    if not request.tool_results:
+        return sn.reply(
+            tool_calls=[
+                sn.call("read_file", path="README.md"),
+                sn.call("read_file", path="ノート.md"),
+            ]
+        )
+    return "read both"
+
+
+def _paused_twice() -> tuple[sn.Session, sn.Run]:
+    session = sn.Session(sn.Agent("reader", tools=[read_file]), llm=sn.mock_llm(_two_reads))
+    run = session.send("lis les deux fichiers 📄", pause_on={"tool"})
+    assert run.wait(10) == "paused"
+    wait_until(lambda: len(run.pending) == 2, what="both calls to pause")
+    return session, run
+
+
+def _cards(projector: Projector) -> list[dict[str, Any]]:
+    return pane_state(projector, Focus(tab="tools"), None, {})["cards"]  # type: ignore[no-any-return]
+
+
+def test_cancel_at_a_pause_clears_the_pending_decision_and_the_cards() -> None:
+    session, run = _paused_twice()
+    assert len(project(session).pending) == 2
+    run.cancel()
+    assert run.result(timeout=10).status == "cancelled"
+    projector = project(session)
+    assert projector.pending == {}
+    assert [card["status"] for card in _cards(projector)] == ["cancelled", "cancelled"]
+    assert projector.runs[1].status == "cancelled"
+    session.send("encore").result(timeout=10)
+    assert project(session).pending == {}
+
+
+def test_resume_with_several_pauses_pending_clears_them_all() -> None:
+    session, run = _paused_twice()
+    run.resume()
+    assert run.result(timeout=10).text == "read both"
+    projector = project(session)
+    assert projector.pending == {}
+    assert [card["status"] for card in _cards(projector)] == ["ok", "ok"]
+
+
+def test_a_log_without_the_ends_of_its_pauses_still_clears_them_when_the_run_ends() -> None:
+    session, run = _paused_twice()
+    run.cancel()
+    run.result(timeout=10)
+    projector = Projector()
+    for event in session.events:
+        if event.type != "resumed":  # as written before every pause's end was an event
+            projector.fold(event)
+    assert projector.pending == {}
+    assert {card["status"] for card in _cards(projector)} == {"cancelled"}
