@@ -30,6 +30,7 @@ class Focus:
     """What the person looks at: a node, a pane, a turn, and the event-log filter."""
 
     node: str | None = None
+    """The node the person chose; None follows the run (`Projector.followed`)."""
     tab: str = "transcript"
     turn: int | None = None
     """Index into the node's turns; None follows the latest."""
@@ -48,8 +49,9 @@ def pane_state(
     json_cache: dict[int, str],
 ) -> dict[str, Any]:
     """The selected node's pane named by `focus.tab`."""
-    path = focus.node if focus.node in projector.nodes else projector.root
-    pane: dict[str, Any] = {"node": path, "tab": focus.tab}
+    chosen = focus.node if focus.node in projector.nodes else None
+    path = chosen or projector.followed()
+    pane: dict[str, Any] = {"node": path, "chosen": chosen, "tab": focus.tab}
     node = projector.nodes.get(path) if path else None
     if focus.tab == "events":
         only = path if focus.node_only else None

@@ -143,6 +143,16 @@ class Projector:
         state.version += 1
         return state
 
+    def followed(self) -> str | None:
+        """The node a view follows when the person has chosen none: the first one paused, else
+        the newest one running, else the root."""
+        if self.pending:
+            return self.pending[min(self.pending)].path
+        for path in reversed(self.nodes):
+            if self.nodes[path].status in ("running", "paused"):
+                return path
+        return self.root
+
     def apply_tree(self, tree: TreeNode) -> None:
         """Take a tree snapshot as the truth for every node's summary (kind, status, counts)."""
         with self.lock:
@@ -321,6 +331,7 @@ class Projector:
         parent = self.node(event.path)
         child = self.node(event.child)
         child.agent, child.kind, child.display_text = event.agent, event.kind, event.display_text
+        child.prompt = event.prompt
         child.inputs.append(event)
         if event.call_id is not None:
             card = parent.cards.get(event.call_id)

@@ -87,7 +87,17 @@ def _tree_node(projector: Projector, node: NodeState) -> dict[str, Any]:
         "turns": node.turns,
         "tokens": node.tokens + sum(child["tokens"] for child in children),
         "display_text": node.display_text,
+        "prompt": _one_line(node.display_text or node.prompt),
+        "descendants": sum(1 + child["descendants"] for child in children),
         "reattached": node.reattached,
         "refused": [clip(reason, 500) for reason in node.refused],
         "children": children,
     }
+
+
+def _one_line(text: str | None, limit: int = 160) -> str | None:
+    """The first line of `text`, clipped: a label for a tree row."""
+    if not text:
+        return None
+    line = text.strip().split("\n", 1)[0]
+    return line if len(line) <= limit else f"{line[:limit]}…"

@@ -89,6 +89,8 @@ class NodeState:
     tokens: int = 0
     """This node's own tokens (children not included)."""
     display_text: str | None = None
+    prompt: str | None = None
+    """The latest task delegated to this node."""
     reattached: int = 0
     refused: list[str] = field(default_factory=list)
     children: list[str] = field(default_factory=list)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,6 +29,17 @@ if TYPE_CHECKING:
     from .. import Result, Run, Session
 
 STATIC = Path(__file__).parent / "static"
+LIT_IMPORT = '"./lit-html.js"'
+
+
+def view_module() -> str:
+    """The view's ES module, its vendored lit-html import made a data: URL: anywidget loads the
+    module from a blob, where a relative import has nothing to resolve against."""
+    view = (STATIC / "view.js").read_text(encoding="utf-8")
+    lit = base64.b64encode((STATIC / "lit-html.js").read_bytes()).decode("ascii")
+    if LIT_IMPORT not in view:
+        raise RuntimeError(f"view.js no longer imports {LIT_IMPORT}")
+    return view.replace(LIT_IMPORT, f'"data:text/javascript;base64,{lit}"', 1)
 
 
 class LiveView(anywidget.AnyWidget):
@@ -47,7 +59,7 @@ class LiveView(anywidget.AnyWidget):
     # The text, not the paths: for a path anywidget connects a closure over each widget to the
     # file's change signal, which keeps every widget (and its session) alive for good (the
     # upstream report is listed in ARCHITECTURE.md).
-    _esm = (STATIC / "view.js").read_text(encoding="utf-8")
+    _esm = view_module()
     _css = (STATIC / "view.css").read_text(encoding="utf-8")
 
     header = traitlets.Dict().tag(sync=True)
@@ -167,7 +179,8 @@ class LiveView(anywidget.AnyWidget):
         with projector.lock:
             projector.catch_up()
             exchanges = self.target.exchanges()
-            stamp = (self.focus.key(), self._pane_version(exchanges))
+            path = self._pane_node()
+            stamp = (self.focus.key(), path, self._pane_version(exchanges, path))
             pane = None
             if stamp != self._pane_stamp:
                 state = pane_state(projector, self.focus, exchanges, self._json_cache)
@@ -175,7 +188,11 @@ class LiveView(anywidget.AnyWidget):
                 self._pane_stamp = stamp
             return self._header(), tree_state(projector), pane
 
-    def _pane_version(self, exchanges: Any) -> Any:
+    def _pane_node(self) -> str | None:
+        projector, chosen = self.projector, self.focus.node
+        return chosen if chosen in projector.nodes else projector.followed()
+
+    def _pane_version(self, exchanges: Any, path: str | None) -> Any:
         projector, tab = self.projector, self.focus.tab
         if tab == "wire":
             if not exchanges:
@@ -184,7 +201,7 @@ class LiveView(anywidget.AnyWidget):
             return (id(exchanges), len(exchanges), id(last), last.status, last.duration)
         if tab == "events":
             return projector.version
-        node = projector.nodes.get(self.focus.node or projector.root or "")
+        node = projector.nodes.get(path or "")
         return node.version if node is not None else projector.version
 
     def _header(self) -> dict[str, Any]:

@@ -75,7 +75,7 @@ def test_tool_cards_link_children_and_record_refusals() -> None:
         sn.Agent("lead", does="leads", team=[explore, review]), llm=sn.mock_llm(fan_out)
     )
     session.send("go").result()
-    cards = pane_state(project(session), Focus(tab="tools"), None, {})["cards"]
+    cards = pane_state(project(session), Focus(node="lead", tab="tools"), None, {})["cards"]
     by_status = {(c["name"], c["status"]) for c in cards}
     assert ("task", "refused") in by_status and ("task", "ok") in by_status
     spawned = [c for c in cards if c["child"] == "lead/explore.1"]
@@ -273,7 +273,7 @@ def test_display_text_labels_a_running_task() -> None:
     assert run.wait() == "paused" and run.paused_at.path == "lead/survey.1"
     child = tree_state(project(session))["children"][0]
     assert (child["status"], child["display_text"]) == ("paused", "Surveying the project…")
-    cards = pane_state(project(session), Focus(tab="tools"), None, {})["cards"]
+    cards = pane_state(project(session), Focus(node="lead", tab="tools"), None, {})["cards"]
     assert cards[0]["display_text"] == "Surveying the project…"
     run.resume()
     assert run.result().text == "surveyed"

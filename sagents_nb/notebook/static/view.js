@@ -1,8 +1,11 @@
 // sagents_nb live view (anywidget ES module, no build step).
-// Draws the state the kernel projects from events. Every string from models, tools, users and
-// CLIs enters the page as text (text nodes, textContent, attribute values), never as HTML.
+// Draws the state the kernel projects from events, patching the page in place (lit-html): an
+// update never replaces a button being pressed, an open <details>, a focused field or a
+// scrolled pane. Every string from models, tools, users and CLIs enters the page through
+// lit-html's text and attribute bindings, never as HTML.
 
-const SVG = "http://www.w3.org/2000/svg";
+import { html, nothing, render as paint, repeat, svg } from "./lit-html.js";
+
 const TABS = [
   ["transcript", "Transcript"],
   ["context", "Context"],
@@ -12,54 +15,28 @@ const TABS = [
   ["events", "Events"],
 ];
 const ACTIVE = new Set(["running", "spawned", "paused", "waiting"]);
-
-function h(tag, props, ...children) {
-  const node = document.createElement(tag);
-  for (const [key, value] of Object.entries(props || {})) {
-    if (value === null || value === undefined || value === false) continue;
-    if (key === "class") node.className = value;
-    else if (key === "value") node.value = value;
-    else if (key === "checked") node.checked = Boolean(value);
-    else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
-    else node.setAttribute(key, value === true ? "" : String(value));
-  }
-  add(node, children);
-  return node;
-}
-
-function add(node, children) {
-  for (const child of children.flat(Infinity)) {
-    if (child === null || child === undefined || child === false) continue;
-    node.append(child instanceof Node ? child : String(child));
-  }
-}
-
-function fill(node, ...children) {
-  node.replaceChildren();
-  add(node, children);
-}
-
-function s(tag, attrs, ...children) {
-  const node = document.createElementNS(SVG, tag);
-  for (const [key, value] of Object.entries(attrs || {})) node.setAttribute(key, String(value));
-  add(node, children);
-  return node;
-}
+const SHOWN = { spawned: "queued" };
+const SUMMARY = ["running", "waiting", "paused", "queued", "done", "incomplete", "error", "cancelled"];
 
 function token(value) {
   return String(value ?? "").replace(/[^a-zA-Z0-9_-]/g, "");
 }
 
+function shown(value) {
+  return SHOWN[value] || value;
+}
+
 function pill(text, kind) {
-  return h("span", { class: `sn-pill sn-${token(kind)}` }, text);
+  return html`<span class="sn-pill sn-${token(kind)}">${text}</span>`;
 }
 
 function status(value) {
-  return h("span", { class: `sn-status sn-st-${token(value)}` }, value);
+  const label = shown(value);
+  return html`<span class="sn-status sn-st-${token(label)}">${label}</span>`;
 }
 
 function pre(text, cls) {
-  return h("pre", { class: cls ? `sn-pre ${cls}` : "sn-pre" }, text ?? "");
+  return html`<pre class=${cls ? `sn-pre ${cls}` : "sn-pre"}>${text ?? ""}</pre>`;
 }
 
 function seconds(value) {
@@ -67,489 +44,601 @@ function seconds(value) {
   return value < 1 ? `${Math.round(value * 1000)} ms` : `${value.toFixed(2)} s`;
 }
 
+// 4166244 -> "4.2 M": figures people compare at a glance (the exact value is in the title)
+function amount(value) {
+  const n = Number(value) || 0;
+  const units = [
+    [1e9, "G"],
+    [1e6, "M"],
+    [1e3, "k"],
+  ];
+  for (const [size, unit] of units) {
+    if (Math.abs(n) >= size * 10 || (Math.abs(n) >= size && unit !== "k")) {
+      const scaled = n / size;
+      return `${scaled >= 100 ? Math.round(scaled) : scaled.toFixed(1).replace(/\.0$/, "")} ${unit}`;
+    }
+  }
+  return String(n);
+}
+
 function earlier(count, what) {
-  return count ? h("div", { class: "sn-earlier" }, `${count} earlier ${what} not shown`) : null;
+  return count ? html`<div class="sn-earlier">${count} earlier ${what} not shown</div>` : nothing;
+}
+
+function walk(node, visit) {
+  visit(node);
+  for (const child of node.children || []) walk(child, visit);
 }
 
 function render({ model, el }) {
-  const paneState = () => JSON.parse(model.get("pane") || "{}");
-  const initial = paneState();
-  // `wanted`: a focus change sent to the kernel whose pane has not arrived yet.
-  const ui = { node: initial.node || null, tab: initial.tab || "transcript", pauseId: null, wanted: null };
-  const send = (message) => model.send(message);
+  const ui = {
+    node: null, // the node the person chose (null: follow the paused or newest active one)
+    tab: "transcript",
+    wanted: null, // a focus change sent to the kernel whose pane has not arrived yet
+    paneText: null,
+    pane: {},
+    dead: null, // why the kernel can no longer be reached
+    collapsed: new Set(),
+    filter: "",
+    openEvents: new Map(), // seq -> row: event JSON the person opened, kept while it scrolls out
+  };
+  let frame = 0;
 
-  const header = h("div", { class: "sn-header" });
-  const notice = h("div", { class: "sn-notice" });
-  const controls = h("div", { class: "sn-controls" });
-  const pending = h("div", { class: "sn-pending" });
-  const tree = h("div", { class: "sn-tree" });
-  const tabs = h("div", { class: "sn-tabs", role: "tablist" });
-  const pane = h("div", { class: "sn-pane" });
-  const root = h(
-    "div",
-    { class: "sagents-view" },
-    header,
-    notice,
-    controls,
-    pending,
-    h("div", { class: "sn-body" }, tree, h("div", { class: "sn-main" }, tabs, pane)),
-  );
-  el.append(root);
+  const schedule = () => {
+    if (!frame) frame = requestAnimationFrame(draw);
+  };
+  const disconnect = (why) => {
+    if (ui.dead) return;
+    ui.dead = why;
+    schedule();
+  };
+  const send = (message) => {
+    if (ui.dead) return;
+    try {
+      model.send(message);
+    } catch (error) {
+      disconnect(`the kernel cannot be reached (${error && error.message ? error.message : error})`);
+    }
+  };
+
+  function readPane() {
+    const text = model.get("pane") || "{}";
+    if (text !== ui.paneText) {
+      ui.paneText = text;
+      ui.pane = JSON.parse(text);
+      const wanted = ui.wanted;
+      const state = ui.pane;
+      const chosen = state.chosen ?? null;
+      const arrived =
+        !wanted || (wanted.tab === state.tab && (!("node" in wanted) || wanted.node === chosen));
+      if (arrived || Date.now() - wanted.at > 2000) {
+        ui.wanted = null;
+        ui.node = chosen;
+        ui.tab = state.tab || "transcript";
+      }
+    }
+    return ui.pane;
+  }
 
   function focus(change) {
+    if (ui.dead) return;
     if ("node" in change) ui.node = change.node;
     if ("tab" in change) ui.tab = change.tab;
-    ui.wanted = { node: ui.node, tab: ui.tab, at: Date.now() };
+    ui.wanted = { tab: ui.tab, at: Date.now(), ...("node" in change ? { node: change.node } : {}) };
     send({ action: "focus", ...change });
-    drawTree();
-    drawTabs();
+    schedule();
+  }
+
+  function draw() {
+    frame = 0;
+    const head = model.get("header") || {};
+    const pane = readPane();
+    const live = Boolean(head.live) && !ui.dead;
+    paint(
+      html`<div
+        class=${ui.dead ? "sagents-view sn-disconnected" : "sagents-view"}
+        aria-disabled=${ui.dead ? "true" : "false"}
+      >
+        ${header(head, live)}
+        ${ui.dead
+          ? html`<div class="sn-dead" role="status">
+              disconnected: ${ui.dead}. This view shows the state it last had; run the cell
+              again for a live view.
+            </div>`
+          : nothing}
+        ${notice(head)} ${controls(head, live)} ${pending(head, live)}
+        <div class="sn-body">
+          ${tree(head, pane, live)}
+          <div class="sn-main">${tabs()} ${paneView(head, pane)}</div>
+        </div>
+      </div>`,
+      el,
+    );
   }
 
   // header, notice, controls, pending decision
 
-  function drawHeader() {
-    const state = model.get("header") || {};
+  function header(state, live) {
     const run = state.run;
-    const parts = [h("span", { class: "sn-title" }, "sagents_nb · ", state.title || "")];
-    if (run) parts.push(h("span", { class: "sn-run" }, `run ${run.number} `, status(run.status)));
-    if (state.llm) parts.push(h("span", { class: "sn-llm", title: "endpoint" }, state.llm));
-    if (state.live && state.preprocessors && state.preprocessors.length) {
-      parts.push(preprocessorSelect(state));
-    }
-    parts.push(h("span", { class: "sn-count" }, `${state.events || 0} events`));
-    fill(header, parts);
+    return html`<div class="sn-header">
+      <span class="sn-title">sagents_nb · ${state.title || ""}</span>
+      ${run ? html`<span class="sn-run">run ${run.number} ${status(run.status)}</span>` : nothing}
+      ${state.llm ? html`<span class="sn-llm" title="endpoint">${state.llm}</span>` : nothing}
+      ${live && state.preprocessors && state.preprocessors.length ? preprocessorSelect(state) : nothing}
+      <span class="sn-count">${state.events || 0} events</span>
+    </div>`;
+  }
 
+  function notice(state) {
     const message = state.notice || {};
-    notice.className = message.error ? "sn-notice sn-error" : "sn-notice";
-    notice.textContent = message.text || "";
+    return html`<div class=${message.error ? "sn-notice sn-error" : "sn-notice"} role="status">
+      ${message.text || ""}
+    </div>`;
+  }
 
-    const open = state.live && run && (run.status === "running" || run.status === "paused");
+  function controls(state, live) {
+    const run = state.run;
+    const open = live && run && (run.status === "running" || run.status === "paused");
     const button = (label, action, hint) =>
-      h("button", { class: "sn-button", title: hint, disabled: !open, onclick: () => send({ action }) }, label);
-    fill(
-      controls,
-      state.live
-        ? [
-            button("Step", "step", "pause again before the very next action"),
-            button("Resume", "resume", "run to the end without pausing"),
-            button("Cancel", "cancel", "stop the run and its children"),
-          ]
-        : null,
+      html`<button
+        class="sn-button"
+        data-action=${action}
+        title=${hint}
+        ?disabled=${!open}
+        @click=${() => send({ action })}
+      >
+        ${label}
+      </button>`;
+    const answer =
       run && run.text !== null && run.text !== undefined && !ACTIVE.has(run.status)
-        ? h("div", { class: "sn-answer" }, h("span", { class: "sn-label" }, `[${run.status}] `), run.text)
-        : null,
-    );
-    drawPending(state);
+        ? html`<div class="sn-answer"><span class="sn-label">[${run.status}] </span>${run.text}</div>`
+        : nothing;
+    return html`<div class="sn-controls">
+      ${live
+        ? html`${button("Step", "step", "pause again before the very next action")}
+          ${button("Resume", "resume", "run to the end without pausing")}
+          ${button("Cancel", "cancel", "stop the run and its children")}`
+        : nothing}
+      ${answer}
+    </div>`;
   }
 
   function preprocessorSelect(state) {
-    const select = h("select", {
-      class: "sn-preprocessor",
-      title: "the session's message preprocessor",
-      onchange: () => send({ action: "preprocessor", name: select.value }),
-    });
     const names = [...state.preprocessors];
     if (state.preprocessor && !names.includes(state.preprocessor)) names.push(state.preprocessor);
-    for (const name of names) {
-      const option = h("option", { value: name }, name);
-      if (!state.preprocessors.includes(name)) option.disabled = true;
-      select.append(option);
-    }
-    select.value = state.preprocessor || "none";
-    return h("label", { class: "sn-select" }, "preprocessor ", select);
+    const current = state.preprocessor || "none";
+    return html`<label class="sn-select"
+      >preprocessor
+      <select
+        class="sn-preprocessor"
+        title="the session's message preprocessor"
+        @change=${(e) => send({ action: "preprocessor", name: e.target.value })}
+      >
+        ${names.map(
+          (name) =>
+            html`<option
+              value=${name}
+              .selected=${name === current}
+              ?disabled=${!state.preprocessors.includes(name)}
+            >
+              ${name}
+            </option>`,
+        )}
+      </select></label
+    >`;
   }
 
-  function drawPending(state) {
+  function pending(state, live) {
     const first = (state.pending || [])[0];
-    if (!first || !state.live) {
-      ui.pauseId = null;
-      fill(pending);
-      return;
-    }
-    if (ui.pauseId === first.pause_id && pending.childElementCount) return;
-    ui.pauseId = first.pause_id;
-    const what =
-      first.action === "model"
-        ? `model request from ${first.path}`
-        : `${first.action} call ${first.name} from ${first.path}`;
-    const editor = h("textarea", {
-      class: "sn-edit",
-      rows: 4,
-      spellcheck: "false",
-      placeholder: first.action === "model" ? "a reply to use instead of calling the model" : "",
-      value: first.action === "model" ? "" : first.arguments || "{}",
-    });
-    const reason = h("input", { class: "sn-reason", type: "text", placeholder: "reason (for Reject)" });
-    const decide = (action, extra) => send({ action, pause_id: first.pause_id, ...extra });
-    const more = state.pending.length > 1 ? ` (+${state.pending.length - 1} more waiting)` : "";
-    fill(
-      pending,
-      h("div", { class: "sn-pending-what" }, pill("paused", "paused"), " before ", what, more),
-      h("div", { class: "sn-label" }, first.action === "model" ? "reply (for Edit)" : "arguments (JSON, for Edit)"),
-      editor,
-      h(
-        "div",
-        { class: "sn-decide" },
-        h("button", { class: "sn-button sn-approve", onclick: () => decide("approve") }, "Approve"),
-        h(
-          "button",
-          {
-            class: "sn-button",
-            title: "send the text above instead",
-            onclick: () => decide("edit", { text: editor.value }),
-          },
-          "Edit",
-        ),
-        h(
-          "button",
-          { class: "sn-button sn-reject", onclick: () => decide("reject", { reason: reason.value }) },
-          "Reject",
-        ),
-        reason,
-      ),
-    );
+    const shownPauses = first && live ? [first] : [];
+    // keyed by pause: the editor keeps what the person typed until that pause ends
+    return html`<div class="sn-pending">
+      ${repeat(
+        shownPauses,
+        (pause) => pause.pause_id,
+        (pause) => decision(pause, state.pending.length),
+      )}
+    </div>`;
+  }
+
+  function decision(pause, waiting) {
+    const model_ = pause.action === "model";
+    const what = model_
+      ? `model request from ${pause.path}`
+      : `${pause.action} call ${pause.name} from ${pause.path}`;
+    const more = waiting > 1 ? ` (+${waiting - 1} more waiting)` : "";
+    const decide = (action, extra) => send({ action, pause_id: pause.pause_id, ...extra });
+    const root = (e) => e.target.closest(".sn-decision");
+    return html`<div class="sn-decision" data-pause=${pause.pause_id}>
+      <div class="sn-pending-what">${pill("paused", "paused")} before ${what}${more}</div>
+      <div class="sn-label">${model_ ? "reply (for Edit)" : "arguments (JSON, for Edit)"}</div>
+      <textarea
+        class="sn-edit"
+        rows="4"
+        spellcheck="false"
+        placeholder=${model_ ? "a reply to use instead of calling the model" : ""}
+        .value=${model_ ? "" : pause.arguments || "{}"}
+      ></textarea>
+      <div class="sn-decide">
+        <button class="sn-button sn-approve" @click=${() => decide("approve")}>Approve</button>
+        <button
+          class="sn-button"
+          title="send the text above instead"
+          @click=${(e) => decide("edit", { text: root(e).querySelector(".sn-edit").value })}
+        >
+          Edit
+        </button>
+        <button
+          class="sn-button sn-reject"
+          @click=${(e) => decide("reject", { reason: root(e).querySelector(".sn-reason").value })}
+        >
+          Reject
+        </button>
+        <input class="sn-reason" type="text" placeholder="reason (for Reject)" />
+      </div>
+    </div>`;
   }
 
   // tree
 
-  function drawTree() {
+  function tree(head, pane, live) {
     const state = model.get("tree") || {};
-    const head = model.get("header") || {};
-    const selected = ui.node || state.id;
-    if (!state.id) {
-      fill(tree, h("div", { class: "sn-empty" }, "no runs yet"));
-      return;
-    }
-    fill(tree, treeNode(state, 0, selected, head));
+    if (!state.id) return html`<div class="sn-tree"><div class="sn-empty">no runs yet</div></div>`;
+    const selected = ui.node || pane.node || state.id;
+    const counts = {};
+    let total = 0;
+    walk(state, (node) => {
+      const label = shown(node.status);
+      counts[label] = (counts[label] || 0) + 1;
+      total += 1;
+    });
+    const summary = SUMMARY.filter((name) => counts[name] || ["running", "queued", "done"].includes(name))
+      .map((name) => `${counts[name] || 0} ${name}`)
+      .join(" · ");
+    const visible = matching(state, ui.filter.trim().toLowerCase());
+    const following = ui.node === null;
+    return html`<div class="sn-tree">
+      <div class="sn-tree-tools">
+        <input
+          class="sn-tree-filter"
+          type="search"
+          placeholder="filter nodes (name, status, prompt)"
+          aria-label="filter the tree"
+          .value=${ui.filter}
+          @input=${(e) => {
+            ui.filter = e.target.value;
+            schedule();
+          }}
+        />
+        <button
+          class="sn-link sn-follow"
+          title="select the paused or newest active node as the run goes"
+          ?disabled=${following || !!ui.dead}
+          @click=${() => focus({ node: null })}
+        >
+          ${following ? "following the run" : "follow the run"}
+        </button>
+      </div>
+      <div class="sn-tree-summary">${total} nodes · ${summary}</div>
+      <div class="sn-tree-rows" role="tree" aria-label="delegation tree">
+        ${visible === null || visible.has(state.id)
+          ? treeNode(state, 0, selected, head, live, visible)
+          : html`<div class="sn-empty">no node matches “${ui.filter}”</div>`}
+      </div>
+    </div>`;
   }
 
-  function treeNode(node, depth, selected, state) {
-    const row = h(
-      "div",
-      {
-        class: node.id === selected ? "sn-node sn-selected" : "sn-node",
-        "data-path": node.id,
-        title: node.detail ? `${node.id}\n${node.detail}` : node.id,
-        onclick: () => focus({ node: node.id }),
-      },
-      h("span", { class: "sn-agent" }, node.agent),
-      h("span", { class: "sn-kind" }, node.kind),
-      status(node.status),
-      h("span", { class: "sn-meta" }, `${node.turns} turns · ${node.tokens} tokens`),
-      node.display_text && ACTIVE.has(node.status) ? h("span", { class: "sn-display" }, node.display_text) : null,
-      node.reattached ? h("span", { class: "sn-flag sn-reattached" }, `reattached ×${node.reattached}`) : null,
-      depth > 0 && state.live ? kindSelect(node, state) : null,
-    );
-    const refused = (node.refused || []).map((reason) =>
-      h("div", { class: "sn-refused-row" }, pill("refused", "refused"), " ", reason),
-    );
-    const children = (node.children || []).map((child) => treeNode(child, depth + 1, selected, state));
-    return h("div", { class: "sn-branch" }, row, refused, h("div", { class: "sn-children" }, children));
+  // The ids to show for a filter: matching nodes and their ancestors (null: no filter).
+  function matching(root, text) {
+    if (!text) return null;
+    const keep = new Set();
+    const visit = (node, trail) => {
+      const haystack = [node.id, node.agent, node.kind, shown(node.status), node.prompt || ""]
+        .join(" ")
+        .toLowerCase();
+      const path = [...trail, node.id];
+      if (haystack.includes(text)) for (const id of path) keep.add(id);
+      for (const child of node.children || []) visit(child, path);
+    };
+    visit(root, []);
+    return keep;
+  }
+
+  function treeNode(node, depth, selected, state, live, visible) {
+    const children = (node.children || []).filter((child) => visible === null || visible.has(child.id));
+    const collapsed = ui.collapsed.has(node.id) && visible === null;
+    const name = depth === 0 ? node.agent : node.id.slice(node.id.lastIndexOf("/") + 1);
+    const toggle = (event) => {
+      event.stopPropagation();
+      if (ui.collapsed.has(node.id)) ui.collapsed.delete(node.id);
+      else ui.collapsed.add(node.id);
+      schedule();
+    };
+    const below = node.descendants || 0;
+    return html`<div class="sn-branch">
+      <div
+        class=${node.id === selected ? "sn-node sn-selected" : "sn-node"}
+        data-path=${node.id}
+        role="treeitem"
+        aria-level=${depth + 1}
+        aria-selected=${node.id === selected ? "true" : "false"}
+        aria-expanded=${children.length ? (collapsed ? "false" : "true") : nothing}
+        title=${node.detail ? `${node.id}\n${node.detail}` : node.id}
+        @click=${() => focus({ node: node.id })}
+      >
+        ${children.length
+          ? html`<button class="sn-twist" title=${collapsed ? "expand" : "collapse"} @click=${toggle}>
+              ${collapsed ? "▸" : "▾"}
+            </button>`
+          : html`<span class="sn-twist-space"></span>`}
+        <span class="sn-agent">${name}</span>
+        <span class="sn-kind">${node.kind}</span>
+        ${status(node.status)}
+        <span class="sn-meta" title=${`${node.turns} turns · ${node.tokens} tokens`}
+          >${node.turns} turns · ${amount(node.tokens)} tokens</span
+        >
+        ${collapsed && below ? html`<span class="sn-meta">(${below} below)</span>` : nothing}
+        ${node.prompt ? html`<span class="sn-display" title=${node.prompt}>${node.prompt}</span>` : nothing}
+        ${node.reattached
+          ? html`<span class="sn-flag sn-reattached">reattached ×${node.reattached}</span>`
+          : nothing}
+        ${depth > 0 && live ? kindSelect(node, state) : nothing}
+      </div>
+      ${(node.refused || []).map(
+        (reason) => html`<div class="sn-refused-row">${pill("refused", "refused")} ${reason}</div>`,
+      )}
+      ${collapsed || !children.length
+        ? nothing
+        : html`<div class="sn-children" role="group">
+            ${repeat(
+              children,
+              (child) => child.id,
+              (child) => treeNode(child, depth + 1, selected, state, live, visible),
+            )}
+          </div>`}
+    </div>`;
   }
 
   function kindSelect(node, state) {
     const current = (state.agent_kinds || {})[node.agent];
-    const select = h("select", {
-      class: "sn-kind-select",
-      "data-agent": node.agent,
-      title: `kind ${node.agent} uses from its next task`,
-      onclick: (event) => event.stopPropagation(),
-      onchange: () => send({ action: "kind", agent: node.agent, kind: select.value }),
-    });
     const names = [...(state.kinds || [])];
     if (current && !names.includes(current)) names.push(current);
-    for (const name of names) select.append(h("option", { value: name }, name));
-    select.value = current || "";
-    return select;
+    return html`<select
+      class="sn-kind-select"
+      data-agent=${node.agent}
+      title=${`kind ${node.agent} uses from its next task`}
+      @click=${(event) => event.stopPropagation()}
+      @change=${(e) => send({ action: "kind", agent: node.agent, kind: e.target.value })}
+    >
+      ${names.map((name) => html`<option value=${name} .selected=${name === current}>${name}</option>`)}
+    </select>`;
   }
 
   // tabs and panes
 
-  function drawTabs() {
-    fill(
-      tabs,
-      TABS.map(([name, label]) =>
-        h(
-          "button",
-          {
-            class: name === ui.tab ? "sn-tab sn-active" : "sn-tab",
-            role: "tab",
-            "data-tab": name,
-            onclick: () => focus({ tab: name }),
-          },
-          label,
-        ),
-      ),
-    );
+  function tabs() {
+    return html`<div class="sn-tabs" role="tablist">
+      ${TABS.map(
+        ([name, label]) =>
+          html`<button
+            class=${name === ui.tab ? "sn-tab sn-active" : "sn-tab"}
+            role="tab"
+            aria-selected=${name === ui.tab ? "true" : "false"}
+            data-tab=${name}
+            ?disabled=${!!ui.dead && name !== ui.tab}
+            @click=${() => focus({ tab: name })}
+          >
+            ${label}
+          </button>`,
+      )}
+    </div>`;
   }
 
-  function drawPane() {
-    const state = paneState();
-    const wanted = ui.wanted;
-    const arrived = !wanted || (wanted.tab === state.tab && (!wanted.node || wanted.node === state.node));
-    if (arrived || Date.now() - wanted.at > 2000) {
-      ui.wanted = null;
-      ui.node = state.node || null;
-      ui.tab = state.tab || "transcript";
-      drawTree();
-    }
+  function paneView(head, state) {
     const draw = { transcript, context, tools, compaction, wire, events }[state.tab] || transcript;
-    const title = state.node ? h("div", { class: "sn-pane-title" }, state.node) : null;
-    fill(pane, title, state.empty ? h("div", { class: "sn-empty" }, state.empty) : draw(state));
-    drawTabs();
+    const title = state.node
+      ? html`<div class="sn-pane-title">
+          ${state.node}${state.chosen ? "" : html` <span class="sn-meta">(following the run)</span>`}
+        </div>`
+      : nothing;
+    return html`<div class="sn-pane" role="tabpanel">
+      ${title} ${state.empty ? html`<div class="sn-empty">${state.empty}</div>` : draw(state, head)}
+    </div>`;
   }
 
   function message(row) {
-    return h(
-      "div",
-      { class: `sn-msg sn-role-${token(row.role)}` },
-      h(
-        "div",
-        { class: "sn-msg-head" },
-        pill(row.role, `role-${row.role}`),
-        row.name ? h("span", { class: "sn-name" }, row.name) : null,
-        row.status && row.status !== "ok" ? status(row.status) : null,
-        row.mark ? pill(row.mark, `mark-${row.mark}`) : null,
-      ),
-      row.text ? h("div", { class: "sn-text" }, row.text) : null,
-      (row.calls || []).map((call) =>
-        h("div", { class: "sn-call" }, "→ ", h("b", {}, call.name), " ", h("code", {}, call.arguments)),
-      ),
-      row.sent_as
-        ? h("details", { class: "sn-sent-as" }, h("summary", {}, "sent to the model as"), pre(row.sent_as))
-        : null,
+    return html`<div class="sn-msg sn-role-${token(row.role)}">
+      <div class="sn-msg-head">
+        ${pill(row.role, `role-${row.role}`)}
+        ${row.name ? html`<span class="sn-name">${row.name}</span>` : nothing}
+        ${row.status && row.status !== "ok" ? status(row.status) : nothing}
+        ${row.mark ? pill(row.mark, `mark-${row.mark}`) : nothing}
+      </div>
+      ${row.text ? html`<div class="sn-text">${row.text}</div>` : nothing}
+      ${(row.calls || []).map(
+        (call) => html`<div class="sn-call">→ <b>${call.name}</b> <code>${call.arguments}</code></div>`,
+      )}
+      ${row.sent_as
+        ? html`<details class="sn-sent-as"><summary>sent to the model as</summary>${pre(row.sent_as)}</details>`
+        : nothing}
+    </div>`;
+  }
+
+  // Rows of an append-only list, keyed by their position in the whole list.
+  function rows(items, skipped, draw) {
+    return repeat(
+      items.map((item, i) => [skipped + i, item]),
+      ([at]) => at,
+      ([, item]) => draw(item),
     );
   }
 
   function transcript(state) {
-    return h(
-      "div",
-      { class: "sn-transcript" },
-      earlier(state.earlier, "messages"),
-      (state.entries || []).map(message),
-      state.streaming
-        ? h("div", { class: "sn-msg sn-streaming" }, pill("streaming", "running"), state.streaming)
-        : null,
-      (state.entries || []).length || state.streaming ? null : h("div", { class: "sn-empty" }, "no messages yet"),
-    );
+    const entries = state.entries || [];
+    return html`<div class="sn-transcript">
+      ${earlier(state.earlier, "messages")} ${rows(entries, state.earlier || 0, message)}
+      ${state.streaming
+        ? html`<div class="sn-msg sn-streaming">${pill("streaming", "running")}${state.streaming}</div>`
+        : nothing}
+      ${entries.length || state.streaming ? nothing : html`<div class="sn-empty">no messages yet</div>`}
+    </div>`;
   }
 
   function context(state) {
-    const rows = state.chart || [];
-    if (!rows.length) return h("div", { class: "sn-empty" }, "no model turns yet");
+    const chartRows = state.chart || [];
+    if (!chartRows.length) return html`<div class="sn-empty">no model turns yet</div>`;
     const detail = state.detail;
     const go = (turn) => send({ action: "focus", turn });
-    const nav = h(
-      "div",
-      { class: "sn-turn-nav" },
-      h("button", { class: "sn-button", disabled: state.index <= 0, onclick: () => go(state.index - 1) }, "◀"),
-      h("span", {}, ` turn ${detail.turn} (${state.index + 1} of ${rows.length}) `),
-      h(
-        "button",
-        { class: "sn-button", disabled: state.index >= rows.length - 1, onclick: () => go(state.index + 1) },
-        "▶",
-      ),
-      h("button", { class: "sn-button", disabled: state.following, onclick: () => go(-1) }, "latest"),
-      h(
-        "span",
-        { class: "sn-meta" },
-        ` kind ${detail.kind} · model ${detail.model}`,
-        detail.tool_choice ? ` · tool_choice ${detail.tool_choice}` : "",
-      ),
-    );
     const column = (title, items, more) =>
-      h(
-        "div",
-        { class: "sn-column" },
-        h("div", { class: "sn-column-title" }, title),
-        earlier(more, "items"),
-        items.map(message),
-      );
+      html`<div class="sn-column">
+        <div class="sn-column-title">${title}</div>
+        ${earlier(more, "items")} ${rows(items, more || 0, message)}
+      </div>`;
     const sent = detail.view.length + detail.view_earlier;
-    return h(
-      "div",
-      { class: "sn-context" },
-      chart(rows, state.markers || [], state.legend || [], state.index, go),
-      nav,
-      h(
-        "div",
-        { class: "sn-columns" },
-        column(`View sent · ${sent} messages · ${detail.view_tokens} tokens`, detail.view, detail.view_earlier),
-        column(
-          `Storage · ${detail.storage_tokens} tokens · ${detail.hidden} not in view`,
+    return html`<div class="sn-context">
+      ${chart(chartRows, state.markers || [], state.legend || [], state.index, go)}
+      <div class="sn-turn-nav">
+        <button class="sn-button" ?disabled=${state.index <= 0} @click=${() => go(state.index - 1)}>◀</button>
+        <span> turn ${detail.turn} (${state.index + 1} of ${chartRows.length}) </span>
+        <button
+          class="sn-button"
+          ?disabled=${state.index >= chartRows.length - 1}
+          @click=${() => go(state.index + 1)}
+        >
+          ▶
+        </button>
+        <button class="sn-button" ?disabled=${state.following} @click=${() => go(-1)}>latest</button>
+        <span class="sn-meta">
+          kind ${detail.kind} · model ${detail.model}${detail.tool_choice ? ` · tool_choice ${detail.tool_choice}` : ""}
+        </span>
+      </div>
+      <div class="sn-columns">
+        ${column(
+          `View sent · ${sent} messages · ${amount(detail.view_tokens)} tokens`,
+          detail.view,
+          detail.view_earlier,
+        )}
+        ${column(
+          `Storage · ${amount(detail.storage_tokens)} tokens · ${detail.hidden} not in view`,
           detail.storage,
           detail.storage_earlier,
-        ),
-      ),
-      detail.reply
-        ? h(
-            "div",
-            { class: "sn-reply" },
-            h("div", { class: "sn-column-title" }, `Reply · ${seconds(detail.duration)}`),
-            message(detail.reply),
-          )
-        : null,
-    );
+        )}
+      </div>
+      ${detail.reply
+        ? html`<div class="sn-reply">
+            <div class="sn-column-title">Reply · ${seconds(detail.duration)}</div>
+            ${message(detail.reply)}
+          </div>`
+        : nothing}
+    </div>`;
   }
 
-  function chart(rows, markers, keys, index, go) {
+  function chart(chartRows, markers, keys, index, go) {
     const width = 640;
     const height = 150;
     const pad = 34;
-    const top = rows.reduce((m, r) => Math.max(m, r.view_tokens, r.storage_tokens), 1);
-    const n = rows.length;
+    const top = chartRows.reduce((m, r) => Math.max(m, r.view_tokens, r.storage_tokens), 1);
+    const n = chartRows.length;
     const x = (i) => (n === 1 ? width / 2 : pad + (i * (width - 2 * pad)) / (n - 1));
     const y = (v) => height - pad + 10 - (v * (height - pad - 10)) / top;
     const line = (key, cls) =>
-      s("polyline", { class: cls, points: rows.map((r, i) => `${x(i)},${y(r[key])}`).join(" ") });
-    const svg = s(
-      "svg",
-      { class: "sn-chart", viewBox: `0 0 ${width} ${height}`, role: "img" },
-      s("title", {}, "context size per turn: view sent (solid) and storage (dashed), in tokens"),
-      s("line", { class: "sn-axis", x1: pad, y1: y(0), x2: width - pad, y2: y(0) }),
-      s("text", { class: "sn-axis-label", x: 2, y: y(top) + 4 }, String(top)),
-      s("text", { class: "sn-axis-label", x: 2, y: y(0) }, "0"),
-      s("text", { class: "sn-axis-label", x: pad, y: height - 4 }, `turn ${rows[0].turn}`),
-      s("text", { class: "sn-axis-label", x: width - pad - 40, y: height - 4 }, `turn ${rows[n - 1].turn}`),
-      line("storage_tokens", "sn-line-storage"),
-      line("view_tokens", "sn-line-view"),
-    );
-    for (const mark of markers) {
+      svg`<polyline class=${cls} points=${chartRows.map((r, i) => `${x(i)},${y(r[key])}`).join(" ")}></polyline>`;
+    const marks = markers.map((mark) => {
       const at = Math.min(n - 1, Math.max(0, mark.at - 0.5));
       const position = n === 1 ? x(0) : pad + (at * (width - 2 * pad)) / (n - 1);
-      svg.append(
-        s(
-          "line",
-          { class: `sn-marker sn-marker-${token(mark.type)}`, x1: position, y1: 8, x2: position, y2: y(0) },
-          s("title", {}, `${mark.title} (event ${mark.seq})`),
-        ),
-      );
-    }
-    rows.forEach((r, i) => {
-      const dot = s(
-        "circle",
-        {
-          class: i === index ? "sn-dot sn-dot-selected" : "sn-dot",
-          cx: x(i),
-          cy: y(r.view_tokens),
-          r: i === index ? 4 : 2.5,
-        },
-        s(
-          "title",
-          {},
-          `turn ${r.turn}: view ${r.view_tokens} tokens (${r.view_messages} messages), ` +
-            `storage ${r.storage_tokens} tokens (${r.storage_messages} messages)`,
-        ),
-      );
-      dot.addEventListener("click", () => go(i));
-      svg.append(dot);
+      return svg`<line class="sn-marker sn-marker-${token(mark.type)}" x1=${position} y1="8" x2=${position} y2=${y(0)}
+        ><title>${mark.title} (event ${mark.seq})</title></line>`;
     });
-    const legend = h(
-      "div",
-      { class: "sn-legend" },
-      h("span", { class: "sn-key sn-key-view" }, "view"),
-      h("span", { class: "sn-key sn-key-storage" }, "storage"),
-      keys.map(([type, label]) => h("span", { class: `sn-key sn-key-${token(type)}` }, label)),
+    const dots = chartRows.map(
+      (r, i) =>
+        svg`<circle class=${i === index ? "sn-dot sn-dot-selected" : "sn-dot"} cx=${x(i)} cy=${y(r.view_tokens)}
+          r=${i === index ? 4 : 2.5} @click=${() => go(i)}
+          ><title>${`turn ${r.turn}: view ${r.view_tokens} tokens (${r.view_messages} messages), ` +
+          `storage ${r.storage_tokens} tokens (${r.storage_messages} messages)`}</title></circle>`,
     );
-    return h("div", { class: "sn-chart-box" }, svg, legend);
+    return html`<div class="sn-chart-box">
+      <svg class="sn-chart" viewBox=${`0 0 ${width} ${height}`} role="img">
+        <title>context size per turn: view sent (solid) and storage (dashed), in tokens</title>
+        <line class="sn-axis" x1=${pad} y1=${y(0)} x2=${width - pad} y2=${y(0)}></line>
+        <text class="sn-axis-label" x="2" y=${y(top) + 4}>${amount(top)}</text>
+        <text class="sn-axis-label" x="2" y=${y(0)}>0</text>
+        <text class="sn-axis-label" x=${pad} y=${height - 4}>turn ${chartRows[0].turn}</text>
+        <text class="sn-axis-label" x=${width - pad - 40} y=${height - 4}>turn ${chartRows[n - 1].turn}</text>
+        ${line("storage_tokens", "sn-line-storage")} ${line("view_tokens", "sn-line-view")} ${marks} ${dots}
+      </svg>
+      <div class="sn-legend">
+        <span class="sn-key sn-key-view">view</span>
+        <span class="sn-key sn-key-storage">storage</span>
+        ${keys.map(([type, label]) => html`<span class="sn-key sn-key-${token(type)}">${label}</span>`)}
+      </div>
+    </div>`;
   }
 
   function tools(state) {
     const cards = state.cards || [];
-    if (!cards.length) return h("div", { class: "sn-empty" }, "no tool calls yet");
-    return h(
-      "div",
-      { class: "sn-cards" },
-      earlier(state.earlier, "calls"),
-      cards.map((card) =>
-        h(
-          "div",
-          { class: `sn-card sn-card-${token(card.status)}`, "data-call": card.call_id },
-          h(
-            "div",
-            { class: "sn-card-head" },
-            h("b", {}, card.name),
-            " ",
-            status(card.status),
-            h("span", { class: "sn-meta" }, ` ${seconds(card.duration)} · ${card.call_id}`),
-            card.child
-              ? h("button", { class: "sn-link", onclick: () => focus({ node: card.child }) }, `open ${card.child}`)
-              : null,
-          ),
-          card.display_text ? h("div", { class: "sn-display" }, card.display_text) : null,
-          h("div", { class: "sn-label" }, "arguments"),
-          pre(card.arguments),
-          card.result !== null ? [h("div", { class: "sn-label" }, "result"), pre(card.result, "sn-result")] : null,
-          (card.notes || []).map((note) => h("div", { class: "sn-note" }, note)),
-        ),
-      ),
-    );
+    if (!cards.length) return html`<div class="sn-empty">no tool calls yet</div>`;
+    const card = (c) => html`<div class="sn-card sn-card-${token(c.status)}" data-call=${c.call_id}>
+      <div class="sn-card-head">
+        <b>${c.name}</b> ${status(c.status)}
+        <span class="sn-meta"> ${seconds(c.duration)} · ${c.call_id}</span>
+        ${c.child
+          ? html`<button class="sn-link" ?disabled=${!!ui.dead} @click=${() => focus({ node: c.child })}>
+              open ${c.child}
+            </button>`
+          : nothing}
+      </div>
+      ${c.display_text ? html`<div class="sn-display">${c.display_text}</div>` : nothing}
+      <div class="sn-label">arguments</div>
+      ${pre(c.arguments)}
+      ${c.result !== null ? html`<div class="sn-label">result</div>${pre(c.result, "sn-result")}` : nothing}
+      ${(c.notes || []).map((note) => html`<div class="sn-note">${note}</div>`)}
+    </div>`;
+    return html`<div class="sn-cards">
+      ${earlier(state.earlier, "calls")} ${repeat(cards, (c) => c.call_id, card)}
+    </div>`;
   }
 
   function compaction(state) {
     const entries = state.entries || [];
-    if (!entries.length) return h("div", { class: "sn-empty" }, "no compaction, sinking, trimming or swaps yet");
-    return h(
-      "ol",
-      { class: "sn-timeline" },
-      earlier(state.earlier, "entries"),
-      entries.map((entry) =>
-        h(
-          "li",
-          { class: `sn-mark sn-mark-${token(entry.type)}` },
-          h(
-            "div",
-            {},
-            h("b", {}, entry.title),
-            h("span", { class: "sn-meta" }, ` after turn ${entry.at} · event ${entry.seq}`),
-          ),
-          h(
-            "table",
-            { class: "sn-details" },
-            entry.details.map(([k, v]) => h("tr", {}, h("th", {}, k), h("td", {}, v))),
-          ),
-          entry.text ? [h("div", { class: "sn-label" }, "summary"), pre(entry.text)] : null,
-          entry.previews.length ? h("ul", { class: "sn-previews" }, entry.previews.map((p) => h("li", {}, p))) : null,
-        ),
-      ),
-    );
+    if (!entries.length) return html`<div class="sn-empty">no compaction, sinking, trimming or swaps yet</div>`;
+    const entry = (e) => html`<li class="sn-mark sn-mark-${token(e.type)}">
+      <div><b>${e.title}</b><span class="sn-meta"> after turn ${e.at} · event ${e.seq}</span></div>
+      <table class="sn-details">
+        ${e.details.map(([k, v]) => html`<tr><th>${k}</th><td>${v}</td></tr>`)}
+      </table>
+      ${e.text ? html`<div class="sn-label">summary</div>${pre(e.text)}` : nothing}
+      ${e.previews.length
+        ? html`<ul class="sn-previews">${e.previews.map((p) => html`<li>${p}</li>`)}</ul>`
+        : nothing}
+    </li>`;
+    return html`<ol class="sn-timeline">
+      ${earlier(state.earlier, "entries")} ${repeat(entries, (e) => e.seq, entry)}
+    </ol>`;
   }
 
   function wire(state) {
-    const rows = state.exchanges || [];
-    if (!rows.length) return h("div", { class: "sn-empty" }, state.note || "no exchanges yet");
-    return h(
-      "div",
-      { class: "sn-wire" },
-      state.note ? h("div", { class: "sn-earlier" }, state.note) : null,
-      earlier(state.earlier, "exchanges"),
-      rows.map((row) =>
-        h(
-          "details",
-          { class: "sn-exchange" },
-          h(
-            "summary",
-            {},
-            `#${row.index} `,
-            h("b", {}, row.model || ""),
-            " ",
-            status(row.error ? "error" : String(row.status ?? "…")),
-            h("span", { class: "sn-meta" }, ` ${seconds(row.duration)} · ${row.url}`),
-            row.error ? h("span", { class: "sn-note" }, ` ${row.error}`) : null,
-          ),
-          h("div", { class: "sn-label" }, "request"),
-          pre(row.request),
-          h("div", { class: "sn-label" }, "response"),
-          pre(row.response),
-          h("div", { class: "sn-label" }, "headers (redacted)"),
-          pre(row.headers),
-        ),
-      ),
-    );
+    const exchanges = state.exchanges || [];
+    if (!exchanges.length) return html`<div class="sn-empty">${state.note || "no exchanges yet"}</div>`;
+    const exchange = (row) => html`<details class="sn-exchange">
+      <summary>
+        #${row.index} <b>${row.model || ""}</b> ${status(row.error ? "error" : String(row.status ?? "…"))}
+        <span class="sn-meta"> ${seconds(row.duration)} · ${row.url}</span>
+        ${row.error ? html`<span class="sn-note"> ${row.error}</span>` : nothing}
+      </summary>
+      <div class="sn-label">request</div>
+      ${pre(row.request)}
+      <div class="sn-label">response</div>
+      ${pre(row.response)}
+      <div class="sn-label">headers (redacted)</div>
+      ${pre(row.headers)}
+    </details>`;
+    return html`<div class="sn-wire">
+      ${state.note ? html`<div class="sn-earlier">${state.note}</div>` : nothing}
+      ${earlier(state.earlier, "exchanges")} ${repeat(exchanges, (row) => row.index, exchange)}
+    </div>`;
   }
 
-  function events(state) {
-    const head = model.get("header") || {};
+  function events(state, head) {
     const chosen = new Set(state.selected || []);
     const toggle = (type, on) => {
       const next = new Set(chosen);
@@ -557,86 +646,85 @@ function render({ model, el }) {
       else next.delete(type);
       send({ action: "focus", types: [...next] });
     };
-    const filter = h(
-      "div",
-      { class: "sn-filter" },
-      h("span", { class: "sn-label" }, "types "),
-      Object.entries(state.types || {}).map(([type, count]) =>
-        h(
-          "label",
-          { class: "sn-check" },
-          h("input", {
-            type: "checkbox",
-            checked: chosen.has(type),
-            "data-type": type,
-            onchange: (e) => toggle(type, e.target.checked),
-          }),
-          `${type} (${count})`,
-        ),
-      ),
-      h(
-        "label",
-        { class: "sn-check" },
-        h("input", {
-          type: "checkbox",
-          checked: state.node_only,
-          onchange: (e) => send({ action: "focus", node_only: e.target.checked }),
-        }),
-        "this node only",
-      ),
-      h("span", { class: "sn-meta" }, ` showing ${(state.rows || []).length} of ${state.total}`),
-    );
     const fork = (seq) => (event) => {
       event.preventDefault();
       event.stopPropagation();
       send({ action: "fork", seq });
     };
-    return h(
-      "div",
-      { class: "sn-events" },
-      filter,
-      head.live && !head.fork
-        ? h("div", { class: "sn-earlier" }, "Fork here needs a durable session: sn.Session(agent, store=...)")
-        : null,
-      (state.rows || []).map((row) =>
-        h(
-          "details",
-          { class: "sn-event", "data-seq": row.seq },
-          h(
-            "summary",
-            {},
-            h("span", { class: "sn-seq" }, String(row.seq)),
-            h("span", { class: "sn-type" }, row.type),
-            h("span", { class: "sn-path" }, row.path),
-            h("span", { class: "sn-headline" }, row.headline),
-            head.fork
-              ? h(
-                  "button",
-                  { class: "sn-link sn-fork", title: "branch a new session at this event", onclick: fork(row.seq) },
-                  "Fork here",
-                )
-              : null,
-          ),
-          pre(row.json),
-        ),
-      ),
-    );
+    const current = state.rows || [];
+    const present = new Set(current.map((row) => row.seq));
+    // an opened event stays open (and on screen) when newer events push it out of the window
+    const kept = [...ui.openEvents.values()].filter((row) => !present.has(row.seq));
+    const remember = (row) => (event) => {
+      if (event.target.open) ui.openEvents.set(row.seq, row);
+      else ui.openEvents.delete(row.seq);
+    };
+    const eventRow = (row) => html`<details class="sn-event" data-seq=${row.seq} @toggle=${remember(row)}>
+      <summary>
+        <span class="sn-seq">${row.seq}</span>
+        <span class="sn-type">${row.type}</span>
+        <span class="sn-path">${row.path}</span>
+        <span class="sn-headline">${row.headline}</span>
+        ${head.fork && !ui.dead
+          ? html`<button class="sn-link sn-fork" title="branch a new session at this event" @click=${fork(row.seq)}>
+              Fork here
+            </button>`
+          : nothing}
+      </summary>
+      ${pre(row.json)}
+    </details>`;
+    return html`<div class="sn-events">
+      <div class="sn-filter">
+        <span class="sn-label">types </span>
+        ${repeat(
+          Object.entries(state.types || {}),
+          ([type]) => type,
+          ([type, count]) =>
+            html`<label class="sn-check"
+              ><input
+                type="checkbox"
+                .checked=${chosen.has(type)}
+                ?disabled=${!!ui.dead}
+                data-type=${type}
+                @change=${(e) => toggle(type, e.target.checked)}
+              />${type} (${count})</label
+            >`,
+        )}
+        <label class="sn-check"
+          ><input
+            type="checkbox"
+            .checked=${Boolean(state.node_only)}
+            ?disabled=${!!ui.dead}
+            @change=${(e) => send({ action: "focus", node_only: e.target.checked })}
+          />this node only</label
+        >
+        <span class="sn-meta"> showing ${current.length} of ${state.total}</span>
+      </div>
+      ${head.live && !head.fork
+        ? html`<div class="sn-earlier">Fork here needs a durable session: sn.Session(agent, store=...)</div>`
+        : nothing}
+      ${kept.length ? html`<div class="sn-label">kept open</div>` : nothing}
+      ${repeat([...kept, ...current], (row) => row.seq, eventRow)}
+    </div>`;
   }
 
-  const onHeader = () => {
-    drawHeader();
-    drawTree();
-  };
-  model.on("change:header", onHeader);
-  model.on("change:tree", drawTree);
-  model.on("change:pane", drawPane);
-  drawHeader();
-  drawTree();
-  drawPane();
+  // A kernel restart or shutdown leaves this page's copy of the widget without a kernel: say so
+  // instead of offering buttons that would throw "Cannot send".
+  const onLive = () => disconnect("the kernel restarted or shut down");
+  const onClose = () => disconnect("the kernel closed this view");
+  model.on("change:header", schedule);
+  model.on("change:tree", schedule);
+  model.on("change:pane", schedule);
+  model.on("comm_live_update", onLive);
+  model.on("comm:close", onClose);
+  draw();
   return () => {
-    model.off("change:header", onHeader);
-    model.off("change:tree", drawTree);
-    model.off("change:pane", drawPane);
+    cancelAnimationFrame(frame);
+    model.off("change:header", schedule);
+    model.off("change:tree", schedule);
+    model.off("change:pane", schedule);
+    model.off("comm_live_update", onLive);
+    model.off("comm:close", onClose);
   };
 }
 
