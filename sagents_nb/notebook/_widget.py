@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +19,7 @@ except ImportError as exc:  # pragma: no cover - both ship with sagents_nb's dep
 from .. import kinds
 from .._base.loop import run_sync
 from ._controls import handle_message
+from ._export import show, static_view
 from ._panes import Focus, pane_state
 from ._projector import Projector
 from ._render import tree_state
@@ -84,6 +86,10 @@ class LiveView(anywidget.AnyWidget):
         self.preprocessors = dict(preprocessors or {})
         self.forks: list[Any] = []
         """Sessions forked from this view's `Fork here` buttons."""
+        self.display_id = f"sagents-view-{uuid.uuid4().hex}"
+        """The id this view is displayed under (the same one each time it is shown)."""
+        self.published: str | None = None
+        """The static HTML last displayed, to update it only when it changed."""
         self._notice: dict[str, Any] = {"id": 0, "text": "", "error": False}
         self._json_cache: dict[int, str] = {}
         self._pane_stamp: tuple[Any, ...] | None = None
@@ -108,8 +114,14 @@ class LiveView(anywidget.AnyWidget):
             return None
         data, metadata = bundle
         # Front ends without widgets (nbviewer, GitHub, consoles) pick the static rendering.
-        fallback = self.target.obj._repr_mimebundle_()
-        return {**data, **fallback}, metadata
+        return {**data, **static_view(self)}, metadata
+
+    def _ipython_display_(self) -> None:
+        # Under a display id, so that the static rendering saved with the notebook can be
+        # brought up to date after later cells (a run outlives the cell that showed it).
+        bundle = self._repr_mimebundle_()
+        if bundle is not None:
+            show(self, *bundle)
 
     # used by the controls
 

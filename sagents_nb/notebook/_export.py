@@ -1,0 +1,147 @@
+"""What a live view leaves in a saved notebook for readers without widgets (nbconvert HTML,
+nbviewer, GitHub): its final state as static text and escaped HTML, kept current by updating
+the view's display after each cell runs."""
+
+from __future__ import annotations
+
+import html
+import weakref
+from typing import TYPE_CHECKING, Any
+
+from ._context_pane import context_pane
+from ._render import clip, tree_state
+
+if TYPE_CHECKING:
+    from ._widget import LiveView
+
+_COLOURS = {
+    "done": "#1a7f37",
+    "running": "#0969da",
+    "paused": "#9a6700",
+    "error": "#cf222e",
+    "incomplete": "#bc4c00",
+    "cancelled": "#57606a",
+}
+_shown: weakref.WeakSet[LiveView] = weakref.WeakSet()
+_hooked = False
+
+
+def static_view(view: LiveView) -> dict[str, str]:
+    """The view's current state as `text/plain` and `text/html` (every piece of text escaped):
+    the tree, the answer and the latest turn's context of the top agent."""
+    with view.projector.lock:
+        view.projector.catch_up()
+        header = view._header()
+        tree = tree_state(view.projector)
+        root = view.projector.nodes.get(view.projector.root or "")
+        detail = context_pane(root, None)["detail"] if root is not None else None
+    run = header.get("run") or {}
+    lines, rows = [f"sagents_nb · {header['title']}"], []
+    if run:
+        lines.append(f"run {run['number']} {run['status']}")
+    for depth, node in _walk(tree):
+        label = f"{node['id'].rpartition('/')[2]} [{node['kind']}] {node['status']}"
+        label += f" · {node['turns']} turns · {node['tokens']} tokens"
+        if node.get("prompt"):
+            label += f" · {node['prompt']}"
+        extra = f" · reattached ×{node['reattached']}" if node["reattached"] else ""
+        if node["refused"]:
+            label += f" · refused {len(node['refused'])}"
+        lines.append("  " * depth + label + extra)
+        extra += "".join(f" · refused: {_e(reason)}" for reason in node["refused"])
+        colour = _COLOURS.get(node["status"], "#57606a")
+        rows.append(
+            f'<div style="margin-left:{depth * 1.2}em"><b>{_e(node["id"])}</b> '
+            f'<span style="border:1px solid #ccc;border-radius:3px;padding:0 3px">'
+            f"{_e(node['kind'])}</span> "
+            f'<span style="color:{colour}">{_e(node["status"])}</span>'
+            f" · {node['turns']} turns · {node['tokens']} tokens"
+            f"{' · <i>' + _e(node['prompt']) + '</i>' if node.get('prompt') else ''}{extra}</div>"
+        )
+    answer = ""
+    if run.get("text") is not None:
+        lines.append(f"\n[{run['status']}] {run['text']}")
+        answer = (
+            '<div style="margin:6px 0;padding:2px 6px;border-left:3px solid #1a7f37;'
+            f'white-space:pre-wrap">[{_e(run["status"])}] {_e(run["text"])}</div>'
+        )
+    context = ""
+    if detail is not None:
+        title = (
+            f"Latest context of {tree['id']}: turn {detail['turn']}, "
+            f"{len(detail['view']) + detail['view_earlier']} messages sent "
+            f"({detail['view_tokens']} tokens estimated)"
+        )
+        lines.append(f"\n{title}")
+        items = []
+        for message in detail["view"]:
+            text = clip(message.get("text") or "", 2000)
+            calls = ", ".join(f"{c['name']}({c['arguments']})" for c in message.get("calls", ()))
+            shown = text + (f" → {calls}" if calls else "")
+            lines.append(f"  {message['role']}: {shown}")
+            items.append(
+                f'<li><b>{_e(message["role"])}</b>: <span style="white-space:pre-wrap">'
+                f"{_e(shown)}</span></li>"
+            )
+        context = f"<div><b>{_e(title)}</b><ol>{''.join(items)}</ol></div>"
+    head = _e(lines[0]) + (f" · run {run['number']} <b>{_e(run['status'])}</b>" if run else "")
+    body = (
+        '<div class="sagents-static" style="font-family:monospace;font-size:12px">'
+        f"<div>{head}</div>{''.join(rows)}{answer}{context}</div>"
+    )
+    return {"text/plain": "\n".join(lines), "text/html": body}
+
+
+def show(view: LiveView, bundle: dict[str, Any], metadata: dict[str, Any]) -> None:
+    """Display `bundle` under the view's display id, and keep its static part current."""
+    from IPython.display import display
+
+    display(bundle, metadata=metadata, raw=True, display_id=view.display_id)
+    view.published = bundle.get("text/html")
+    _shown.add(view)
+    _hook()
+
+
+def _refresh(*_args: Any) -> None:
+    """After each cell: re-publish every shown view whose static part changed."""
+    from IPython.display import update_display
+
+    for view in list(_shown):
+        if getattr(view, "_closed", False) or view.comm is None:
+            _shown.discard(view)
+            continue
+        bundle = view._repr_mimebundle_()
+        if bundle is None:
+            continue
+        data, metadata = bundle
+        run = view._run_header()
+        if run is not None and run["status"] in ("queued", "running", "paused"):
+            continue  # publish settled states only: an update re-renders the widget in Lab
+        if data.get("text/html") != view.published:
+            view.published = data.get("text/html")
+            update_display(data, metadata=metadata, raw=True, display_id=view.display_id)
+
+
+def _hook() -> None:
+    global _hooked
+    if _hooked:
+        return
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    if shell is None:
+        return
+    shell.events.register("post_run_cell", _refresh)
+    _hooked = True
+
+
+def _walk(node: dict[str, Any], depth: int = 0) -> Any:
+    if not node:
+        return
+    yield depth, node
+    for child in node.get("children", ()):
+        yield from _walk(child, depth + 1)
+
+
+def _e(text: Any) -> str:
+    return html.escape(str(text))
