@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from .._base.messages import Message
 from ._projector import CHARTED
 from ._render import ROWS, message_parts, message_state
 from ._state import NodeState, Stored, Turn
+
+IN_VIEW = (None, "in view", "summary")
+"""Storage marks of items the view did send."""
 
 
 def context_pane(node: NodeState, wanted: int | None) -> dict[str, Any]:
@@ -69,6 +73,9 @@ def turn_detail(node: NodeState, turn: Turn) -> dict[str, Any]:
             sent = None if _key(message) in stored else "view only"
         view_rows.append(message_state(message, sent))
     reply = message_state(turn.reply) if turn.reply is not None else None
+    marks = Counter(row.get("mark") for row in storage_rows)
+    # what the column marks as not sent: sunk, trimmed, summarised... (a kind names its own)
+    left_out = {mark: count for mark, count in marks.items() if mark not in IN_VIEW}
     return {
         "turn": turn.number,
         "kind": turn.kind,
@@ -83,6 +90,11 @@ def turn_detail(node: NodeState, turn: Turn) -> dict[str, Any]:
         "storage_earlier": max(0, len(storage_rows) - ROWS),
         "reply": reply,
         "tokens": turn.usage.total_tokens if turn.usage else None,
+        "prompt_tokens": turn.usage.prompt_tokens if turn.usage else None,
+        "completion_tokens": turn.usage.completion_tokens if turn.usage else None,
+        "storage_items": len(storage_rows),
+        # stored items not in the view, by how: counted from the marks the column shows
+        "left_out": left_out,
         "duration": turn.duration,
     }
 

@@ -137,14 +137,18 @@ def _edit(view: LiveView, run: Run, text: Any) -> None:
 def _set_kind(view: LiveView, agent_name: str, kind: str) -> None:
     agent = view.target.agent(agent_name)
     factory = kinds.registry().get(kind)
-    if agent is None or factory is None:
+    earlier = view.kinds_seen.get(agent_name, {}).get(kind)
+    if agent is None or (factory is None and earlier is None):
         known = ", ".join(sorted(kinds.registry()))
         view.notify(
             f"cannot set kind {kind!r} on agent {agent_name!r} (kinds: {known})", error=True
         )
         return
     old = view.target.agent_kinds().get(agent_name)
-    agent.kind = factory()
+    if agent.kind is not None:
+        view.kinds_seen.setdefault(agent_name, {})[kinds.kind_name(agent.kind)] = agent.kind
+    # back to a kind it had: the same object, with its configuration (a native child's CLI)
+    agent.kind = earlier if earlier is not None else factory()  # type: ignore[misc]
     view.notify(f"{agent_name} uses kind {kind} from its next task (was {old})")
 
 

@@ -165,6 +165,12 @@ class Projector:
                 state.reattached, state.refused = item.reattached, list(item.refused)
                 below = sum(child.usage.total_tokens for child in item.children)
                 state.tokens = item.usage.total_tokens - below
+                state.prompt_tokens = item.usage.prompt_tokens - sum(
+                    child.usage.prompt_tokens for child in item.children
+                )
+                state.completion_tokens = item.usage.completion_tokens - sum(
+                    child.usage.completion_tokens for child in item.children
+                )
 
     # runs and status
 
@@ -249,6 +255,8 @@ class Projector:
         node.turns = max(node.turns, event.turn)
         if event.usage is not None:
             node.tokens += event.usage.total_tokens
+            node.prompt_tokens += event.usage.prompt_tokens
+            node.completion_tokens += event.usage.completion_tokens
             run = self.runs.get(event.run)
             if run is not None:
                 run.tokens += event.usage.total_tokens

@@ -86,6 +86,8 @@ def _tree_node(projector: Projector, node: NodeState) -> dict[str, Any]:
         "detail": clip(node.detail, 500),
         "turns": node.turns,
         "tokens": node.tokens + sum(child["tokens"] for child in children),
+        "prompt_tokens": node.prompt_tokens + sum(c["prompt_tokens"] for c in children),
+        "completion_tokens": node.completion_tokens + sum(c["completion_tokens"] for c in children),
         "display_text": node.display_text,
         "prompt": _one_line(node.display_text or node.prompt),
         "descendants": sum(1 + child["descendants"] for child in children),

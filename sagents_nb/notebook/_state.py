@@ -88,6 +88,8 @@ class NodeState:
     turns: int = 0
     tokens: int = 0
     """This node's own tokens (children not included)."""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
     display_text: str | None = None
     prompt: str | None = None
     """The latest task delegated to this node."""

@@ -84,6 +84,8 @@ class LiveView(anywidget.AnyWidget):
         self.projector = Projector()
         self.focus = Focus()
         self.preprocessors = dict(preprocessors or {})
+        self.kinds_seen: dict[str, dict[str, Any]] = {}
+        """Kind objects each agent has had, by name, to switch back to."""
         self.forks: list[Any] = []
         """Sessions forked from this view's `Fork here` buttons."""
         self.display_id = f"sagents-view-{uuid.uuid4().hex}"
@@ -227,6 +229,7 @@ class LiveView(anywidget.AnyWidget):
             "pending": [_pending(p) for p in sorted(projector.pending.values(), key=_pause_id)],
             "kinds": sorted(kinds.registry()) if live else [],
             "agent_kinds": target.agent_kinds(),
+            "kind_options": self._kind_options() if live else {},
             "preprocessors": list(self.preprocessor_options()) if live else [],
             "preprocessor": self._preprocessor_choice(),
             "llm": projector.llm or (session.llm.label if session is not None else None),
@@ -255,6 +258,18 @@ class LiveView(anywidget.AnyWidget):
             "text": run.text,
             "turns": run.turns,
             "tokens": run.tokens,
+        }
+
+    def _kind_options(self) -> dict[str, list[str]]:
+        """Each agent's kind choices: the registered kinds and every kind it has had (a `native`
+        child switched to `worker` can be switched back)."""
+        registered = set(kinds.registry())
+        for agent in self.target.agents():
+            if agent.kind is not None:
+                self.kinds_seen.setdefault(agent.name, {})[kinds.kind_name(agent.kind)] = agent.kind
+        return {
+            name: sorted(registered | set(self.kinds_seen.get(name, ())) | {current})
+            for name, current in self.target.agent_kinds().items()
         }
 
     def _preprocessor_choice(self) -> str | None:

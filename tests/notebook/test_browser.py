@@ -91,7 +91,7 @@ def test_kind_selector_swaps_the_next_run(page: Any, lab: Lab) -> None:
     child = view.locator('.sn-node[data-path="coordinator/explore.1"]')
     child.locator(".sn-status", has_text="done").wait_for()
     assert child.locator(".sn-kind").inner_text() == "worker"
-    child.locator("select.sn-kind-select").select_option("resident")
+    view.locator('select.sn-kind-select[data-agent="explore"]').select_option("resident")
     view.locator(".sn-notice", has_text="explore uses kind resident").wait_for()
     run_cell(page, 1)
     page.locator(".jp-OutputArea-output", has_text="used:").wait_for()
@@ -100,7 +100,7 @@ def test_kind_selector_swaps_the_next_run(page: Any, lab: Lab) -> None:
     second = view.locator('.sn-node[data-path="coordinator/explore.2"]')
     second.locator(".sn-status", has_text="done").wait_for()
     assert second.locator(".sn-kind").inner_text() == "resident"
-    assert second.locator("select.sn-kind-select").input_value() == "resident"
+    assert view.locator('select.sn-kind-select[data-agent="explore"]').input_value() == "resident"
 
 
 XSS_RUN = '''

@@ -135,6 +135,7 @@ def test_main_kind_marks_sunk_items_and_the_chart_shows_the_sink() -> None:
         {k: v for k, v in row.items() if k != "mark"} for row in storage if row["mark"] == "sunk"
     ]
     assert sunk and not any(row in unmarked for row in sunk)
+    assert detail["left_out"] == {"sunk": 6}
     assert detail["view"][0]["role"] == "system" and detail["view"][0]["mark"] == "view only"
 
 
@@ -197,6 +198,14 @@ def test_resident_compaction_marks_summarised_items_and_the_timeline() -> None:
     ]
     assert [row["mark"] for row in storage[2:]] == ["in view", "in view"]
     assert any(row.get("mark") == "summary" for row in pane["detail"]["view"])
+    # the count beside the column agrees with its marks; the reply's usage is the reported one
+    assert pane["detail"]["left_out"] == {"summarised": 1}
+    assert pane["detail"]["storage_items"] == len(storage)
+    first = context_pane(node, 0)["detail"]
+    assert (first["prompt_tokens"], first["completion_tokens"]) == (500, 10)
+    keeper_row = tree_state(projector)["children"][0]
+    assert keeper_row["prompt_tokens"] >= 500 and keeper_row["completion_tokens"] >= 10
+    assert keeper_row["tokens"] == keeper_row["prompt_tokens"] + keeper_row["completion_tokens"]
     timeline = pane_state(projector, Focus("lead/keeper.1", "compaction"), None, {})["entries"]
     compaction = next(e for e in timeline if e["type"] == "compaction")
     assert compaction["title"] == "compaction by summary"

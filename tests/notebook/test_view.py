@@ -339,3 +339,21 @@ def test_the_static_fallback_shows_the_tree_escaped() -> None:
     assert "refused: agent &quot;&lt;b&gt;ghost&lt;/b&gt;&quot; is not in" in data["text/html"]
     assert "<b>ghost" not in data["text/html"]
     assert "[done] gave up" in data["text/html"]
+
+
+def test_a_native_child_switched_to_worker_can_switch_back_and_the_top_agent_too() -> None:
+    native = sn.kinds.Native(sn.harness.ClaudeCode())
+    coder = sn.Agent("coder", does="codes", kind=native)
+    lead = sn.Agent("lead", does="leads", team=[coder])
+    widget = view(sn.Session(lead, llm=sn.mock_llm(lambda request: "ok")))
+    options = widget.header["kind_options"]
+    assert "native" in options["coder"] and "native" not in options["lead"]
+    assert set(sn.kinds.registry()) <= set(options["lead"])
+    click(widget, action="kind", agent="coder", kind="worker")
+    wait_until(lambda: widget.header["agent_kinds"]["coder"] == "worker")
+    assert "native" in widget.header["kind_options"]["coder"]
+    click(widget, action="kind", agent="coder", kind="native")
+    wait_until(lambda: widget.header["agent_kinds"]["coder"] == "native")
+    assert coder.kind is native
+    click(widget, action="kind", agent="lead", kind="realtime")
+    wait_until(lambda: widget.header["agent_kinds"]["lead"] == "realtime")

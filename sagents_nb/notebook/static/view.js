@@ -232,7 +232,7 @@ function render({ model, el }) {
     const first = (state.pending || [])[0];
     const shownPauses = first && live ? [first] : [];
     // keyed by pause: the editor keeps what the person typed until that pause ends
-    return html`<div class="sn-pending">
+    return html`<div class=${shownPauses.length ? "sn-pending sn-pending-open" : "sn-pending"}>
       ${repeat(
         shownPauses,
         (pause) => pause.pause_id,
@@ -320,9 +320,10 @@ function render({ model, el }) {
         </button>
       </div>
       <div class="sn-tree-summary">${total} nodes · ${summary}</div>
+      ${live ? kindSelectors(head) : nothing}
       <div class="sn-tree-rows" role="tree" aria-label="delegation tree">
         ${visible === null || visible.has(state.id)
-          ? treeNode(state, 0, selected, head, live, visible)
+          ? treeNode(state, 0, selected, head, visible)
           : html`<div class="sn-empty">no node matches “${ui.filter}”</div>`}
       </div>
     </div>`;
@@ -344,7 +345,7 @@ function render({ model, el }) {
     return keep;
   }
 
-  function treeNode(node, depth, selected, state, live, visible) {
+  function treeNode(node, depth, selected, state, visible) {
     const children = (node.children || []).filter((child) => visible === null || visible.has(child.id));
     const collapsed = ui.collapsed.has(node.id) && visible === null;
     const name = depth === 0 ? node.agent : node.id.slice(node.id.lastIndexOf("/") + 1);
@@ -374,7 +375,11 @@ function render({ model, el }) {
         <span class="sn-agent">${name}</span>
         <span class="sn-kind">${node.kind}</span>
         ${status(node.status)}
-        <span class="sn-meta" title=${`${node.turns} turns · ${node.tokens} tokens`}
+        <span
+          class="sn-meta"
+          title=${`${node.tokens} tokens: ${node.prompt_tokens ?? "?"} prompt + ` +
+          `${node.completion_tokens ?? "?"} completion, as the endpoint reported them ` +
+          "(this node and those below)"}
           >${node.turns} turns · ${amount(node.tokens)} tokens</span
         >
         ${collapsed && below ? html`<span class="sn-meta">(${below} below)</span>` : nothing}
@@ -382,7 +387,6 @@ function render({ model, el }) {
         ${node.reattached
           ? html`<span class="sn-flag sn-reattached">reattached ×${node.reattached}</span>`
           : nothing}
-        ${depth > 0 && live ? kindSelect(node, state) : nothing}
       </div>
       ${(node.refused || []).map(
         (reason) => html`<div class="sn-refused-row">${pill("refused", "refused")} ${reason}</div>`,
@@ -393,25 +397,36 @@ function render({ model, el }) {
             ${repeat(
               children,
               (child) => child.id,
-              (child) => treeNode(child, depth + 1, selected, state, live, visible),
+              (child) => treeNode(child, depth + 1, selected, state, visible),
             )}
           </div>`}
     </div>`;
   }
 
-  function kindSelect(node, state) {
-    const current = (state.agent_kinds || {})[node.agent];
-    const names = [...(state.kinds || [])];
-    if (current && !names.includes(current)) names.push(current);
-    return html`<select
-      class="sn-kind-select"
-      data-agent=${node.agent}
-      title=${`kind ${node.agent} uses from its next task`}
-      @click=${(event) => event.stopPropagation()}
-      @change=${(e) => send({ action: "kind", agent: node.agent, kind: e.target.value })}
-    >
-      ${names.map((name) => html`<option value=${name} .selected=${name === current}>${name}</option>`)}
-    </select>`;
+  // One selector per agent (not per instance): the kind its next task runs with.
+  function kindSelectors(state) {
+    const current = state.agent_kinds || {};
+    const options = state.kind_options || {};
+    return html`<div class="sn-kinds">
+      <span class="sn-label">kind for the next task:</span>
+      ${repeat(
+        Object.keys(current),
+        (agent) => agent,
+        (agent) => html`<label class="sn-kind-choice"
+          >${agent}
+          <select
+            class="sn-kind-select"
+            data-agent=${agent}
+            title=${`the kind ${agent} uses from its next task`}
+            @change=${(e) => send({ action: "kind", agent, kind: e.target.value })}
+          >
+            ${(options[agent] || [current[agent]]).map(
+              (name) => html`<option value=${name} .selected=${name === current[agent]}>${name}</option>`,
+            )}
+          </select></label
+        >`,
+      )}
+    </div>`;
   }
 
   // tabs and panes
@@ -513,24 +528,40 @@ function render({ model, el }) {
         </span>
       </div>
       <div class="sn-columns">
-        ${column(
-          `View sent · ${sent} messages · ${amount(detail.view_tokens)} tokens`,
-          detail.view,
-          detail.view_earlier,
-        )}
-        ${column(
-          `Storage · ${amount(detail.storage_tokens)} tokens · ${detail.hidden} not in view`,
-          detail.storage,
-          detail.storage_earlier,
-        )}
+        ${column(viewTitle(detail, sent), detail.view, detail.view_earlier)}
+        ${column(storageTitle(detail), detail.storage, detail.storage_earlier)}
       </div>
       ${detail.reply
         ? html`<div class="sn-reply">
-            <div class="sn-column-title">Reply · ${seconds(detail.duration)}</div>
+            <div class="sn-column-title">
+              Reply · ${seconds(detail.duration)}${detail.completion_tokens !== null
+                ? ` · ${amount(detail.completion_tokens)} completion tokens (reported)`
+                : ""}
+            </div>
             ${message(detail.reply)}
           </div>`
         : nothing}
     </div>`;
+  }
+
+  // One counting rule per figure, each labelled with where it comes from.
+  function viewTitle(detail, sent) {
+    const reported =
+      detail.prompt_tokens !== null && detail.prompt_tokens !== undefined
+        ? ` · ${amount(detail.prompt_tokens)} prompt tokens (reported)`
+        : "";
+    return `View sent · ${sent} messages · ~${amount(detail.view_tokens)} tokens (estimated)${reported}`;
+  }
+
+  function storageTitle(detail) {
+    const out = Object.entries(detail.left_out || {});
+    const total = out.reduce((sum, [, count]) => sum + count, 0);
+    const how = out.map(([mark, count]) => `${count} ${mark}`).join(", ");
+    return (
+      `Storage · ${detail.storage_items ?? detail.storage.length} items · ` +
+      `${amount(detail.storage_tokens)} tokens (reported where known, else estimated) · ` +
+      (total ? `${total} not in view (${how})` : "all in view")
+    );
   }
 
   function chart(chartRows, markers, keys, index, go) {
