@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import kinds
 from ._panes import TABS
+from ._render import ROWS
 
 if TYPE_CHECKING:
     from .._runtime.run import Run
@@ -53,7 +54,10 @@ def _focus(view: LiveView, message: dict[str, Any]) -> None:
             focus.types = [str(t) for t in message["types"]]
         if "node_only" in message:
             focus.node_only = bool(message["node_only"])
-    view.refresh()
+        if isinstance(message.get("opened"), list):
+            opened = [seq for seq in message["opened"] if isinstance(seq, int)]
+            focus.opened = sorted(set(opened))[-ROWS:]
+    view.refresh(now=True)
 
 
 def _controlled_run(view: LiveView) -> Run | None:

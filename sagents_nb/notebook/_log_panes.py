@@ -68,9 +68,12 @@ def events_pane(
     types: set[str],
     path: str | None,
     json_cache: dict[int, str],
+    opened: Sequence[int] = (),
 ) -> dict[str, Any]:
     """The newest events of the given types (all when empty), of the node at `path` if given.
 
+    Only the events in `opened` (those the person opened) carry their JSON, in the window or
+    not: a pane of 200 events with their JSON is ~800 KB, sent at every update of a run.
     `json_cache` keeps each event's JSON text by seq: events never change once emitted.
     """
     rows: list[Event] = []
@@ -83,30 +86,47 @@ def events_pane(
         if len(rows) == ROWS:
             break
     rows.reverse()
+    wanted = set(opened)
+    shown = {event.seq for event in rows}
+    kept = [_event(projector, seq) for seq in sorted(wanted - shown)]
     return {
         "types": dict(sorted(projector.counts.items())),
         "selected": sorted(types),
         "node_only": path is not None,
-        "rows": [event_row(event, json_cache) for event in rows],
+        "rows": [event_row(event, json_cache, event.seq in wanted) for event in rows],
+        "kept": [event_row(event, json_cache, True) for event in kept if event is not None],
         "total": len(projector.events),
     }
 
 
-def event_row(event: Event, json_cache: dict[int, str]) -> dict[str, Any]:
-    """One line of the event log, with the event's JSON."""
-    text = json_cache.get(event.seq)
-    if text is None:
-        if len(json_cache) > 4 * ROWS:
-            json_cache.clear()
-        text = json_cache[event.seq] = clip(event.model_dump_json(indent=1), 4000)
-    return {
+def _event(projector: Projector, seq: int) -> Event | None:
+    """The event numbered `seq` (seqs count up from 1, a log may start later after a fork)."""
+    events = projector.events
+    if not events:
+        return None
+    index = seq - events[0].seq
+    if 0 <= index < len(events) and events[index].seq == seq:
+        return events[index]
+    return next((event for event in events if event.seq == seq), None)
+
+
+def event_row(event: Event, json_cache: dict[int, str], with_json: bool = True) -> dict[str, Any]:
+    """One line of the event log, with the event's JSON if asked."""
+    row = {
         "seq": event.seq,
         "type": event.type,
         "path": event.path,
         "run": event.run,
         "headline": headline(event),
-        "json": text,
     }
+    if with_json:
+        text = json_cache.get(event.seq)
+        if text is None:
+            if len(json_cache) > 4 * ROWS:
+                json_cache.clear()
+            text = json_cache[event.seq] = clip(event.model_dump_json(indent=1), 4000)
+        row["json"] = text
+    return row
 
 
 def headline(event: Event) -> str:

@@ -37,9 +37,18 @@ class Focus:
     types: list[str] = field(default_factory=list)
     """Event types shown in the log; empty shows all."""
     node_only: bool = False
+    opened: list[int] = field(default_factory=list)
+    """Events whose JSON the person opened in the log."""
 
     def key(self) -> tuple[Any, ...]:
-        return (self.node, self.tab, self.turn, tuple(self.types), self.node_only)
+        return (
+            self.node,
+            self.tab,
+            self.turn,
+            tuple(self.types),
+            self.node_only,
+            tuple(self.opened),
+        )
 
 
 def pane_state(
@@ -55,7 +64,7 @@ def pane_state(
     node = projector.nodes.get(path) if path else None
     if focus.tab == "events":
         only = path if focus.node_only else None
-        pane.update(events_pane(projector, set(focus.types), only, json_cache))
+        pane.update(events_pane(projector, set(focus.types), only, json_cache, focus.opened))
     elif focus.tab == "wire":
         pane.update(wire_pane(exchanges, node))
     elif node is None:

@@ -45,6 +45,8 @@ class Throttle:
         self._scheduled = False
         """A trailing call is pending on the loop."""
         self._closed = False
+        self._urgent = False
+        """A call that skips the interval is pending on the loop."""
         self._last = float("-inf")
 
     def request(self) -> None:
@@ -66,6 +68,18 @@ class Throttle:
             self._fire()
         else:
             call_soon(self._fire)
+
+    def request_now(self) -> None:
+        """Ask for a call as soon as the loop is free, not waiting out the interval: for what
+        a person just did (a click), whose answer they are watching for."""
+        if self._closed or self._urgent:
+            return
+        self._urgent = True
+        call_soon(self._call_urgent)
+
+    def _call_urgent(self) -> None:
+        self._urgent = False
+        self._call()
 
     def count_call(self) -> None:
         """Count a push the caller made itself: the next call comes `interval` later at the earliest."""

@@ -127,9 +127,13 @@ class LiveView(anywidget.AnyWidget):
 
     # used by the controls
 
-    def refresh(self) -> None:
-        """Push the current state soon (from any thread)."""
-        self._throttle.request()
+    def refresh(self, *, now: bool = False) -> None:
+        """Push the current state soon (from any thread); `now`: without waiting for the rate
+        limit (the answer to a click)."""
+        if now:
+            self._throttle.request_now()
+        else:
+            self._throttle.request()
 
     def flush(self) -> None:
         """Push the newest state now, and wait for it: e.g. right after a run, instead of the

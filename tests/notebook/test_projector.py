@@ -231,7 +231,14 @@ def test_event_log_filters_by_type_and_node() -> None:
     rows = pane_state(projector, focus, None, {})["rows"]
     assert [row["path"] for row in rows] == ["lead/review.1"]
     assert "name='read_file'" in rows[0]["headline"]
-    assert '"result": "# demo project"' in rows[0]["json"]
+    assert "json" not in rows[0]  # sent for the events the person opens only
+    focus.opened = [rows[0]["seq"], 1]
+    pane = pane_state(projector, focus, None, {})
+    assert '"result": "# demo project"' in pane["rows"][0]["json"]
+    # an opened event outside the window (here: another node's) stays, with its JSON
+    assert [row["seq"] for row in pane["kept"]] == [1] and '"run_started"' in pane["kept"][0][
+        "json"
+    ]
     events = pane_state(projector, Focus(tab="events"), None, {})
     assert events["total"] == len(session.events) == sum(events["types"].values())
 
@@ -303,7 +310,11 @@ def _paused_twice() -> tuple[sn.Session, sn.Run]:
     session = sn.Session(sn.Agent("reader", tools=[read_file]), llm=sn.mock_llm(_two_reads))
     run = session.send("lis les deux fichiers 📄", pause_on={"tool"})
     assert run.wait(10) == "paused"
-    wait_until(lambda: len(run.pending) == 2, what="both calls to pause")
+
+    def both_paused() -> bool:
+        return sum(1 for e in session.events if e.type == "paused") == 2
+
+    wait_until(both_paused, what="both calls to pause")
     return session, run
 
 

@@ -80,7 +80,7 @@ function render({ model, el }) {
     dead: null, // why the kernel can no longer be reached
     collapsed: new Set(),
     filter: "",
-    openEvents: new Map(), // seq -> row: event JSON the person opened, kept while it scrolls out
+    opened: new Set(), // seqs of the events whose JSON the person opened
   };
   let frame = 0;
 
@@ -456,7 +456,7 @@ function render({ model, el }) {
           ${state.node}${state.chosen ? "" : html` <span class="sn-meta">(following the run)</span>`}
         </div>`
       : nothing;
-    return html`<div class="sn-pane" role="tabpanel">
+    return html`<div class="sn-pane" role="tabpanel" data-tab=${state.tab || ""} data-node=${state.node || ""}>
       ${title} ${state.empty ? html`<div class="sn-empty">${state.empty}</div>` : draw(state, head)}
     </div>`;
   }
@@ -683,14 +683,22 @@ function render({ model, el }) {
       send({ action: "fork", seq });
     };
     const current = state.rows || [];
-    const present = new Set(current.map((row) => row.seq));
-    // an opened event stays open (and on screen) when newer events push it out of the window
-    const kept = [...ui.openEvents.values()].filter((row) => !present.has(row.seq));
+    // An opened event's JSON comes from the kernel (only opened ones carry it), and the event
+    // stays open, and on screen, when newer events push it out of the window.
+    const kept = state.kept || [];
     const remember = (row) => (event) => {
-      if (event.target.open) ui.openEvents.set(row.seq, row);
-      else ui.openEvents.delete(row.seq);
+      const open = event.target.open;
+      if (open === ui.opened.has(row.seq)) return;
+      if (open) ui.opened.add(row.seq);
+      else ui.opened.delete(row.seq);
+      send({ action: "focus", opened: [...ui.opened] });
     };
-    const eventRow = (row) => html`<details class="sn-event" data-seq=${row.seq} @toggle=${remember(row)}>
+    const eventRow = (row) => html`<details
+      class="sn-event"
+      data-seq=${row.seq}
+      ?open=${ui.opened.has(row.seq)}
+      @toggle=${remember(row)}
+    >
       <summary>
         <span class="sn-seq">${row.seq}</span>
         <span class="sn-type">${row.type}</span>
@@ -702,7 +710,7 @@ function render({ model, el }) {
             </button>`
           : nothing}
       </summary>
-      ${pre(row.json)}
+      ${row.json === undefined ? html`<div class="sn-earlier">loading…</div>` : pre(row.json)}
     </details>`;
     return html`<div class="sn-events">
       <div class="sn-filter">

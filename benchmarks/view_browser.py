@@ -1,0 +1,279 @@
+"""The live view with a real front end: JupyterLab on loopback and Debian's chromium.
+
+Measures, during a 200-child run streaming about 100 events a second: click (a tree row or a
+tab) to the pane updated, in the page (p50 / p95); the longest main-thread task (Long Tasks API);
+and the kernel-side cost of a connected view: the same ~5,000-event run in the kernel, timed in
+CPU seconds, with no view and with one displayed in the page. Targets (issue 21): p95 <= 100 ms,
+no task over 100 ms, cost <= 1.15x.
+
+    .venv/bin/python benchmarks/view_browser.py [--clicks 40]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+from typing import Any
+
+import nbformat
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+SETUP = '''
+import asyncio
+import sagents_nb as sn
+from sagents_nb.notebook import view
+
+@sn.tool
+def tick(n: int) -> str:
+    """Count one.
+
+    Args:
+        n: which tick.
+    """
+    return f"tick {n} ✓"
+
+async def handler(request):  # a network-bound endpoint: the loop is free while it waits
+    if "task" in request.tools:
+        if request.last["role"] == "user":
+            return sn.reply(tool_calls=[sn.call("task", agent="worker", prompt=f"partie {i} — 部分")
+                                        for i in range(200)])
+        return "fini"
+    await asyncio.sleep(0.5)  # 8 children at a time: about 100 events a second
+    if len(request.tool_results) < 4:
+        return sn.reply(tool_calls=[sn.call("tick", n=len(request.tool_results))])
+    return "compté"
+
+worker = sn.Agent("worker", does="compte", tools=[tick])
+session = sn.Session(sn.Agent("coordinator", does="délègue", team=[worker]), llm=sn.mock_llm(handler))
+view(session)
+'''
+SEND = 'run = session.send("deux cents enfants")'
+COST = '''
+import time, itertools
+import sagents_nb as sn
+from sagents_nb.notebook import view
+
+@sn.tool
+def lookup(key: int) -> str:
+    """Look a key up.
+
+    Args:
+        key: which key.
+    """
+    return f"value {key}"
+
+def bench(with_view):
+    keys = itertools.count()
+    def handler(request):
+        if len(request.tool_results) >= 4 * 200:
+            return "done"
+        return sn.reply(tool_calls=[sn.call("lookup", key=next(keys)) for _ in range(4)])
+    session = sn.Session(sn.Agent("bench", tools=[lookup], max_turns=300), llm=sn.mock_llm(handler))
+    shown = view(session) if with_view else None
+    if shown is not None:
+        display(shown)
+        time.sleep(1.0)  # let the page render it
+    cpu, wall = time.process_time(), time.perf_counter()
+    session.send("go").result()
+    if shown is not None:
+        shown.flush()
+    return time.process_time() - cpu, time.perf_counter() - wall, len(session.events)
+'''
+COST_RUN = """
+import json
+samples = {False: [], True: []}
+for repeat in range(3):
+    for with_view in ((False, True) if repeat % 2 == 0 else (True, False)):
+        samples[with_view].append(bench(with_view))
+print("COST", json.dumps({str(k): v for k, v in samples.items()}))
+"""
+PROBE = """
+() => {
+  window.__sn = { clicks: [], long: [] };
+  new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) window.__sn.long.push(entry.duration);
+  }).observe({ type: "longtask", buffered: true });
+  document.addEventListener("click", (event) => {
+    const tab = event.target.closest(".sagents-view .sn-tab");
+    const node = event.target.closest(".sagents-view .sn-node");
+    if (!tab && !node) return;
+    const start = performance.now();
+    const check = () => {
+      const pane = document.querySelector(".sagents-view .sn-pane");
+      const done = tab ? pane.dataset.tab === tab.dataset.tab : pane.dataset.node === node.dataset.path;
+      if (done) window.__sn.clicks.push(performance.now() - start);
+      else if (performance.now() - start > 5000) window.__sn.clicks.push(5000);
+      else requestAnimationFrame(check);
+    };
+    requestAnimationFrame(check);
+  }, true);
+}
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def start_lab(base: Path) -> tuple[subprocess.Popen[bytes], str, str]:
+    root, config, runtime = base / "root", base / "config", base / "runtime"
+    for directory in (root, config, runtime):
+        directory.mkdir()
+    port, token = free_port(), uuid.uuid4().hex
+    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(config), "JUPYTER_RUNTIME_DIR": str(runtime)}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root",
+         "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
+         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}", "--LabApp.news_url="],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=1).close()
+            return process, url, token
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError("JupyterLab did not answer within 60 s")
+
+
+def write_notebook(root: Path, name: str, *cells: str) -> None:
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in cells]
+    nbformat.write(nb, root / name)
+
+
+def run_cell(page: Any, index: int) -> None:
+    cell = page.locator(".jp-NotebookPanel:visible .jp-Cell").nth(index)
+    cell.locator(".jp-InputArea-editor").click()
+    page.keyboard.press("Shift+Enter")
+
+
+def open_notebook(page: Any, url: str) -> None:
+    page.goto(url)
+    page.locator(".jp-NotebookPanel:visible .jp-Cell").first.wait_for()
+    page.get_by_text("| Idle").first.wait_for(timeout=60_000)
+
+
+def measure_clicks(page: Any, url: str, token: str, clicks: int) -> dict[str, Any]:
+    open_notebook(page, f"{url}/lab/tree/clicks.ipynb?reset&token={token}")
+    page.evaluate(PROBE)
+    run_cell(page, 0)
+    view = page.locator(".sagents-view")
+    view.locator('.sn-node[data-path="coordinator"]').wait_for(timeout=60_000)
+    run_cell(page, 1)
+    view.locator('.sn-node[data-path="coordinator/worker.20"]').wait_for(timeout=60_000)
+    page.evaluate("() => { window.__sn.long = []; }")  # from here on: while it streams
+    count = view.locator(".sn-count")
+    before, started = int(count.inner_text().split()[0]), time.monotonic()
+    tabs = ["context", "tools", "events", "transcript"]
+    for i in range(clicks):
+        if i % 2:
+            view.locator(f'.sn-tab[data-tab="{tabs[(i // 2) % len(tabs)]}"]').click()
+        else:
+            view.locator(f'.sn-node[data-path="coordinator/worker.{1 + (i * 7) % 20}"]').click()
+        page.wait_for_timeout(400)
+    rate = (int(count.inner_text().split()[0]) - before) / (time.monotonic() - started)
+    page.wait_for_timeout(1000)
+    probe = page.evaluate("() => window.__sn")
+    summary = view.locator(".sn-tree-summary").inner_text()
+    cancel = view.get_by_role("button", name="Cancel", exact=True)
+    if cancel.is_enabled():
+        cancel.click()
+    latencies = sorted(probe["clicks"])
+    return {
+        "events_per_second": round(rate),
+        "clicks": len(latencies),
+        "p50_ms": round(statistics.median(latencies)),
+        "p95_ms": round(latencies[max(0, round(0.95 * len(latencies)) - 1)]),
+        "longest_task_ms": round(max(probe["long"], default=0)),
+        "tasks_over_100_ms": sum(1 for d in probe["long"] if d > 100),
+        "tree_summary": summary,
+    }
+
+
+def measure_cost(page: Any, url: str, token: str) -> dict[str, Any]:
+    open_notebook(page, f"{url}/lab/tree/cost.ipynb?reset&token={token}")
+    run_cell(page, 0)
+    page.wait_for_timeout(500)
+    run_cell(page, 1)
+    output = page.locator(".jp-OutputArea-output", has_text="COST")
+    output.wait_for(timeout=600_000)
+    text = output.inner_text().split("COST", 1)[1].strip()
+    samples = json.loads(text)
+    cpu = {k: statistics.median(s[0] for s in v) for k, v in samples.items()}
+    wall = {k: statistics.median(s[1] for s in v) for k, v in samples.items()}
+    return {
+        "events": samples["True"][0][2],
+        "cpu_s": {"without": round(cpu["False"], 3), "with": round(cpu["True"], 3)},
+        "wall_s": {"without": round(wall["False"], 3), "with": round(wall["True"], 3)},
+        "cpu_ratio": round(cpu["True"] / cpu["False"], 3),
+        "wall_ratio": round(wall["True"] / wall["False"], 3),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--clicks", type=int, default=40)
+    options = parser.parse_args()
+    from playwright.sync_api import sync_playwright
+
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp)
+        lab, url, token = start_lab(base)
+        try:
+            write_notebook(base / "root", "clicks.ipynb", SETUP, SEND)
+            write_notebook(base / "root", "cost.ipynb", COST, COST_RUN)
+            with sync_playwright() as p:
+                browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+                try:
+                    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+                    context.set_default_timeout(30_000)
+                    page = context.new_page()
+                    results = {"clicks": measure_clicks(page, url, token, options.clicks)}
+                    page.close()
+                    page = context.new_page()
+                    results["kernel_cost"] = measure_cost(page, url, token)
+                finally:
+                    browser.close()
+        finally:
+            os.killpg(lab.pid, signal.SIGTERM)
+            try:
+                lab.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(lab.pid, signal.SIGKILL)
+                lab.wait(timeout=5)
+    print(json.dumps(results, indent=1, ensure_ascii=False))
+
+
+if __name__ == "__main__":
+    main()
