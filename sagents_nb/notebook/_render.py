@@ -89,7 +89,7 @@ def _tree_node(projector: Projector, node: NodeState) -> dict[str, Any]:
         "prompt_tokens": node.prompt_tokens + sum(c["prompt_tokens"] for c in children),
         "completion_tokens": node.completion_tokens + sum(c["completion_tokens"] for c in children),
         "display_text": node.display_text,
-        "prompt": _one_line(node.display_text or node.prompt),
+        "prompt": _one_line(node.prompt or node.display_text),
         "descendants": sum(1 + child["descendants"] for child in children),
         "reattached": node.reattached,
         "refused": [clip(reason, 500) for reason in node.refused],

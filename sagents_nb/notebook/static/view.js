@@ -364,7 +364,7 @@ function render({ model, el }) {
         aria-level=${depth + 1}
         aria-selected=${node.id === selected ? "true" : "false"}
         aria-expanded=${children.length ? (collapsed ? "false" : "true") : nothing}
-        title=${node.detail ? `${node.id}\n${node.detail}` : node.id}
+        title=${[node.id, node.display_text, node.detail].filter(Boolean).join("\n")}
         @click=${() => focus({ node: node.id })}
       >
         ${children.length
