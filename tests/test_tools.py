@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import threading
 
 import pytest
 
@@ -111,3 +113,83 @@ def test_async_tool_timeout_is_an_error_result() -> None:
     agent = sn.Agent("a", tools=[slow])
     result = agent.run_sync("go", llm=_one_call_then_echo(sn.reply(tool_calls=[sn.call("slow")])))
     assert "timed out after 0.05 s" in result.text
+
+
+# sync tools run off the library's loop (a worker thread), so one that blocks freezes nothing
+
+
+@pytest.mark.timeout(60)
+def test_a_blocking_sync_tool_freezes_neither_other_sessions_nor_the_controls() -> None:
+    release = threading.Event()
+
+    @sn.tool
+    def fetch() -> str:
+        """Like a slow requests.get."""
+        release.wait(10)
+        return "fetched"
+
+    blocked = sn.Session(
+        sn.Agent("a", tools=[fetch]),
+        llm=sn.mock_llm(
+            lambda req: sn.reply(tool_calls=[sn.call("fetch")]) if not req.tool_results else "end"
+        ),
+    )
+    try:
+        run = blocked.send("x")
+        while not any(e.type == "tool_call_started" for e in run.events):
+            run.wait(0.01)
+        other = sn.Session(sn.Agent("b"), llm=sn.script("other session fine"))
+        assert other.send("y").result(timeout=5).text == "other session fine"
+        run.cancel()
+        assert run.wait(5) == "cancelled"
+        assert blocked.llm_messages[-1].content.startswith("[cancelled]")
+    finally:
+        release.set()
+
+
+@pytest.mark.timeout(60)
+def test_timeout_is_honoured_for_a_sync_tool() -> None:
+    release = threading.Event()
+
+    @sn.tool(timeout=0.2)
+    def hang() -> str:
+        release.wait(10)
+        return "late"
+
+    try:
+        result = sn.Agent("a", tools=[hang]).run_sync(
+            "go", llm=_one_call_then_echo(sn.reply(tool_calls=[sn.call("hang")]))
+        )
+        assert result.text.startswith("got: error: tool hang timed out after 0.2 s")
+    finally:
+        release.set()
+
+
+def test_sync_tools_see_the_callers_context_variables() -> None:
+    current = contextvars.ContextVar("current", default="unset")
+
+    @sn.tool
+    def where() -> str:
+        return current.get()
+
+    async def main() -> str:
+        current.set("set by the caller")
+        result = await sn.Agent("a", tools=[where]).run(
+            "go", llm=_one_call_then_echo(sn.reply(tool_calls=[sn.call("where")]))
+        )
+        return result.text
+
+    assert asyncio.run(main()) == "got: set by the caller"
+
+
+def test_a_timeout_that_cannot_be_enforced_is_refused() -> None:
+    def quick() -> str:
+        return "ok"
+
+    with pytest.raises(sn.ConfigurationError, match="thread=False"):
+        sn.tool(quick, timeout=1.0, thread=False)
+    with pytest.raises(sn.ConfigurationError, match="async"):
+
+        @sn.tool(thread=True)
+        async def already_async() -> str:
+            return "ok"

@@ -14,7 +14,9 @@ import pydantic
 from pydantic import BaseModel, ConfigDict, create_model
 from pydantic_core import to_jsonable_python
 
+from .._base.errors import ConfigurationError
 from ..events import ToolStatus
+from .threads import run_in_worker
 
 _ARG_LINE = re.compile(r"^\s{2,}(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
 
@@ -44,15 +46,26 @@ class Tool:
         name: str | None = None,
         description: str | None = None,
         timeout: float | None = None,
-        thread: bool = False,
+        thread: bool | None = None,
     ) -> None:
         self.fn = fn
         self.name = name or fn.__name__
         summary, arg_docs = _parse_docstring(inspect.getdoc(fn) or "")
         self.description = description if description is not None else summary
-        self.timeout = timeout
-        self.thread = thread
         self.is_async = inspect.iscoroutinefunction(fn)
+        if self.is_async and thread:
+            raise ConfigurationError(
+                f"tool {self.name!r} is async: it runs on the event loop; thread=True is for "
+                "sync functions (drop it, or make the function sync)"
+            )
+        if not self.is_async and thread is False and timeout is not None:
+            raise ConfigurationError(
+                f"tool {self.name!r}: a sync function run with thread=False blocks the event "
+                "loop, so timeout= cannot be enforced; drop thread=False (a worker thread is "
+                "the default) or the timeout"
+            )
+        self.timeout = timeout
+        self.thread = not self.is_async and thread is not False
         self._model = _arguments_model(fn, self.name, arg_docs)
         schema = self._model.model_json_schema()
         schema.pop("title", None)
@@ -83,7 +96,7 @@ class Tool:
         if self.is_async:
             call: Awaitable[Any] = self.fn(**kwargs)
         elif self.thread:
-            call = asyncio.to_thread(self.fn, **kwargs)
+            call = run_in_worker(self.fn, kwargs)
         else:
             return result_text(self.fn(**kwargs))
         if self.timeout is not None:
@@ -103,7 +116,7 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     timeout: float | None = None,
-    thread: bool = False,
+    thread: bool | None = None,
 ) -> Any:
     """Turn a typed function (sync or async) into a `Tool`.
 
@@ -114,8 +127,19 @@ def tool(
         fn: the function (when used as a bare decorator).
         name: the tool's name; defaults to the function's.
         description: overrides the docstring summary.
-        timeout: seconds an async (or `thread=True`) tool may take before it fails.
-        thread: run a blocking sync function in a worker thread instead of on the event loop.
+        timeout: seconds the call may take; then the model gets an error result. An async
+            tool is cancelled; a sync tool's thread cannot be stopped, so it is left to finish
+            and its result is dropped.
+        thread: where a sync function runs. By default (and with True) in a worker thread, so
+            a tool that blocks (`time.sleep`, `requests.get`) never stalls other sessions or
+            the controls (`send`, `cancel`). `False` runs it on sagents_nb's event loop: a
+            little faster for a function that returns at once, but while it runs nothing
+            else in the process moves, and `timeout=` cannot be enforced (refused).
+            Async functions always run on the loop.
+
+    Raises:
+        ConfigurationError: `thread=True` on an async function, or `timeout=` with
+            `thread=False` on a sync one.
     """
 
     def wrap(f: Callable[..., Any]) -> Tool:
