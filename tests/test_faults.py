@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 
 import httpx
 import pytest
@@ -362,3 +363,146 @@ def test_odd_but_valid_streams_are_read_whole(name: str) -> None:
     result = session.send("x").result()
     assert (result.status, result.text) == ("done", expected)
     assert "".join(e.text for e in result.events if e.type == "text_delta") == expected
+
+
+# BaseExceptions from user code: the call fails, the library's loop thread lives on
+
+BASE_EXCEPTIONS = {
+    "SystemExit": lambda: SystemExit(2),  # an argparse helper given bad input
+    "KeyboardInterrupt": KeyboardInterrupt,
+    "GeneratorExit": GeneratorExit,
+}
+
+
+def _calls_then_echo(name: str):
+    return lambda req: (
+        sn.reply(tool_calls=[sn.call(name)]) if not req.tool_results else req.tool_results[0]
+    )
+
+
+def _loop_thread_alive() -> bool:
+    import threading
+
+    return any(t.name == "sagents_nb-loop" and t.is_alive() for t in threading.enumerate())
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("flavour", ["sync", "async", "sync on the loop"])
+@pytest.mark.parametrize("exc", sorted(BASE_EXCEPTIONS))
+def test_a_tool_raising_a_base_exception_is_an_error_result(exc: str, flavour: str) -> None:
+    make = BASE_EXCEPTIONS[exc]
+    if flavour == "async":
+
+        async def argparse_helper() -> str:
+            raise make()
+    else:
+
+        def argparse_helper() -> str:
+            raise make()
+
+    tool = (
+        sn.tool(argparse_helper, thread=False) if flavour == "sync on the loop" else argparse_helper
+    )
+    bystander = sn.Session(sn.Agent("b"), llm=sn.mock_llm(lambda req: "bystander fine"))
+    session = sn.Session(
+        sn.Agent("a", tools=[tool]), llm=sn.mock_llm(_calls_then_echo("argparse_helper"))
+    )
+    result = session.send("x").result(timeout=10)
+    assert result.status == "done"
+    assert result.text.startswith(f"error: tool argparse_helper failed: {exc}"), result.text
+    assert _loop_thread_alive()
+    assert bystander.send("y").result(timeout=10).text == "bystander fine"
+    assert session.send("again").result(timeout=10).status == "done"
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("exc", sorted(BASE_EXCEPTIONS))
+def test_a_preprocessor_raising_a_base_exception_is_rejected(exc: str) -> None:
+    make = BASE_EXCEPTIONS[exc]
+
+    def preprocess(scope, message, context):
+        raise make()
+
+    session = sn.Session(sn.Agent("a"), llm=sn.script("fine"), preprocessor=preprocess)
+    with pytest.raises(sn.Rejected, match=exc):
+        session.send("x")
+    assert _loop_thread_alive() and session.display_messages == []
+    session.preprocessor = None
+    assert session.send("y").result(timeout=10).text == "fine"
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("exc", sorted(BASE_EXCEPTIONS))
+def test_a_hook_raising_a_base_exception_ends_the_run_in_error(exc: str) -> None:
+    make = BASE_EXCEPTIONS[exc]
+
+    class Hook:
+        def before_tool(self, call):
+            raise make()
+
+    @sn.tool
+    def t() -> str:
+        return "ok"
+
+    session = sn.Session(
+        sn.Agent("a", tools=[t]), hooks=[Hook()], llm=sn.mock_llm(_calls_then_echo("t"))
+    )
+    result = session.send("x").result(timeout=10)
+    assert result.status == "error" and exc in result.text
+    assert _loop_thread_alive()
+    session.hooks.clear()
+    assert session.send("y").result(timeout=10).status == "done"
+
+
+@pytest.mark.timeout(30)
+def test_a_failing_hook_among_parallel_calls_cancels_its_siblings() -> None:
+    finished: list[str] = []
+
+    @sn.tool
+    async def slow() -> str:
+        await asyncio.sleep(0.5)
+        finished.append("slow")
+        return "slow done"
+
+    @sn.tool
+    def bad() -> str:
+        return "never"
+
+    class Hook:
+        def before_tool(self, call):
+            if call.name == "bad":
+                raise ValueError("hook bug")
+
+    session = sn.Session(
+        sn.Agent("a", tools=[slow, bad]),
+        hooks=[Hook()],
+        llm=sn.mock_llm(
+            lambda req: (
+                sn.reply(tool_calls=[sn.call("slow"), sn.call("bad"), sn.call("slow")])
+                if not req.tool_results
+                else "end"
+            )
+        ),
+    )
+    result = session.send("x").result(timeout=10)
+    assert result.status == "error" and "hook bug" in result.text
+    time.sleep(0.8)  # the slow calls would have ended by now
+    assert finished == []
+    assert session.events[-1].type == "run_finished"
+    answered = [m.content for m in session.llm_messages if m.role == "tool"]
+    assert len(answered) == 3 and all(a.startswith("[cancelled]") for a in answered)
+    session.hooks.clear()
+    assert session.send("y").result(timeout=10).status == "done"
+
+
+def test_a_stopped_loop_thread_is_restarted_and_says_so() -> None:
+    from sagents_nb._base.loop import library_loop
+
+    loop = library_loop()
+    loop.call_soon_threadsafe(loop.stop)
+    deadline = time.monotonic() + 5
+    while _loop_thread_alive() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    with pytest.warns(RuntimeWarning, match="loop thread had stopped"):
+        result = sn.Agent("a").run_sync("x", llm=sn.script("after a restart"))
+    assert result.text == "after a restart"

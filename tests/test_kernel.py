@@ -61,3 +61,79 @@ def test_kernel_interrupt_stops_a_blocking_run_and_the_kernel_stays_usable() -> 
     finally:
         client.stop_channels()
         manager.shutdown_kernel(now=True)
+
+
+def _interrupt_cell(manager, client, code: str) -> dict:
+    msg_id = client.execute(code)
+    time.sleep(2.0)  # inside the run's slow tool call
+    manager.interrupt_kernel()
+    reply = client.get_shell_msg(timeout=20)
+    while reply["parent_header"].get("msg_id") != msg_id:
+        reply = client.get_shell_msg(timeout=20)
+    return reply["content"]
+
+
+def _printed(client, code: str) -> str:
+    outputs: list[str] = []
+    client.execute_interactive(
+        code, timeout=30, output_hook=lambda m: outputs.append(m["content"].get("text", ""))
+    )
+    return "".join(outputs)
+
+
+def test_kernel_interrupt_cancels_run_sync_and_run_wait_but_not_a_background_result() -> None:
+    manager, client = start_new_kernel(kernel_name="python3")
+    try:
+        client.execute_interactive(
+            "import asyncio, time, sagents_nb as sn\n"
+            "finished = []\n"
+            "@sn.tool\n"
+            "async def slow() -> str:\n"
+            "    await asyncio.sleep(3)\n"
+            "    finished.append('slow')\n"
+            "    return 'slow done'\n"
+            "def handler(req):\n"
+            "    return sn.reply(tool_calls=[sn.call('slow')]) if not req.tool_results else 'end'\n"
+            "def fresh():\n"
+            "    finished.clear()\n"
+            "    return sn.mock_llm(handler)\n",
+            timeout=30,
+        )
+        reply = _interrupt_cell(
+            manager, client, "llm = fresh()\nsn.Agent('a', tools=[slow]).run_sync('x', llm=llm)"
+        )
+        assert reply["ename"] == "KeyboardInterrupt"
+        assert _printed(client, "time.sleep(4)\nprint(finished, len(llm.exchanges))") == "[] 1\n"
+
+        reply = _interrupt_cell(
+            manager,
+            client,
+            "llm = fresh()\n"
+            "session = sn.Session(sn.Agent('a', tools=[slow]), llm=llm)\n"
+            "run = session.send('x')\n"
+            "run.wait()",
+        )
+        assert reply["ename"] == "KeyboardInterrupt"
+        assert (
+            _printed(
+                client,
+                "time.sleep(4)\n"
+                "print(run.status, finished, len(llm.exchanges), "
+                "session.llm_messages[-1].content.startswith('[cancelled]'))",
+            )
+            == "cancelled [] 1 True\n"
+        )
+
+        reply = _interrupt_cell(
+            manager,
+            client,
+            "llm = fresh()\n"
+            "session = sn.Session(sn.Agent('a', tools=[slow]), llm=llm)\n"
+            "run = session.send('x')\n"
+            "run.result()",
+        )
+        assert reply["ename"] == "KeyboardInterrupt"
+        assert _printed(client, "print(run.status, run.result(timeout=10).text)") == "running end\n"
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)

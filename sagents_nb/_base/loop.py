@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import logging
 import os
 import threading
+import warnings
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
@@ -18,11 +20,15 @@ from .errors import ConfigurationError
 
 T = TypeVar("T")
 POLL_SECONDS = 0.1
+SETTLE_SECONDS = 5.0
+"""How long an interrupted blocking call waits for the run it cancelled to settle."""
 
+log = logging.getLogger("sagents_nb")
 _lock = threading.Lock()
 _loop: asyncio.AbstractEventLoop | None = None
 _thread: threading.Thread | None = None
 _pid: int | None = None
+_stopped_by: str | None = None
 
 
 def library_loop() -> asyncio.AbstractEventLoop:
@@ -30,19 +36,38 @@ def library_loop() -> asyncio.AbstractEventLoop:
     global _loop, _thread, _pid
     with _lock:
         if _loop is None or _pid != os.getpid() or _thread is None or not _thread.is_alive():
+            if _loop is not None and _pid == os.getpid():
+                warnings.warn(
+                    f"sagents_nb's loop thread had stopped ({_stopped_by or 'reason unknown'}); "
+                    "a new one was started. Runs that were in flight on it are lost: send again.",
+                    RuntimeWarning,
+                    stacklevel=3,
+                )
             loop = asyncio.new_event_loop()
             ready = threading.Event()
-
-            def serve() -> None:
-                asyncio.set_event_loop(loop)
-                loop.call_soon(ready.set)
-                loop.run_forever()
-
-            thread = threading.Thread(target=serve, name="sagents_nb-loop", daemon=True)
+            thread = threading.Thread(
+                target=_serve, args=(loop, ready), name="sagents_nb-loop", daemon=True
+            )
             thread.start()
             ready.wait()
             _loop, _thread, _pid = loop, thread, os.getpid()
         return _loop
+
+
+def _serve(loop: asyncio.AbstractEventLoop, ready: threading.Event) -> None:
+    """Run `loop` until it is stopped; a BaseException that escapes user code (asyncio lets
+    SystemExit and KeyboardInterrupt out of a task) is logged and the loop goes on serving."""
+    global _stopped_by
+    asyncio.set_event_loop(loop)
+    loop.call_soon(ready.set)
+    while True:
+        try:
+            loop.run_forever()
+        except BaseException as exc:  # this thread must outlive user code
+            log.error("sagents_nb's loop caught %r from user code and goes on", exc, exc_info=exc)
+            continue
+        _stopped_by = "its event loop was stopped"
+        return
 
 
 def on_library_thread() -> bool:
@@ -76,16 +101,38 @@ def block_on(future: concurrent.futures.Future[T], *, what: str) -> T:
 
 
 def run_sync(coro: Coroutine[Any, Any, T], *, what: str) -> T:
-    """Run `coro` on the library loop and wait; an interrupt cancels it and re-raises."""
+    """Run `coro` on the library loop and wait; an interrupt (Ctrl-C, a kernel interrupt)
+    cancels it, waits a moment for the cancellation to settle, and re-raises."""
     if on_library_thread():
         coro.close()
         block_on(concurrent.futures.Future(), what=what)
-    future = submit(coro)
+    started = threading.Event()
+    task: list[asyncio.Task[T]] = []
+
+    async def tracked() -> T:
+        task.append(asyncio.current_task())  # type: ignore[arg-type]
+        started.set()
+        return await coro
+
+    future = submit(tracked())
     try:
         return block_on(future, what=what)
     except KeyboardInterrupt:
-        future.cancel()
+        if started.is_set():
+            call_soon(task[0].cancel)
+        else:
+            future.cancel()
+        settle(future)
         raise
+
+
+def settle(future: concurrent.futures.Future[Any]) -> None:
+    """Wait up to `SETTLE_SECONDS` for `future` to end, however it ends; a second interrupt
+    ends the wait at once."""
+    try:
+        future.exception(timeout=SETTLE_SECONDS)
+    except (concurrent.futures.TimeoutError, concurrent.futures.CancelledError):
+        pass
 
 
 async def run_on_library_loop(coro: Coroutine[Any, Any, T]) -> T:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from .._base.errors import ConfigurationError
 from .._tools.tool import Tool
 
 if TYPE_CHECKING:
@@ -62,6 +63,13 @@ class Agent:
         self.instructions = instructions
         self.model = model
         self.tools = [t if isinstance(t, Tool) else Tool(t) for t in tools]
+        names = [t.name for t in self.tools]
+        clashes = sorted({n for n in names if names.count(n) > 1})
+        if clashes:
+            raise ConfigurationError(
+                f"agent {name!r} has more than one tool named {', '.join(map(repr, clashes))}; "
+                "tool names must be unique in a request: rename one with @sn.tool(name=...)"
+            )
         self.team = list(team)
         self.kind = kind
         self.max_turns = max_turns

@@ -8,6 +8,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable
 
+from .._base.loop import on_library_thread
 from ..events import Event, StatusChanged
 
 log = logging.getLogger("sagents_nb")
@@ -44,6 +45,10 @@ class EventBus:
                 subscriber(event)
             except Exception:
                 log.exception("an event subscriber failed on %s; it stays subscribed", event.type)
+            except BaseException:
+                if not on_library_thread():  # a real Ctrl-C on the caller's thread goes through
+                    raise
+                log.exception("an event subscriber raised on %s; it stays subscribed", event.type)
         return event
 
     def subscribe(self, callback: Subscriber) -> Callable[[], None]:

@@ -12,6 +12,7 @@ from .._tools.node_tool import NodeTool
 from .._tools.tool import ToolResult, ToolStatus
 from ..events import KindSwapped, TaskFinished, TaskReattached, TaskRefused, TaskSpawned
 from ..kinds import kind_name
+from .limits import spawn_refusal
 from .tasks import QueuedInput, TaskEntry
 
 if TYPE_CHECKING:
@@ -73,9 +74,16 @@ class TaskTool(NodeTool):
                 "cannot delegate further; do this part yourself or answer with what you have"
             )
             return _refuse(node, call_id, name, prompt, reason)
-        outcome = await delegate(node, members[name], prompt, call_id)
+        try:
+            outcome = await delegate(node, members[name], prompt, call_id)
+        except SpawnRefused as exc:
+            return _refuse(node, call_id, name, prompt, str(exc))
         status: ToolStatus = "error" if outcome.status in ("error", "cancelled") else "ok"
         return ToolResult(call_id, self.name, outcome.as_tool_text(), status)
+
+
+class SpawnRefused(Exception):
+    """A session cap refused a new child; the `task` call is answered as refused."""
 
 
 def _refuse(node: Node, call_id: str, agent: str, prompt: str, reason: str) -> ToolResult:
@@ -163,6 +171,9 @@ async def delegate(parent: Node, agent: Agent, prompt: str, call_id: str | None)
     child = parent.persistent.get(agent.name) if kind.persistent else None
     spawned = child is None
     if child is None:
+        refusal = spawn_refusal(session)
+        if refusal is not None:
+            raise SpawnRefused(refusal)
         child = parent.spawn(agent, kind)
         if kind.persistent:
             parent.persistent[agent.name] = child

@@ -237,7 +237,32 @@ class Node:
 
         if len(calls) == 1:
             return [await execute_call(self, calls[0])]
-        return list(await asyncio.gather(*(execute_call(self, c) for c in calls)))
+        tasks: list[asyncio.Task[Any]] = []
+
+        async def settled(call: Any) -> Any:
+            try:
+                return await execute_call(self, call)
+            except asyncio.CancelledError:
+                raise
+            except BaseException as exc:  # a hook failed: stop the siblings, raise it below
+                for task in tasks:  # (outside any task: asyncio lets SystemExit out of one)
+                    if task is not asyncio.current_task():
+                        task.cancel()
+                return exc
+
+        tasks.extend(asyncio.ensure_future(settled(c)) for c in calls)
+        try:
+            await asyncio.wait(tasks)
+        except asyncio.CancelledError:
+            for task in tasks:
+                task.cancel()
+            await asyncio.wait(tasks)
+            raise
+        outcomes = [None if task.cancelled() else task.result() for task in tasks]
+        error = next((o for o in outcomes if isinstance(o, BaseException)), None)
+        if error is not None:
+            raise error
+        return outcomes  # type: ignore[return-value]
 
     def spend(self, tokens: int) -> None:
         """Count `tokens` against this node's task and every ancestor's: budgets are shared pools."""

@@ -6,12 +6,14 @@ import asyncio
 import concurrent.futures
 import itertools
 import threading
-from collections.abc import Generator, Iterable
+from collections.abc import Generator, Iterable, Mapping
+from time import monotonic
 from typing import TYPE_CHECKING, Any
 
 from .._base.errors import ConfigurationError, RunPaused
-from .._base.loop import POLL_SECONDS, call_soon, on_library_thread
+from .._base.loop import POLL_SECONDS, call_soon, on_library_thread, settle
 from .._base.messages import Message
+from .._tools.tool import parse_arguments
 from ..events import Paused, Resumed
 from .pausing import APPROVE, PAUSE_ACTIONS, Decision, PendingAction
 
@@ -96,20 +98,37 @@ class Run:
         return self.status in FINAL
 
     def wait(self, timeout: float | None = None) -> str:
-        """Block until the run is paused or finished (interruptible); return its status.
+        """Block until the run is paused or finished, or `timeout` seconds (wall time) have
+        passed; return its status.
 
         A durable session's events are committed by then (`StoreError` if the store refuses
-        them: the run's result stays in memory; `session.flush()` tries again)."""
+        them: the run's result stays in memory; `session.flush()` tries again).
+
+        Ctrl-C (a kernel interrupt) during the wait cancels the run, as `cancel()` does
+        (dangling tool calls are answered as cancelled), and re-raises `KeyboardInterrupt`.
+        """
+        try:
+            return self._wait(timeout, "run.wait()")
+        except KeyboardInterrupt:
+            self.cancel()
+            settle(self._finished)
+            raise
+
+    def _wait(self, timeout: float | None, what: str) -> str:
         if on_library_thread():
             raise ConfigurationError(
-                "run.wait() would deadlock on sagents_nb's loop thread; "
-                "use `await run.wait_async()`"
+                f"{what} would deadlock on sagents_nb's loop thread; use `await run.wait_async()`"
             )
-        waited = 0.0
-        while not self._stop.wait(POLL_SECONDS):
-            waited += POLL_SECONDS
-            if timeout is not None and waited >= timeout:
-                return self.status
+        if timeout is None:
+            while not self._stop.wait(POLL_SECONDS):
+                pass
+        else:
+            deadline = monotonic() + timeout
+            left = timeout
+            while not self._stop.wait(min(POLL_SECONDS, max(left, 0.0))):
+                left = deadline - monotonic()
+                if left <= 0:
+                    return self.status
         self.session.flush()  # what it reports is committed before it returns
         return self.status
 
@@ -127,8 +146,13 @@ class Run:
         return self.status
 
     def result(self, timeout: float | None = None) -> Result:
-        """Wait for the end and return the `Result`; a paused run raises `RunPaused`."""
-        self.wait(timeout)
+        """Wait for the end and return the `Result`; a paused run raises `RunPaused`, a run
+        still going after `timeout` seconds (wall time) `TimeoutError`.
+
+        Ctrl-C during this wait only stops the wait: the run goes on in the background
+        (`run.cancel()` stops it; `run.wait()` and `agent.run_sync()` cancel on Ctrl-C).
+        """
+        self._wait(timeout, "run.result()")
         return self._result_now()
 
     def __await__(self) -> Generator[Any, None, Result]:
@@ -158,10 +182,16 @@ class Run:
     def edit(self, **changes: Any) -> None:
         """Change the pending action, then let it go ahead.
 
-        For a tool call: new argument values (`city="Paris"`) or `arguments={...}` to replace all.
+        For a tool call: new argument values (`city="Paris"`) or `arguments={...}` to replace all
+        (a dict, or a str of JSON holding an object).
         For a model request: `reply=` (a str or `sn.reply(...)`) instead of calling the model,
         or `messages=[...]` to change the view sent.
+
+        Raises:
+            ConfigurationError: `arguments=` is not a JSON object; the run stays paused.
         """
+        if "arguments" in changes:
+            changes["arguments"] = _arguments_object(changes["arguments"])
         self._decide(Decision("edit", changes))
 
     def step(self) -> None:
@@ -210,6 +240,12 @@ class Run:
     def _cancel_on_loop(self) -> None:
         if self._task is not None and not self._task.done():
             self._task.cancel()
+
+    async def cancel_and_settle(self) -> None:
+        """Cancel the run and wait until it has ended (on the library loop)."""
+        self._cancel_on_loop()
+        if self._task is not None and not self._task.done():
+            await asyncio.wait({self._task})
 
     def should_pause(self, node: Node, action: str) -> bool:
         if self.mode == "free":
@@ -281,3 +317,21 @@ class Run:
 def _settle(future: asyncio.Future[None]) -> None:
     if not future.done():
         future.set_result(None)
+
+
+def _arguments_object(value: Any) -> dict[str, Any]:
+    """Replacement tool arguments as a dict; anything but a JSON object is refused here, at the
+    call, rather than ending the run in an error later."""
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, str):
+        try:
+            return parse_arguments(value)
+        except ValueError as exc:
+            problem = str(exc)
+    else:
+        problem = f"got {type(value).__name__}"
+    raise ConfigurationError(
+        f"run.edit(arguments=...) needs a JSON object (a dict, or a str of JSON holding one): "
+        f"{problem}; nothing was changed and the run is still paused"
+    )

@@ -18,6 +18,7 @@ from .._endpoints.openai import LLM
 from .._store.protocol import StoredSession
 from .._store.resolve import resolve_store
 from ..events import (
+    ErrorOccurred,
     Event,
     LLMSwapped,
     MessagePreprocessed,
@@ -27,6 +28,7 @@ from ..events import (
 )
 from ..kinds import Main, Worker
 from .bus import EventBus
+from .limits import MAX_MODEL_CALLS, MAX_NODES, MAX_TOKENS, checked_cap
 from .node import Node, default_token_counter
 from .pausing import APPROVE, Decision
 from .preprocess import AgentState, PreprocessContext, preprocessor_name
@@ -60,6 +62,13 @@ class Session:
             instead of running again: `"run"` (default) within one message's run, so a new
             message does new work; `"session"` for the session's life (toolnexus's durable
             semantics). An interrupted run resumed with `session.resume()` reattaches either way.
+        max_model_calls: model requests one run (one `send`) may make across the whole tree;
+            at the cap every node stops at its next request and the run ends `incomplete`,
+            saying so. None for no cap.
+        max_nodes: sub-agents one run may spawn across the whole tree; past it a `task`
+            call is refused (the model is told why), as at the depth limit. None for no cap.
+        max_tokens: tokens one run may spend (the endpoint's reported usage); like
+            `max_model_calls`, checked before each request. None for no cap.
         token_counter: `count(message) -> int`; an estimate by default.
         state: your own dict, handed to the preprocessor as `context.user_state`.
         tool_context: data for your tools and preprocessor (`context.tool_context`).
@@ -84,6 +93,9 @@ class Session:
         max_depth: int = 3,
         max_parallel: int = 8,
         reattach: Literal["run", "session"] = "run",
+        max_model_calls: int | None = MAX_MODEL_CALLS,
+        max_nodes: int | None = MAX_NODES,
+        max_tokens: int | None = MAX_TOKENS,
         token_counter: Callable[[Message], int] | None = None,
         state: dict[str, Any] | None = None,
         tool_context: dict[str, Any] | None = None,
@@ -107,6 +119,11 @@ class Session:
         self.reattach = reattach
         self.max_depth = max_depth
         self.max_parallel = max_parallel
+        self.max_model_calls = checked_cap("max_model_calls", max_model_calls)
+        self.max_nodes = checked_cap("max_nodes", max_nodes)
+        self.max_tokens = checked_cap("max_tokens", max_tokens)
+        self.run_model_calls = self.run_nodes = 0
+        self.limit_hit: str | None = None
         self.token_counter = token_counter or default_token_counter
         self.state = state if state is not None else {}
         self.tool_context = tool_context if tool_context is not None else {}
@@ -325,7 +342,11 @@ class Session:
 
     async def _run_through(self, text: str, pause_on: Iterable[str]) -> Result:
         run = await self._enqueue(text, pause_on)
-        await run.wait_async()
+        try:
+            await run.wait_async()
+        except asyncio.CancelledError:  # the caller gave up (Ctrl-C in run_sync): so does the run
+            await run.cancel_and_settle()
+            raise
         if run.status == "paused":
             run.cancel()
             raise RunPaused(
@@ -378,7 +399,9 @@ class Session:
             display, llm_message = outcome
         except Rejected:
             raise
-        except Exception as exc:
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:  # SystemExit too: user code must not end the loop thread
             raise Rejected(
                 f"preprocessor {preprocessor_name(preprocessor)} failed "
                 f"({type(exc).__name__}: {exc}); the message was not sent"
@@ -404,6 +427,8 @@ class Session:
         self.current_run = run
         self.bus.run = run.number
         self.run_usage = Usage()
+        self.run_model_calls = self.run_nodes = 0
+        self.limit_hit = None
         run._started()
         if self.journal is not None:
             self.journal.queue_changed()  # written with the run's start, in one step
@@ -434,6 +459,10 @@ class Session:
             if task is not None:
                 task.uncancel()
             outcome = Outcome("cancelled", "the run was cancelled")
+        except BaseException as exc:  # a kind failing before its task began: end, never hang
+            root.busy = False
+            root.emit(ErrorOccurred(error_type=type(exc).__name__, message=str(exc)))
+            outcome = Outcome("error", f"{type(exc).__name__}: {exc}")
         self.bus.emit(
             RunFinished(
                 path=root.path,

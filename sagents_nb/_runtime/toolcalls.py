@@ -108,7 +108,7 @@ async def _invoke(node: Node, tool: Any, call_id: str, arguments: dict[str, Any]
         message = f"error: tool {name} timed out after {limit} s"
     except asyncio.CancelledError:
         raise
-    except Exception as exc:
+    except BaseException as exc:  # SystemExit from an argparse helper must not end the loop
         message = f"error: tool {name} failed: {type(exc).__name__}: {exc}"
     return ToolResult(call_id, name, message, "error")
 

@@ -6,7 +6,7 @@ import asyncio
 import time
 from typing import TYPE_CHECKING, Any
 
-from .._base.errors import LLMError
+from .._base.errors import ConfigurationError, LLMError
 from .._base.messages import Message, ToolCall, system, tool_message, trusted, user
 from .._base.outcome import Outcome
 from .._endpoints.openai import Completion, RetryNotice
@@ -20,6 +20,7 @@ from ..events import (
     ToolCallFinished,
 )
 from ..kinds import View, kind_name
+from .limits import LimitReached, before_model_call
 
 if TYPE_CHECKING:
     from ..kinds import ChildKind
@@ -93,7 +94,10 @@ async def run_task(node: Node, message: Message | None, *, resume: bool = False)
         node.close_dangling("the model endpoint failed")
         node.emit(ErrorOccurred(error_type=type(exc).__name__, message=str(exc)))
         outcome = Outcome("error", str(exc))
-    except Exception as exc:  # a bug in a tool hook, kind or preprocessor must not kill the session
+    except LimitReached as exc:
+        node.close_dangling("a session limit stopped the run")
+        outcome = Outcome("incomplete", str(exc))
+    except BaseException as exc:  # a bug (or a SystemExit) in a hook or kind must not kill the loop
         node.close_dangling("an internal error stopped the task")
         node.emit(ErrorOccurred(error_type=type(exc).__name__, message=f"{exc}"))
         outcome = Outcome("error", f"{type(exc).__name__}: {exc}")
@@ -187,9 +191,30 @@ def _turn_tools(node: Node, kind: ChildKind) -> list[Any]:
     from .delegation import team_tools
 
     agent = node.agent
-    tools = [*agent.tools, *team_tools(agent), *kind.own_tools(node)]
+    own, team, kinds = agent.tools, team_tools(agent), kind.own_tools(node)
+    tools = [*own, *team, *kinds]
     node.tool_map = {t.name: t for t in tools}
+    if len(node.tool_map) != len(tools):
+        raise ConfigurationError(_duplicate_names(agent.name, own, team, kinds))
     return tools
+
+
+def _duplicate_names(agent: str, *groups: list[Any]) -> str:
+    labels = ("its tools", "its team's delegation tools", "its kind's tools")
+    seen: dict[str, list[str]] = {}
+    for label, group in zip(labels, groups, strict=True):
+        for tool in group:
+            seen.setdefault(tool.name, []).append(label)
+    clashes = "; ".join(
+        f"{name!r} ({', '.join(sorted(set(where)))})"
+        for name, where in seen.items()
+        if len(where) > 1
+    )
+    return (
+        f"agent {agent!r} would offer the model more than one tool of the same name: {clashes}; "
+        "names must be unique in a request, so nothing was sent. Rename one with "
+        "@sn.tool(name=...)"
+    )
 
 
 def _unique_call_ids(message: Message) -> Message:
@@ -243,6 +268,8 @@ async def call_model(
     decision: Decision = await node.session.gate(node, "model", messages=view)
     if decision.kind == "reject":
         return None
+    if decision.kind != "edit" or "reply" not in decision.changes:
+        before_model_call(node)
     if decision.kind == "edit" and "messages" in decision.changes:
         view = list(decision.changes["messages"])
     llm, model = endpoint_for(node)

@@ -1,0 +1,70 @@
+"""Session-wide caps on one run (model calls, spawned sub-agents, tokens), loud when hit."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .._base.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from .node import Node
+    from .session import Session
+
+MAX_MODEL_CALLS = 2_000
+"""Model requests one run may make, across the whole tree (summaries included)."""
+MAX_NODES = 500
+"""Sub-agents one run may spawn, across the whole tree."""
+MAX_TOKENS = 5_000_000
+"""Tokens (as the endpoint reports them) one run may spend, across the whole tree."""
+
+
+class LimitReached(Exception):
+    """A session cap stopped a node; its task ends `incomplete` with this text."""
+
+
+def checked_cap(name: str, value: int | None) -> int | None:
+    """`value` if it is a usable cap (a positive int, or None for none)."""
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+        raise ConfigurationError(
+            f"{name} must be a positive whole number (or None for no cap), not {value!r}"
+        )
+    return value
+
+
+def before_model_call(node: Node) -> None:
+    """Count one model request of the current run; raise `LimitReached` past a cap."""
+    session = node.session
+    if session.limit_hit is not None:
+        raise LimitReached(session.limit_hit)
+    calls, cap = session.run_model_calls, session.max_model_calls
+    if cap is not None and calls >= cap:
+        _hit(node, "max_model_calls", cap, f"this run made {calls} model calls")
+    tokens, cap = session.run_usage.total_tokens, session.max_tokens
+    if cap is not None and tokens >= cap:
+        _hit(node, "max_tokens", cap, f"this run used {tokens} tokens")
+    session.run_model_calls = calls + 1
+
+
+def spawn_refusal(session: Session) -> str | None:
+    """Why the current run may not spawn another sub-agent, or None; counts the spawn if it may."""
+    spawned, cap = session.run_nodes, session.max_nodes
+    if cap is not None and spawned >= cap:
+        return (
+            f"the session's max_nodes ({cap}) is reached: this run has spawned {spawned} "
+            "sub-agents; do the rest yourself or answer with what you have (a notebook can "
+            "raise it: sn.Session(..., max_nodes=...))"
+        )
+    session.run_nodes = spawned + 1
+    return None
+
+
+def _hit(node: Node, name: str, cap: int, what: str) -> None:
+    """Stop `node` and, through the same message at their next model call, every other node."""
+    from ..events import ErrorOccurred
+
+    text = node.session.limit_hit = (
+        f"hit the session's {name} ({cap}): {what}; the work so far is kept. If the run "
+        f"needs more, raise it: sn.Session(..., {name}=...)"
+    )
+    node.emit(ErrorOccurred(error_type="LimitReached", message=text))
+    raise LimitReached(text)
