@@ -108,7 +108,11 @@ class Agent:
     def run_sync(
         self, prompt: str, *, llm: LLM | None = None, pause_on: Iterable[str] = (), **session: Any
     ) -> Result:
-        """Run once and wait for the `Result`; works in scripts and inside a running loop alike."""
+        """Run once and wait for the `Result`; works in scripts and inside a running loop alike.
+
+        Ctrl-C (a kernel interrupt) cancels the run: dangling tool calls are answered as
+        cancelled, and `KeyboardInterrupt` is re-raised once the run has ended (or after 5 s).
+        """
         from .._base.loop import run_sync
         from .session import Session
 

@@ -248,6 +248,9 @@ class Session:
     def send(self, text: str, *, pause_on: Iterable[str] = ()) -> Run:
         """Send a user message; returns its `Run` at once (queued behind a run in flight).
 
+        The run goes on in the background: `run.wait()` blocks until it pauses or ends (Ctrl-C
+        there cancels it), `run.result()` until it ends (Ctrl-C there only stops the wait).
+
         Raises `sn.Rejected` if the preprocessor refuses the message (nothing is added).
         """
         return block_on(submit(self._enqueue(text, pause_on)), what="session.send()")
