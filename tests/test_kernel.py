@@ -64,8 +64,15 @@ def test_kernel_interrupt_stops_a_blocking_run_and_the_kernel_stays_usable() -> 
 
 
 def _interrupt_cell(manager, client, code: str) -> dict:
+    """Run `code`, which prints `ready` just before its blocking call, and interrupt it there."""
     msg_id = client.execute(code)
-    time.sleep(2.0)  # inside the run's slow tool call
+    while True:
+        message = client.get_iopub_msg(timeout=20)
+        if message["parent_header"].get("msg_id") == msg_id and "ready" in message["content"].get(
+            "text", ""
+        ):
+            break
+    time.sleep(1.0)  # inside the run's slow tool call (3 s), well before its end
     manager.interrupt_kernel()
     reply = client.get_shell_msg(timeout=20)
     while reply["parent_header"].get("msg_id") != msg_id:
@@ -75,9 +82,14 @@ def _interrupt_cell(manager, client, code: str) -> dict:
 
 def _printed(client, code: str) -> str:
     outputs: list[str] = []
-    client.execute_interactive(
-        code, timeout=30, output_hook=lambda m: outputs.append(m["content"].get("text", ""))
-    )
+
+    def hook(message: dict) -> None:
+        content = message["content"]
+        outputs.append(content.get("text", ""))
+        if message["msg_type"] == "error":  # shown in the assertion, should the cell fail
+            outputs.append(f"{content['ename']}: {content['evalue']}")
+
+    client.execute_interactive(code, timeout=30, output_hook=hook)
     return "".join(outputs)
 
 
@@ -100,7 +112,9 @@ def test_kernel_interrupt_cancels_run_sync_and_run_wait_but_not_a_background_res
             timeout=30,
         )
         reply = _interrupt_cell(
-            manager, client, "llm = fresh()\nsn.Agent('a', tools=[slow]).run_sync('x', llm=llm)"
+            manager,
+            client,
+            "llm = fresh()\nprint('ready')\nsn.Agent('a', tools=[slow]).run_sync('x', llm=llm)",
         )
         assert reply["ename"] == "KeyboardInterrupt"
         assert _printed(client, "time.sleep(4)\nprint(finished, len(llm.exchanges))") == "[] 1\n"
@@ -111,6 +125,7 @@ def test_kernel_interrupt_cancels_run_sync_and_run_wait_but_not_a_background_res
             "llm = fresh()\n"
             "session = sn.Session(sn.Agent('a', tools=[slow]), llm=llm)\n"
             "run = session.send('x')\n"
+            "print('ready')\n"
             "run.wait()",
         )
         assert reply["ename"] == "KeyboardInterrupt"
@@ -130,6 +145,7 @@ def test_kernel_interrupt_cancels_run_sync_and_run_wait_but_not_a_background_res
             "llm = fresh()\n"
             "session = sn.Session(sn.Agent('a', tools=[slow]), llm=llm)\n"
             "run = session.send('x')\n"
+            "print('ready')\n"
             "run.result()",
         )
         assert reply["ename"] == "KeyboardInterrupt"
