@@ -42,6 +42,9 @@ class _Job:
             self.value = self.context.run(self.fn, **self.kwargs)
         except BaseException as exc:  # handed to the loop, raised there
             self.error = exc
+
+    def announce(self) -> None:
+        """Wake whoever waits for this job: the loop blocked in its grace wait, or its future."""
         with self.guard:
             self.done.release()
             waiter = self.waiter
@@ -90,9 +93,13 @@ class _Pool:
 
     def _work(self) -> None:
         while True:
-            self.jobs.get().run()
+            job = self.jobs.get()
+            job.run()
             with self.lock:
                 self.idle += 1
+            # last, so the woken loop thread finds the GIL about to be free (this thread
+            # goes straight back to waiting for a job)
+            job.announce()
 
 
 _pool: _Pool | None = None
