@@ -498,11 +498,18 @@ def test_a_failing_hook_among_parallel_calls_cancels_its_siblings() -> None:
 def test_a_stopped_loop_thread_is_restarted_and_says_so() -> None:
     from sagents_nb._base.loop import library_loop
 
+    async def slow(req: sn.ChatRequest):
+        await asyncio.sleep(30)
+        return "never"
+
+    lost = sn.Session(sn.Agent("a"), llm=sn.mock_llm(slow)).send("x")
     loop = library_loop()
     loop.call_soon_threadsafe(loop.stop)
     deadline = time.monotonic() + 5
     while _loop_thread_alive() and time.monotonic() < deadline:
         time.sleep(0.01)
+    with pytest.raises(sn.SagentsError, match="loop thread stopped while it was running"):
+        lost.wait(5)
     with pytest.warns(RuntimeWarning, match="loop thread had stopped"):
         result = sn.Agent("a").run_sync("x", llm=sn.script("after a restart"))
     assert result.text == "after a restart"

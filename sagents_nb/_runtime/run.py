@@ -10,7 +10,7 @@ from collections.abc import Generator, Iterable, Mapping
 from time import monotonic
 from typing import TYPE_CHECKING, Any
 
-from .._base.errors import ConfigurationError, RunPaused
+from .._base.errors import ConfigurationError, RunPaused, SagentsError
 from .._base.loop import POLL_SECONDS, call_soon, on_library_thread, settle
 from .._base.messages import Message
 from .._tools.tool import parse_arguments
@@ -63,6 +63,7 @@ class Run:
         self._first = 0
         self._last: int | None = None
         self._pause_ids = itertools.count(1)
+        self._loop_thread = threading.current_thread()  # made on the loop thread, by `send`
 
     def __repr__(self) -> str:
         at = f", paused_at={self.paused_at}" if self.paused_at else ""
@@ -119,13 +120,15 @@ class Run:
             raise ConfigurationError(
                 f"{what} would deadlock on sagents_nb's loop thread; use `await run.wait_async()`"
             )
-        if timeout is None:
-            while not self._stop.wait(POLL_SECONDS):
-                pass
-        else:
-            deadline = monotonic() + timeout
-            left = timeout
-            while not self._stop.wait(min(POLL_SECONDS, max(left, 0.0))):
+        deadline = None if timeout is None else monotonic() + timeout
+        left = POLL_SECONDS if timeout is None else timeout
+        while not self._stop.wait(min(POLL_SECONDS, max(left, 0.0))):
+            if not self._loop_thread.is_alive():
+                raise SagentsError(
+                    f"run {self.number} is lost: sagents_nb's loop thread stopped while it was "
+                    f"{self.status}; send the message again (a new loop thread starts)"
+                )
+            if deadline is not None:
                 left = deadline - monotonic()
                 if left <= 0:
                     return self.status
