@@ -261,7 +261,9 @@ def test_cancel_reaches_a_run_whose_mock_and_tools_never_suspend() -> None:
         return "again"
 
     llm = sn.mock_llm(lambda req: sn.reply(tool_calls=[sn.call("spin")]))
-    session = sn.Session(sn.Agent("a", tools=[spin], max_turns=100_000), llm=llm)
+    session = sn.Session(
+        sn.Agent("a", tools=[spin], max_turns=100_000), llm=llm, max_model_calls=None
+    )
     run = session.send("loop forever")
     run.wait(timeout=0.3)
     run.cancel()
