@@ -14,7 +14,7 @@ MAX_MODEL_CALLS = 2_000
 """Model requests one run may make, across the whole tree (summaries included)."""
 MAX_NODES = 500
 """Sub-agents one run may spawn, across the whole tree."""
-MAX_TOKENS = 20_000_000
+MAX_TOKENS = 50_000_000
 """Tokens (as the endpoint reports them) one run may spend, across the whole tree."""
 
 
