@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import time
 
 import nbformat
@@ -81,16 +82,20 @@ def _interrupt_cell(manager, client, code: str) -> dict:
 
 
 def _printed(client, code: str) -> str:
-    outputs: list[str] = []
-
-    def hook(message: dict) -> None:
-        content = message["content"]
-        outputs.append(content.get("text", ""))
-        if message["msg_type"] == "error":  # shown in the assertion, should the cell fail
-            outputs.append(f"{content['ename']}: {content['evalue']}")
-
-    client.execute_interactive(code, timeout=30, output_hook=hook)
-    return "".join(outputs)
+    """What `code` prints, read from the execute reply (the shell channel is ordered; output
+    on iopub can come late on a loaded machine): the code's last line is an expression."""
+    *body, last = code.splitlines()
+    msg_id = client.execute("\n".join(body), user_expressions={"out": last})
+    reply = client.get_shell_msg(timeout=60)
+    while reply["parent_header"].get("msg_id") != msg_id:
+        reply = client.get_shell_msg(timeout=60)
+    content = reply["content"]
+    if content["status"] != "ok":
+        return f"{content['ename']}: {content['evalue']}"
+    out = content["user_expressions"]["out"]
+    if out["status"] != "ok":
+        return f"{out['ename']}: {out['evalue']}"
+    return ast.literal_eval(out["data"]["text/plain"])
 
 
 def test_kernel_interrupt_cancels_run_sync_and_run_wait_but_not_a_background_result() -> None:
@@ -117,7 +122,7 @@ def test_kernel_interrupt_cancels_run_sync_and_run_wait_but_not_a_background_res
             "llm = fresh()\nprint('ready')\nsn.Agent('a', tools=[slow]).run_sync('x', llm=llm)",
         )
         assert reply["ename"] == "KeyboardInterrupt"
-        assert _printed(client, "time.sleep(4)\nprint(finished, len(llm.exchanges))") == "[] 1\n"
+        assert _printed(client, "time.sleep(4)\nf'{finished} {len(llm.exchanges)}'") == "[] 1"
 
         reply = _interrupt_cell(
             manager,
@@ -133,10 +138,10 @@ def test_kernel_interrupt_cancels_run_sync_and_run_wait_but_not_a_background_res
             _printed(
                 client,
                 "time.sleep(4)\n"
-                "print(run.status, finished, len(llm.exchanges), "
-                "session.llm_messages[-1].content.startswith('[cancelled]'))",
+                "' '.join(map(str, [run.status, finished, len(llm.exchanges), "
+                "session.llm_messages[-1].content.startswith('[cancelled]')]))",
             )
-            == "cancelled [] 1 True\n"
+            == "cancelled [] 1 True"
         )
 
         reply = _interrupt_cell(
@@ -149,7 +154,10 @@ def test_kernel_interrupt_cancels_run_sync_and_run_wait_but_not_a_background_res
             "run.result()",
         )
         assert reply["ename"] == "KeyboardInterrupt"
-        assert _printed(client, "print(run.status, run.result(timeout=10).text)") == "running end\n"
+        assert (
+            _printed(client, "status = run.status\nf'{status} {run.result(timeout=10).text}'")
+            == "running end"
+        )
     finally:
         client.stop_channels()
         manager.shutdown_kernel(now=True)
