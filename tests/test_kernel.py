@@ -85,11 +85,15 @@ def _printed(client, code: str) -> str:
     """What `code` prints, read from the execute reply (the shell channel is ordered; output
     on iopub can come late on a loaded machine): the code's last line is an expression."""
     *body, last = code.splitlines()
-    msg_id = client.execute("\n".join(body), user_expressions={"out": last})
-    reply = client.get_shell_msg(timeout=60)
-    while reply["parent_header"].get("msg_id") != msg_id:
+    for _ in range(10):  # a request that reaches the kernel just after an error is aborted
+        msg_id = client.execute("\n".join(body), user_expressions={"out": last})
         reply = client.get_shell_msg(timeout=60)
-    content = reply["content"]
+        while reply["parent_header"].get("msg_id") != msg_id:
+            reply = client.get_shell_msg(timeout=60)
+        content = reply["content"]
+        if content["status"] != "aborted":
+            break
+        time.sleep(0.5)
     if content["status"] != "ok":
         return f"{content['ename']}: {content['evalue']}"
     out = content["user_expressions"]["out"]
