@@ -12,8 +12,8 @@ import _thread
 import asyncio
 import contextvars
 import os
-import queue
 import threading
+from _queue import SimpleQueue  # not `queue`: a user script named queue.py must not shadow it
 from collections.abc import Callable
 from typing import Any
 
@@ -74,7 +74,7 @@ class _Pool:
     """
 
     def __init__(self) -> None:
-        self.jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
+        self.jobs: SimpleQueue[_Job] = SimpleQueue()
         self.lock = threading.Lock()
         self.idle = 0
         self.workers = 0
