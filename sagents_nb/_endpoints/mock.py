@@ -9,12 +9,15 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from .._base.errors import ConfigurationError
 from .openai import LLM
+
+if TYPE_CHECKING:
+    from .mock_server import MockServer
 
 
 @dataclass(frozen=True)
@@ -178,6 +181,12 @@ class MockLLM(LLM):
                 },
             )
         return self.respond(answer, chat)
+
+    def serve(self, *, port: int = 0) -> MockServer:
+        """Serve this mock on 127.0.0.1 over HTTP (for a CLI child); see `sn.MockServer`."""
+        from .mock_server import MockServer
+
+        return MockServer(self, port=port)
 
     def respond(self, answer: Reply, chat: ChatRequest) -> httpx.Response:
         """The HTTP response a real server would give for `answer`."""
