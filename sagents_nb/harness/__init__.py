@@ -8,20 +8,30 @@ from ._events import (
     HarnessError,
     HarnessEvent,
     HarnessEventAdapter,
+    HarnessPermissionDenied,
     HarnessReasoning,
+    HarnessRetry,
+    HarnessSession,
     HarnessText,
     HarnessToolCall,
     HarnessUsage,
 )
 from ._grok import Grok
-from ._mcp import CallTool, McpInjection, ServedTool, serve_tools
+from ._mcp import CallTool, McpInjection, ServedTool, ToolAnswer, serve_tools
 from ._outcome import HarnessOutcome
-from ._protocol import MCP_SERVER_NAME, MCP_TOKEN_ENV, HarnessConfig, NativeHarness
+from ._protocol import (
+    MCP_SERVER_NAME,
+    MCP_TOKEN_ENV,
+    PERMISSION_TOOL,
+    HarnessConfig,
+    NativeHarness,
+)
 from ._runtime import OnEvent, run_harness
 
 __all__ = [
     "MCP_SERVER_NAME",
     "MCP_TOKEN_ENV",
+    "PERMISSION_TOOL",
     "CallTool",
     "ClaudeCode",
     "Codex",
@@ -33,7 +43,10 @@ __all__ = [
     "HarnessEvent",
     "HarnessEventAdapter",
     "HarnessOutcome",
+    "HarnessPermissionDenied",
     "HarnessReasoning",
+    "HarnessRetry",
+    "HarnessSession",
     "HarnessText",
     "HarnessToolCall",
     "HarnessUsage",
@@ -41,6 +54,7 @@ __all__ = [
     "NativeHarness",
     "OnEvent",
     "ServedTool",
+    "ToolAnswer",
     "run_harness",
     "serve_tools",
 ]

@@ -14,8 +14,19 @@ from typing import Any, Protocol
 
 from ._protocol import MCP_SERVER_NAME
 
-CallTool = Callable[[str, dict[str, Any]], Awaitable[str]]
-"""Runs one tool call from the CLI and returns the text the CLI's model sees."""
+
+@dataclass(frozen=True)
+class ToolAnswer:
+    """What a tool call from the CLI answered, and whether it is an error (`is_error` in MCP)."""
+
+    text: str
+    """The text the CLI's model sees."""
+    is_error: bool = False
+    """True when the tool failed or the call was refused, so the CLI treats it as a failure."""
+
+
+CallTool = Callable[[str, dict[str, Any]], Awaitable[str | ToolAnswer]]
+"""Runs one tool call from the CLI; returns its text, or a `ToolAnswer` to mark an error."""
 
 
 class ServedTool(Protocol):
@@ -59,7 +70,7 @@ async def serve_tools(
 
     Args:
         tools: The tools to list.
-        call_tool: Runs a call: `await call_tool(name, arguments) -> str`.
+        call_tool: Runs a call: `await call_tool(name, arguments) -> str | ToolAnswer`.
 
     Raises:
         ImportError: The `mcp` or `uvicorn` package is missing.

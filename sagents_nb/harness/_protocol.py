@@ -13,6 +13,9 @@ MCP_SERVER_NAME = "sagents"
 MCP_TOKEN_ENV = "SAGENTS_MCP_TOKEN"
 """Environment variable holding the injected server's bearer token, for CLIs that read it there."""
 
+PERMISSION_TOOL = "approve_tool_use"
+"""The injected server's tool that answers a CLI's permission questions through the kernel's gate."""
+
 
 @dataclass(frozen=True)
 class HarnessConfig:
@@ -33,6 +36,8 @@ class HarnessConfig:
     """Working directory of the CLI process; None keeps the caller's."""
     extra_args: list[str] = field(default_factory=list)
     """Raw arguments passed through verbatim, after the driver's own options."""
+    resume: str | None = None
+    """A session id the CLI reported (`HarnessDone.session_id`) to continue instead of starting anew."""
 
 
 @runtime_checkable
@@ -41,6 +46,10 @@ class NativeHarness(Protocol):
 
     Drivers are pure: they build argv and parse output lines, and never do I/O. The runtime
     (`run_harness`) spawns the process, frames lines, and watches exit and timeouts.
+
+    Two members are optional: `env_vars`, the names of this process's variables the CLI reads
+    (a name ending in `*` is a prefix; by default none beyond the basics every CLI gets), and
+    `env(config) -> dict[str, str]`, variables the driver sets for the run.
     """
 
     @property

@@ -16,7 +16,10 @@ from sagents_nb.harness import (
     HarnessDone,
     HarnessError,
     HarnessEventAdapter,
+    HarnessPermissionDenied,
     HarnessReasoning,
+    HarnessRetry,
+    HarnessSession,
     HarnessText,
     HarnessToolCall,
     HarnessUsage,
@@ -34,6 +37,12 @@ FULL = HarnessConfig(
     cwd="/work",
     extra_args=["--max-turns", "5"],
 )
+
+CODEX_QUIET = [
+    "--disable", "plugins", "--disable", "remote_plugin", "--disable", "apps",
+    "--disable", "in_app_updates", "--disable", "daemon_auto_start",
+    "-c", "check_for_update_on_startup=false", "-c", "analytics.enabled=false",
+]  # fmt: skip
 
 ARGV = [
     (ClaudeCode(), HarnessConfig("hi"), ["-p", "--output-format", "stream-json", "--verbose", "--", "hi"]),
@@ -66,18 +75,38 @@ ARGV = [
             "--", "You are a careful engineer.\n\nFix the failing test",
         ],
     ),
-    (Codex(), HarnessConfig("hi"), ["exec", "--json", "--", "hi"]),
+    (Codex(), HarnessConfig("hi"), ["exec", "--json", *CODEX_QUIET, "--", "hi"]),
     (
         Codex(),
         FULL,
         [
-            "exec", "--json",
+            "exec", "--json", *CODEX_QUIET,
             "--model", "some-model",
             "-c", 'developer_instructions="You are a careful engineer."',
             "-c", 'mcp_servers.sagents.url="http://127.0.0.1:4321/mcp"',
             "-c", 'mcp_servers.sagents.bearer_token_env_var="SAGENTS_MCP_TOKEN"',
+            "-c", 'mcp_servers.sagents.default_tools_approval_mode="approve"',
             "--max-turns", "5",
             "--", "Fix the failing test",
+        ],
+    ),
+    (
+        Codex(
+            base_url="http://127.0.0.1:9/v1",
+            api_key="sk-test",
+            sandbox="read-only",
+            approval_policy="never",
+        ),
+        HarnessConfig("hi", resume="thread-7"),
+        [
+            "exec", "resume", "thread-7", "--json", *CODEX_QUIET,
+            "-c", "model_provider=sagents_endpoint",
+            "-c", 'model_providers.sagents_endpoint.name="sagents_nb endpoint"',
+            "-c", 'model_providers.sagents_endpoint.base_url="http://127.0.0.1:9/v1"',
+            "-c", 'model_providers.sagents_endpoint.wire_api="responses"',
+            "-c", 'model_providers.sagents_endpoint.env_key="SAGENTS_CODEX_API_KEY"',
+            "-c", 'approval_policy="never"',
+            "--", "hi",
         ],
     ),
     (Grok(), HarnessConfig("hi"), ["--output-format", "streaming-json", "--single=hi"]),
@@ -113,7 +142,7 @@ def test_a_flag_like_prompt_is_one_argument_that_cannot_be_read_as_a_flag(driver
 def test_codex_developer_instructions_survive_toml_parsing():
     tricky = 'Say "hi"\nthen \\ stop. \x7f \U0001f600 \t end'
     argv = Codex().args(HarnessConfig("hi", system_prompt=tricky))
-    override = argv[argv.index("-c") + 1]
+    (override,) = [a for a in argv if a.startswith("developer_instructions=")]
     assert tomllib.loads(override) == {"developer_instructions": tricky}
 
 
@@ -140,7 +169,7 @@ CLAUDE_LINES = [
         _line({"type": "system", "subtype": "init", "cwd": "/work", "session_id": SESSION,
                "tools": ["Bash", "Read"], "mcp_servers": [], "model": "claude-sonnet-4-5-20250929",
                "permissionMode": "default", "apiKeySource": "none"}),
-        [],
+        [HarnessSession(session_id=SESSION)],
     ),
     (
         _line({"type": "assistant", "message": {"id": "msg_01", "type": "message",
@@ -186,7 +215,16 @@ CLAUDE_LINES = [
                          "server_tool_use": {"web_search_requests": 0}},
                "permission_denials": []}),
         [HarnessDone(content="Fixed: the import was stale.",
-                     usage=HarnessUsage(input_tokens=16014, output_tokens=321))],
+                     usage=HarnessUsage(input_tokens=16014, output_tokens=321),
+                     session_id=SESSION, cost_usd=0.0213, turns=3, duration_ms=2650)],
+    ),
+    (
+        _line({"type": "result", "subtype": "success", "is_error": False, "result": "ok",
+               "session_id": SESSION, "num_turns": 2, "permission_denials": [
+                   {"tool_name": "Bash", "tool_use_id": "toolu_9", "tool_input": {"command": "ls"}},
+                   "junk"]}),
+        [HarnessDone(content="ok", session_id=SESSION, turns=2, permission_denials=[
+            {"tool_name": "Bash", "tool_use_id": "toolu_9", "tool_input": {"command": "ls"}}])],
     ),
     (
         _line({"type": "result", "subtype": "error_max_turns", "is_error": False,
@@ -199,9 +237,42 @@ CLAUDE_LINES = [
         _line({"type": "result", "subtype": "success", "is_error": True,
                "result": "API Error: 401 {\"type\":\"error\"}", "session_id": SESSION}),
         [HarnessError(message="Claude Code ended with an error: API Error: 401 "
-                      "{\"type\":\"error\"}; see the stderr lines and the CLI's own documentation")],
+                      "{\"type\":\"error\"}")],
+    ),
+    (
+        _line({"type": "assistant", "message": {"id": "m1", "model": "<synthetic>",
+               "role": "assistant", "content": [{"type": "text", "text":
+               "API Error: 500 {\"error\":\"boom\"}"}]}, "parent_tool_use_id": None}),
+        [HarnessError(message="Claude Code: API Error: 500 {\"error\":\"boom\"}", fatal=False)],
+    ),
+    (
+        _line({"type": "system", "subtype": "api_retry", "attempt": 2, "max_retries": 10,
+               "retry_delay_ms": 1250, "error_status": 500, "error": "server_error",
+               "session_id": SESSION}),
+        [HarnessRetry(attempt=2, status=500, error="server_error", delay=1.25)],
+    ),
+    (
+        _line({"type": "system", "subtype": "api_retry", "attempt": "x", "error": {
+               "message": "Connection error."}}),
+        [HarnessRetry(attempt=1, error="Connection error.")],
+    ),
+    (
+        _line({"type": "system", "subtype": "permission_denied", "tool_name": "Bash",
+               "tool_use_id": "toolu_3", "reason": "not allowed in this mode"}),
+        [HarnessPermissionDenied(name="Bash", reason="not allowed in this mode", id="toolu_3")],
     ),
     (_line({"type": "stream_event", "event": {"type": "content_block_delta"}}), []),
+    (
+        _line({"type": "stream_event", "event": {"type": "content_block_delta", "index": 0,
+               "delta": {"type": "text_delta", "text": "Bonjour, 世界 🎉"}},
+               "parent_tool_use_id": None}),
+        [HarnessText(text="Bonjour, 世界 🎉", delta=True)],
+    ),
+    (
+        _line({"type": "stream_event", "event": {"type": "content_block_delta", "delta": {
+               "type": "text_delta", "text": "a sub-agent's"}}, "parent_tool_use_id": "toolu_1"}),
+        [],
+    ),
     ("Loading MCP servers…", []),
     ("", []),
 ]  # fmt: skip
@@ -253,18 +324,21 @@ CURSOR_LINES = [
         _line({"type": "result", "subtype": "success", "duration_ms": 5234, "duration_api_ms": 5234,
                "is_error": False, "result": "The test imports a renamed function.",
                "session_id": SESSION, "request_id": "req_1"}),
-        [HarnessDone(content="The test imports a renamed function.")],
+        [HarnessDone(content="The test imports a renamed function.", session_id=SESSION,
+                     duration_ms=5234)],
     ),
     (
         _line({"type": "result", "subtype": "error", "is_error": True,
                "result": "Workspace not trusted", "session_id": SESSION}),
-        [HarnessError(message="Cursor Agent ended with an error (error): Workspace not trusted; "
-                      "see the stderr lines and the CLI's own documentation")],
+        [HarnessError(message="Cursor Agent ended with an error (error): Workspace not trusted")],
     ),
 ]  # fmt: skip
 
 CODEX_LINES = [
-    (_line({"type": "thread.started", "thread_id": "0199a213-81c0-7800-8aa1-bbab2a035a53"}), []),
+    (
+        _line({"type": "thread.started", "thread_id": "0199a213-81c0-7800-8aa1-bbab2a035a53"}),
+        [HarnessSession(session_id="0199a213-81c0-7800-8aa1-bbab2a035a53")],
+    ),
     (_line({"type": "turn.started"}), []),
     (
         _line({"type": "item.completed", "item": {"id": "item_0", "type": "reasoning",
@@ -288,7 +362,21 @@ CODEX_LINES = [
         _line({"type": "item.started", "item": {"id": "item_2", "type": "mcp_tool_call",
                "server": "sagents", "tool": "add", "arguments": {"a": 2, "b": 3},
                "result": None, "error": None, "status": "in_progress"}}),
-        [HarnessToolCall(name="add", arguments={"a": 2, "b": 3}, id="item_2")],
+        [HarnessToolCall(name="sagents/add", arguments={"a": 2, "b": 3}, id="item_2")],
+    ),
+    (
+        _line({"type": "item.completed", "item": {"id": "item_2", "type": "mcp_tool_call",
+               "server": "sagents", "tool": "add", "arguments": {"a": 2}, "result": None,
+               "error": {"message": "MCP tool call requires approval, but approval policy is "
+               "never"}, "status": "failed"}}),
+        [HarnessError(message="Codex: the call to sagents/add failed: MCP tool call requires "
+                      "approval, but approval policy is never", fatal=False)],
+    ),
+    (
+        _line({"type": "item.completed", "item": {"id": "item_2", "type": "mcp_tool_call",
+               "server": "sagents", "tool": "add", "status": "completed",
+               "result": {"content": []}}}),
+        [],
     ),
     (
         _line({"type": "item.completed", "item": {"id": "item_3", "type": "file_change",

@@ -18,6 +18,7 @@ from sagents_nb.harness import (
     HarnessConfig,
     HarnessDone,
     HarnessError,
+    HarnessSession,
     HarnessText,
     HarnessToolCall,
     HarnessUsage,
@@ -47,9 +48,18 @@ async def test_happy_run_is_done_with_result_and_usage(fake_cli):
     assert outcome.usage == HarnessUsage(input_tokens=124, output_tokens=12)
     assert outcome.exit_code == 0
     assert outcome.error is None
+    session = "5f0c9a63-2b1e-4c1e-9a57-7d0c1b6f2e11"
     assert events == [
+        HarnessSession(session_id=session),
         HarnessText(text="Hello from the fake CLI."),
-        HarnessDone(content="Hello from the fake CLI.", usage=outcome.usage),
+        HarnessDone(
+            content="Hello from the fake CLI.",
+            usage=outcome.usage,
+            session_id=session,
+            cost_usd=0.0123,
+            turns=1,
+            duration_ms=2650,
+        ),
     ]
 
 
@@ -67,8 +77,9 @@ async def test_async_on_event_sees_tool_calls_live(fake_cli):
         on_event=on_event,
     )
     assert outcome.text == "There is one file."
-    assert [type(e) for e in seen] == [HarnessText, HarnessToolCall, HarnessText, HarnessDone]
-    assert seen[1] == HarnessToolCall(name="Bash", arguments={"command": "ls"}, id="toolu_01A")
+    kinds = [HarnessSession, HarnessText, HarnessToolCall, HarnessText, HarnessDone]
+    assert [type(e) for e in seen] == kinds
+    assert seen[2] == HarnessToolCall(name="Bash", arguments={"command": "ls"}, id="toolu_01A")
 
 
 async def test_error_result_wins_over_the_exit_code(fake_cli):
@@ -154,10 +165,15 @@ async def test_an_over_long_line_is_skipped_and_the_run_goes_on(fake_cli):
     warning = events[0]
     assert isinstance(warning, HarnessError) and not warning.fatal
     assert "1000 bytes" in warning.message and "max_line_bytes=" in warning.message
-    assert events[1:] == [
-        HarnessText(text="short"),
-        HarnessDone(content="after the long line", usage=outcome.usage),
-    ]
+    assert events[1] == HarnessText(text="short")
+    assert events[2] == HarnessDone(
+        content="after the long line",
+        usage=outcome.usage,
+        session_id="5f0c9a63-2b1e-4c1e-9a57-7d0c1b6f2e11",
+        cost_usd=0.0123,
+        turns=1,
+        duration_ms=2650,
+    )
 
 
 async def test_lines_written_in_pieces_are_reassembled(fake_cli):
