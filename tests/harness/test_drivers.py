@@ -109,14 +109,13 @@ ARGV = [
             "--", "hi",
         ],
     ),
-    (Grok(), HarnessConfig("hi"), ["--output-format", "streaming-json", "--single=hi"]),
+    (Grok(), HarnessConfig("hi"), ["--prompt=hi"]),
     (
         Grok(),
         FULL,
         [
-            "--output-format", "streaming-json", "--single=Fix the failing test",
-            "--model", "some-model",
-            "--rules=You are a careful engineer.",
+            "--prompt=You are a careful engineer.\n\nFix the failing test",
+            "-m", "some-model",
             "--max-turns", "5",
         ],
     ),
@@ -133,7 +132,7 @@ def test_a_flag_like_prompt_is_one_argument_that_cannot_be_read_as_a_flag(driver
     prompt = "--help; rm -rf / $(id)"
     argv = driver.args(HarnessConfig(prompt, extra_args=["--verbose"]))
     if isinstance(driver, Grok):
-        assert argv.count(f"--single={prompt}") == 1
+        assert argv.count(f"--prompt={prompt}") == 1
     else:
         assert argv[-2:] == ["--", prompt]
         assert argv.count("--") == 1
@@ -417,39 +416,25 @@ CODEX_LINES = [
 ]  # fmt: skip
 
 GROK_LINES = [
-    (_line({"type": "thought", "data": " user"}), [HarnessReasoning(text=" user")]),
-    (_line({"type": "text", "data": "pong"}), [HarnessText(text="pong")]),
-    (_line({"type": "text", "data": ""}), []),
+    (_line({"role": "user", "content": "--hello"}), []),
     (
-        _line({"type": "tool_call", "id": "call_01", "name": "run_terminal_cmd",
-               "arguments": {"command": "ls"}}),
-        [HarnessToolCall(name="run_terminal_cmd", arguments={"command": "ls"}, id="call_01")],
+        _line({"role": "assistant", "content": "Using tools to help you...", "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "bash",
+             "arguments": "{\"command\": \"echo hi\"}"}},
+            {"id": "call_2", "type": "function", "function": {"name": "view_file",
+             "arguments": "not json"}},
+            {"id": "call_3", "type": "function", "function": {"arguments": "{}"}}]}),
+        [HarnessToolCall(name="bash", arguments={"command": "echo hi"}, id="call_1"),
+         HarnessToolCall(name="view_file", arguments={}, id="call_2")],
     ),
+    (_line({"role": "tool", "tool_call_id": "call_1", "content": "hi"}), []),
+    (_line({"role": "assistant", "content": "Voilà : 完成 🎉"}), [HarnessText(text="Voilà : 完成 🎉")]),
+    (_line({"role": "assistant", "content": ""}), []),
     (
-        _line({"type": "end", "stopReason": "EndTurn", "sessionId": "sess-fixture-001",
-               "requestId": "req-fixture-001", "usage": {"input_tokens": 21415,
-               "cache_read_input_tokens": 6016, "output_tokens": 28, "reasoning_tokens": 23,
-               "total_tokens": 27459}, "num_turns": 1, "modelUsage": {"grok-4.5": {
-               "inputTokens": 21415, "outputTokens": 28, "cacheReadInputTokens": 6016,
-               "modelCalls": 1}}}),
-        [HarnessDone(content="", usage=HarnessUsage(input_tokens=27431, output_tokens=28))],
+        _line({"role": "assistant", "content": "Error: 401 status code (no body)"}),
+        [HarnessError(message="Grok: Error: 401 status code (no body)")],
     ),
-    (
-        _line({"type": "end", "stopReason": "Cancelled", "sessionId": "s", "usage": {}}),
-        [HarnessError(message="Grok cancelled the run, usually because a tool call needed a "
-                      "permission a headless run cannot grant; pass "
-                      "extra_args=['--always-approve'] to let it run tools")],
-    ),
-    (
-        _line({"type": "error", "message": "XAI_API_KEY is not set"}),
-        [HarnessError(message="Grok: XAI_API_KEY is not set")],
-    ),
-    (
-        _line({"type": "max_turns_reached", "num_turns": 24}),
-        [HarnessError(message="Grok reached its turn limit; raise it with "
-                      "extra_args=['--max-turns', 'N']")],
-    ),
-    (_line({"type": "auto_compact_started"}), []),
+    ("✅ Base URL saved to ~/.grok/user-settings.json", []),
 ]  # fmt: skip
 
 PARSE = [

@@ -70,9 +70,7 @@ def child(cli: str, server: sn.MockServer, tmp_path, trap, **options) -> sn.Agen
         # Outside its catalogue a model gets plain function tools, not Codex's JavaScript mode.
         model = "mock-model"
         extra = ["--skip-git-repo-check", *options.pop("codex_args", [])]
-    kind = sn.kinds.Native(
-        driver, env=env, extra_args=extra, cwd=str(tmp_path), **options
-    )
+    kind = sn.kinds.Native(driver, env=env, extra_args=extra, cwd=str(tmp_path), **options)
     return sn.Agent("coder", does="looks things up", tools=[lookup], model=model, kind=kind)
 
 
@@ -82,7 +80,9 @@ def harness_events(result: sn.Result) -> list[dict]:
 
 @pytest.mark.parametrize("cli", CLIS)
 def test_the_cli_calls_a_kernel_tool_through_the_hooks_and_answers_the_parent(
-    cli, tmp_path, trap  # noqa: F811
+    cli,
+    tmp_path,
+    trap,  # noqa: F811
 ):
     seen_by_hook: list[str] = []
 
@@ -269,3 +269,30 @@ def test_a_second_task_resumes_the_cli_session(cli, tmp_path, trap):  # noqa: F8
     assert first.last_user == "remember: kiwi" and second.last_user == "what fruit?"
     said = [m["content"] for m in second.messages if m["role"] in ("user", "assistant")]
     assert "remember: kiwi" in said and "answer 1" in said
+
+
+def test_grok_cli_answers_over_chat_completions_with_its_own_tool(tmp_path, trap):  # noqa: F811
+    seen: list[sn.ChatRequest] = []
+
+    def model(req: sn.ChatRequest):
+        seen.append(req)
+        if not req.tool_results:
+            return sn.reply(tool_calls=[sn.call("bash", command="echo 'bonjour 世界'")])
+        return f"the shell said: {req.tool_results[-1]}"
+
+    llm = sn.mock_llm(model)
+    with llm.serve() as server:
+        driver = sn.harness.Grok(
+            executable=find_cli("grok"), base_url=server.openai_base_url, api_key="xai-test-key"
+        )
+        env = isolated_env(tmp_path / "home", trap)
+        kind = sn.kinds.Native(driver, env=env, cwd=str(tmp_path))
+        coder = sn.Agent("coder", does="looks things up", model="mock", kind=kind)
+        result = sn.Agent("boss", team=[coder]).run_sync("go", llm=sn.mock_llm(parent))
+    assert result.text == "parent got: the shell said: bonjour 世界"
+    assert seen[0].api == "chat_completions" and seen[0].last_user == PROMPT
+    calls = [e for e in harness_events(result) if e["type"] == "tool_call"]
+    assert [c["name"] for c in calls] == ["bash"]
+    assert not (tmp_path / "home" / ".grok" / "user-settings.json").exists() or (
+        server.base_url not in (tmp_path / "home" / ".grok" / "user-settings.json").read_text()
+    )
