@@ -22,7 +22,6 @@ from ._outcome import HarnessOutcome
 from ._protocol import (
     MCP_SERVER_NAME,
     MCP_TOKEN_ENV,
-    PERMISSION_TOOL,
     HarnessConfig,
     NativeHarness,
 )
@@ -31,7 +30,6 @@ from ._runtime import OnEvent, run_harness
 __all__ = [
     "MCP_SERVER_NAME",
     "MCP_TOKEN_ENV",
-    "PERMISSION_TOOL",
     "CallTool",
     "ClaudeCode",
     "Codex",

@@ -7,7 +7,7 @@ from typing import Literal
 
 from ._events import HarnessEvent, HarnessText
 from ._json_lines import load_object, object_field, text_field
-from ._protocol import MCP_SERVER_NAME, PERMISSION_TOOL, HarnessConfig
+from ._protocol import MCP_SERVER_NAME, HarnessConfig
 from ._stream_json import assistant_events, result_events, system_events
 
 PermissionMode = Literal["default", "acceptEdits", "bypassPermissions", "plan", "dontAsk"]
@@ -27,17 +27,15 @@ class ClaudeCode:
             e.g. a served mock's `base_url`.
         api_key: The key to send (`ANTHROPIC_API_KEY`); default whatever the CLI finds.
         permission_mode: `--permission-mode` for the CLI's own tools (Bash, Edit, ...).
-        gate_builtin_tools: Route the CLI's permission questions for its own tools through the
-            kernel's `before_tool` hooks and pause points (`--permission-prompt-tool`).
         stream_text: Report text as it streams (`--include-partial-messages`), as `text` events
-            with `delta` set, beside the whole messages.
+            with `delta` set (a `Native` child shows them as `text_delta` events), beside the
+            whole messages.
     """
 
     executable: str = "claude"
     base_url: str | None = None
     api_key: str | None = field(default=None, repr=False)
     permission_mode: PermissionMode | None = None
-    gate_builtin_tools: bool = False
     stream_text: bool = False
     name = "Claude Code"
     injects_mcp_tools = True
@@ -63,8 +61,6 @@ class ClaudeCode:
             # A print-mode run cannot ask for permission, so the injected tools are allowed up
             # front; the kernel's hooks still see (and may deny) every call.
             argv.append(f"--allowedTools=mcp__{MCP_SERVER_NAME}")
-            if self.gate_builtin_tools:
-                argv.append(f"--permission-prompt-tool=mcp__{MCP_SERVER_NAME}__{PERMISSION_TOOL}")
         # `--` ends option parsing, so the prompt stays one positional argument even when it
         # starts with "-" (anthropics/claude-code#25925).
         return [*argv, *config.extra_args, "--", config.prompt]

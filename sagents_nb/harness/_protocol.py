@@ -13,9 +13,6 @@ MCP_SERVER_NAME = "sagents"
 MCP_TOKEN_ENV = "SAGENTS_MCP_TOKEN"
 """Environment variable holding the injected server's bearer token, for CLIs that read it there."""
 
-PERMISSION_TOOL = "approve_tool_use"
-"""The injected server's tool that answers a CLI's permission questions through the kernel's gate."""
-
 
 @dataclass(frozen=True)
 class HarnessConfig:

@@ -173,6 +173,10 @@ def env() -> None:
     result(os.environ.get("BASH_ENV", "<unset>") + "|" + os.environ.get("PS4", "<unset>"))
 
 
+def env_names() -> None:
+    result(json.dumps(sorted(os.environ)))
+
+
 def argv() -> None:
     result(json.dumps(sys.argv[1:]))
 
@@ -258,6 +262,7 @@ MODES = {
     mode.__name__: mode
     for mode in (
         happy,
+        env_names,
         tool_use,
         error_result,
         crash,

@@ -64,6 +64,17 @@ ARGV = [
         HarnessConfig("hi", system_prompt="  \n"),
         ["-p", "--output-format", "stream-json", "--verbose", "--", "hi"],
     ),
+    (
+        ClaudeCode(
+            base_url="http://127.0.0.1:9", api_key="sk-ant-x", permission_mode="plan",
+            stream_text=True,
+        ),
+        HarnessConfig("hi", resume="9b2c1f0e"),
+        [
+            "-p", "--output-format", "stream-json", "--verbose", "--include-partial-messages",
+            "--resume=9b2c1f0e", "--permission-mode=plan", "--", "hi",
+        ],
+    ),
     (CursorAgent(), HarnessConfig("hi"), ["-p", "--output-format", "stream-json", "--", "hi"]),
     (
         CursorAgent(),
@@ -151,6 +162,25 @@ def test_every_driver_is_a_native_harness_and_takes_an_executable_override(drive
     moved = type(driver)(executable="/opt/bin/other")
     assert moved.executable == "/opt/bin/other"
     assert moved.args(FULL) == driver.args(FULL)
+
+
+def test_drivers_set_the_endpoint_and_quiet_switches_in_the_env_and_keep_keys_out_of_argv():
+    claude = ClaudeCode(base_url="http://127.0.0.1:9", api_key="sk-ant-secret")
+    env = claude.env(FULL)
+    assert env["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:9"
+    assert env["ANTHROPIC_API_KEY"] == "sk-ant-secret"
+    assert env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == "1"
+    assert env["ENABLE_TOOL_SEARCH"] == "false"
+    assert "ENABLE_TOOL_SEARCH" not in ClaudeCode().env(HarnessConfig("hi"))
+    codex = Codex(base_url="http://127.0.0.1:9/v1", api_key="sk-secret")
+    assert codex.env(FULL) == {"SAGENTS_CODEX_API_KEY": "sk-secret"}
+    grok = Grok(base_url="http://127.0.0.1:9/v1", api_key="xai-secret")
+    assert grok.env(FULL) == {
+        "GROK_BASE_URL": "http://127.0.0.1:9/v1",
+        "GROK_API_KEY": "xai-secret",
+    }
+    for driver in (claude, codex, grok):
+        assert "secret" not in " ".join(driver.args(FULL)) and "secret" not in repr(driver)
 
 
 def test_only_claude_code_and_codex_take_injected_tools():

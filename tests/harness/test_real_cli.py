@@ -296,3 +296,19 @@ def test_grok_cli_answers_over_chat_completions_with_its_own_tool(tmp_path, trap
     assert not (tmp_path / "home" / ".grok" / "user-settings.json").exists() or (
         server.base_url not in (tmp_path / "home" / ".grok" / "user-settings.json").read_text()
     )
+
+
+def test_claude_streams_text_as_text_delta_events(tmp_path, trap):  # noqa: F811
+    answer = "Voilà : la réponse, 答え 🎉 in several pieces"
+    with sn.mock_llm(lambda req: answer).serve() as server:
+        coder = child("claude", server, tmp_path, trap)
+        coder.kind.driver = sn.harness.ClaudeCode(
+            executable=coder.kind.driver.executable,
+            base_url=server.base_url,
+            api_key="sk-ant-test-key",
+            stream_text=True,
+        )
+        result = sn.Agent("boss", team=[coder]).run_sync("go", llm=sn.mock_llm(parent))
+    deltas = [e.text for e in result.events if e.type == "text_delta" and e.path == "boss/coder.1"]
+    assert len(deltas) > 1 and "".join(deltas) == answer
+    assert result.text == f"parent got: {answer}"

@@ -14,7 +14,9 @@ import pytest
 from sagents_nb import ConfigurationError
 from sagents_nb.harness import (
     ClaudeCode,
+    Codex,
     CursorAgent,
+    Grok,
     HarnessConfig,
     HarnessDone,
     HarnessError,
@@ -24,6 +26,7 @@ from sagents_nb.harness import (
     HarnessUsage,
     run_harness,
 )
+from sagents_nb.harness._process import child_environment
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(10)]
 
@@ -187,6 +190,33 @@ async def test_shell_startup_variables_are_scrubbed(fake_cli):
         fake_cli, "env", extra_env={"BASH_ENV": "/tmp/evil.sh", "PS4": "$(touch /tmp/pwned)"}
     )
     assert outcome.text == "<unset>|<unset>"
+
+
+async def test_the_cli_gets_only_the_env_it_needs_not_the_kernels_keys(fake_cli, monkeypatch):
+    # Issue 17 item 12: a kernel's OPENAI_API_KEY reached Claude Code (and every other CLI).
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-planted-openai")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "planted-aws")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-planted")
+    monkeypatch.setenv("LC_ALL", "C.UTF-8")
+    monkeypatch.setenv("MY_TEAM_TOKEN", "named-by-the-user")
+    outcome = await run_harness(
+        ClaudeCode(executable=fake_cli.path),
+        HarnessConfig("hi"),
+        env={"FAKE_CLI_MODE": "env_names"},
+        pass_env=["MY_TEAM_*"],
+    )
+    names = set(json.loads(outcome.text))
+    assert {"PATH", "HOME", "LC_ALL", "ANTHROPIC_API_KEY", "MY_TEAM_TOKEN"} <= names
+    assert {"OPENAI_API_KEY", "AWS_SECRET_ACCESS_KEY"} & names == set()
+    assert "DISABLE_AUTOUPDATER" in names  # the driver's own switches
+
+
+def test_each_driver_passes_the_variables_its_cli_reads():
+    kernel = {"PATH": "/bin", "OPENAI_API_KEY": "o", "ANTHROPIC_API_KEY": "a", "GROK_API_KEY": "g"}
+    for driver, key in [(ClaudeCode(), "ANTHROPIC_API_KEY"), (Codex(), "OPENAI_API_KEY"),
+                        (Grok(), "GROK_API_KEY"), (CursorAgent(), None)]:  # fmt: skip
+        env = child_environment(passed=getattr(driver, "env_vars", ()), source=kernel)
+        assert set(env) == {"PATH", *([key] if key else [])}, driver.name
 
 
 async def test_a_flag_like_prompt_arrives_as_one_argument(fake_cli):
