@@ -16,7 +16,7 @@ import pytest
 import sagents_nb as sn
 from tests.harness.real_cli_support import find_cli, isolated_env, trap  # noqa: F401
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.cli, pytest.mark.timeout(120)]
 
 PROMPT = "--look up alpha; 日本語 🎉"
 """Starts like a flag, and is not English: it must reach the CLI's model as the one user prompt."""
