@@ -19,6 +19,7 @@ from ._events import (
 from ._grok import Grok
 from ._mcp import CallTool, McpInjection, ServedTool, ToolAnswer, serve_tools
 from ._outcome import HarnessOutcome
+from ._permission import PERMISSION_TOOL, ApproveTool
 from ._protocol import (
     MCP_SERVER_NAME,
     MCP_TOKEN_ENV,
@@ -30,6 +31,8 @@ from ._runtime import OnEvent, run_harness
 __all__ = [
     "MCP_SERVER_NAME",
     "MCP_TOKEN_ENV",
+    "PERMISSION_TOOL",
+    "ApproveTool",
     "CallTool",
     "ClaudeCode",
     "Codex",

@@ -27,6 +27,10 @@ class ClaudeCode:
             e.g. a served mock's `base_url`.
         api_key: The key to send (`ANTHROPIC_API_KEY`); default whatever the CLI finds.
         permission_mode: `--permission-mode` for the CLI's own tools (Bash, Edit, ...).
+        gate_builtin_tools: Ask the kernel before the CLI runs one of its own tools (Bash, Edit,
+            ...) that its permission rules do not already allow: the call goes through the
+            `before_tool` hooks and `pause_on={"tool"}` like any tool call of the child, and
+            the CLI runs it only if they let it (`--permission-prompt-tool`).
         stream_text: Report text as it streams (`--include-partial-messages`), as `text` events
             with `delta` set (a `Native` child shows them as `text_delta` events), beside the
             whole messages.
@@ -36,6 +40,7 @@ class ClaudeCode:
     base_url: str | None = None
     api_key: str | None = field(default=None, repr=False)
     permission_mode: PermissionMode | None = None
+    gate_builtin_tools: bool = False
     stream_text: bool = False
     name = "Claude Code"
     injects_mcp_tools = True
@@ -61,6 +66,9 @@ class ClaudeCode:
             # A print-mode run cannot ask for permission, so the injected tools are allowed up
             # front; the kernel's hooks still see (and may deny) every call.
             argv.append(f"--allowedTools=mcp__{MCP_SERVER_NAME}")
+            if config.permission_tool:
+                tool = f"mcp__{MCP_SERVER_NAME}__{config.permission_tool}"
+                argv.append(f"--permission-prompt-tool={tool}")
         # `--` ends option parsing, so the prompt stays one positional argument even when it
         # starts with "-" (anthropics/claude-code#25925).
         return [*argv, *config.extra_args, "--", config.prompt]

@@ -33,6 +33,8 @@ class HarnessConfig:
     """Working directory of the CLI process; None keeps the caller's."""
     extra_args: list[str] = field(default_factory=list)
     """Raw arguments passed through verbatim, after the driver's own options."""
+    permission_tool: str | None = None
+    """The injected server's tool that answers permission questions (set by the runtime)."""
     resume: str | None = None
     """A session id the CLI reported (`HarnessDone.session_id`) to continue instead of starting anew."""
 

@@ -26,6 +26,7 @@ from ._events import (
 from ._framing import LineFramer
 from ._mcp import CallTool, ServedTool, serve_tools
 from ._outcome import HarnessOutcome
+from ._permission import PERMISSION_TOOL, ApproveTool, with_permission_tool
 from ._process import child_environment, stop_process_group, wait_for_exit
 from ._protocol import MCP_TOKEN_ENV, HarnessConfig, NativeHarness
 
@@ -52,6 +53,7 @@ async def run_harness(
     on_event: OnEvent | None = None,
     env: Mapping[str, str] | None = None,
     pass_env: Sequence[str] = (),
+    approve_tool: ApproveTool | None = None,
     inactivity_timeout: float = 120.0,
     exit_grace: float = 5.0,
     max_line_bytes: int = 1_000_000,
@@ -78,6 +80,9 @@ async def run_harness(
         on_event: Receives each event live; sync or async.
         env: Variables to set for the CLI, on top of the rest (they win).
         pass_env: Names of more variables of this process to pass on (`NAME*` is a prefix).
+        approve_tool: Answers the CLI's permission questions about its own tools, for drivers
+            with `gate_builtin_tools` set: `await approve_tool(name, arguments)` returns the
+            arguments to run with, or the reason to refuse.
         inactivity_timeout: Seconds without a stdout line before the CLI is stopped.
         exit_grace: Seconds the CLI gets to exit after its terminal event or after closing stdout.
         max_line_bytes: Longer stdout lines are skipped with a non-fatal error event.
@@ -104,6 +109,9 @@ async def run_harness(
         settings = driver.env(config) if hasattr(driver, "env") else {}
         return child_environment(passed=passed, settings={**settings, **(env or {})})
 
+    if approve_tool is not None and getattr(driver, "gate_builtin_tools", False):
+        tools, call_tool = with_permission_tool(tools, call_tool, approve_tool)
+        config = replace(config, permission_tool=PERMISSION_TOOL)
     if not tools or call_tool is None or not driver.injects_mcp_tools:
         return await run.execute(config, environment(config))
     async with serve_tools(tools, call_tool) as injection:

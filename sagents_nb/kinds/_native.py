@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from .._base.messages import Message, ToolCall, Usage
 from .._base.outcome import Outcome
+from .._tools.node_tool import NodeTool
+from .._tools.tool import ToolResult
 from ..events import HarnessEventOccurred, TextDelta
 from ._protocol import BaseKind
 
@@ -79,6 +81,21 @@ class Native(BaseKind):
             (result,) = await child.execute_tools([call])
             return ToolAnswer(result.content, is_error=result.status != "ok")
 
+        async def approve(name: str, arguments: dict[str, Any]) -> dict[str, Any] | str:
+            # The CLI's own tool, gated like the child's tools: it shows as a call of the
+            # child, passes the hooks and pause points, and runs only if they let it.
+            gate = child.tool_map.get(name)
+            if not isinstance(gate, _CliOwnTool):
+                gate = _CliOwnTool(name if gate is None else f"cli:{name}", self.driver.name)
+                child.tool_map[gate.name] = gate
+            call = ToolCall(
+                id=f"cli_{next(self._call_ids)}", name=gate.name, arguments=json.dumps(arguments)
+            )
+            (result,) = await child.execute_tools([call])
+            if result.status == "ok":
+                return gate.allowed.pop(call.id, arguments)
+            return result.content
+
         def on_event(event: HarnessEvent) -> None:
             child.emit(HarnessEventOccurred(event=event.model_dump()))
             if isinstance(event, HarnessText) and event.delta:
@@ -102,6 +119,7 @@ class Native(BaseKind):
             on_event=on_event,
             env=self.env,
             pass_env=self.pass_env,
+            approve_tool=approve,
             inactivity_timeout=self.inactivity_timeout,
         )
         child.turns += 1
@@ -118,3 +136,18 @@ class Native(BaseKind):
         if outcome.status == "done":
             return Outcome("done", outcome.text)
         return Outcome("error", outcome.error or "the CLI failed")
+
+
+class _CliOwnTool(NodeTool):
+    """Stands for one of the CLI's own tools in the child's tool map, so a permission question
+    about it runs through the gate; "running" it records the arguments the CLI may use."""
+
+    def __init__(self, name: str, cli: str) -> None:
+        self.name = name
+        self.description = f"{cli}'s own tool {name}"
+        self.cli = cli
+        self.allowed: dict[str, dict[str, Any]] = {}
+
+    async def run(self, node: Node, call_id: str, arguments: dict[str, Any]) -> ToolResult:
+        self.allowed[call_id] = arguments
+        return ToolResult(call_id, self.name, f"allowed: {self.cli} runs it itself")

@@ -69,10 +69,11 @@ ARGV = [
             base_url="http://127.0.0.1:9", api_key="sk-ant-x", permission_mode="plan",
             stream_text=True,
         ),
-        HarnessConfig("hi", resume="9b2c1f0e"),
+        HarnessConfig("hi", resume="9b2c1f0e", mcp_config_path="/m.json", permission_tool="ok"),
         [
             "-p", "--output-format", "stream-json", "--verbose", "--include-partial-messages",
-            "--resume=9b2c1f0e", "--permission-mode=plan", "--", "hi",
+            "--resume=9b2c1f0e", "--permission-mode=plan", "--mcp-config=/m.json",
+            "--allowedTools=mcp__sagents", "--permission-prompt-tool=mcp__sagents__ok", "--", "hi",
         ],
     ),
     (CursorAgent(), HarnessConfig("hi"), ["-p", "--output-format", "stream-json", "--", "hi"]),

@@ -197,7 +197,8 @@ def test_a_model_error_ends_the_child_in_error_naming_the_status(cli, status, tm
 
 def test_claude_retries_show_as_events_and_name_the_cause_when_it_is_stopped(tmp_path, trap):  # noqa: F811
     with sn.mock_llm(failing(500)).serve() as server:
-        coder = child("claude", server, tmp_path, trap, inactivity_timeout=3)
+        # Long enough for a slow start on a loaded machine; Claude's backoff outgrows it soon.
+        coder = child("claude", server, tmp_path, trap, inactivity_timeout=6)
         result = sn.Agent("boss", team=[coder]).run_sync("go", llm=sn.mock_llm(parent))
     retries = [e for e in harness_events(result) if e["type"] == "retry"]
     assert retries and {r["status"] for r in retries} == {500}
@@ -218,12 +219,12 @@ def test_a_hung_model_is_stopped_after_the_inactivity_timeout(cli, tmp_path, tra
     release, entered = threading.Event(), threading.Event()
     try:
         with sn.mock_llm(hanging(release, entered)).serve() as server:
-            coder = child(cli, server, tmp_path, trap, inactivity_timeout=3)
+            coder = child(cli, server, tmp_path, trap, inactivity_timeout=6)
             result = sn.Agent("boss", team=[coder]).run_sync("go", llm=sn.mock_llm(parent))
     finally:
         release.set()
     assert entered.is_set()
-    assert "wrote no output for 3 s" in result.text
+    assert "wrote no output for 6 s" in result.text
     assert result.tree.children[0].status == "error"
 
 
@@ -312,3 +313,44 @@ def test_claude_streams_text_as_text_delta_events(tmp_path, trap):  # noqa: F811
     deltas = [e.text for e in result.events if e.type == "text_delta" and e.path == "boss/coder.1"]
     assert len(deltas) > 1 and "".join(deltas) == answer
     assert result.text == f"parent got: {answer}"
+
+
+@pytest.mark.parametrize("verdict", ["allow", "deny"])
+def test_claudes_own_bash_calls_pass_the_kernels_hooks(verdict, tmp_path, trap):  # noqa: F811
+    marker = tmp_path / "ran.txt"
+    asked: list[tuple[str, str, dict]] = []
+
+    class Gate:
+        def before_tool(self, call: sn.ToolCallInfo):
+            asked.append((call.path, call.name, dict(call.arguments)))
+            if call.name == "Bash" and verdict == "deny":
+                return sn.Deny("no shell today")
+
+    def model(req: sn.ChatRequest):
+        if not req.tool_results:
+            command = f"echo gated > {marker}"
+            return sn.reply(tool_calls=[sn.call("Bash", command=command, description="mark")])
+        return f"bash said: {req.tool_results[-1]}"
+
+    with sn.mock_llm(model).serve() as server:
+        coder = child("claude", server, tmp_path, trap)
+        coder.kind.driver = sn.harness.ClaudeCode(
+            executable=coder.kind.driver.executable,
+            base_url=server.base_url,
+            api_key="sk-ant-test-key",
+            gate_builtin_tools=True,
+        )
+        boss = sn.Agent("boss", team=[coder])
+        result = sn.Session(boss, llm=sn.mock_llm(parent), hooks=[Gate()]).send("go").result()
+    bash = [a for a in asked if a[1] == "Bash"]
+    assert [(path, args["command"]) for path, _, args in bash] == [
+        ("boss/coder.1", f"echo gated > {marker}")
+    ]
+    finished = [e for e in result.events if e.type == "tool_call_finished" and e.name == "Bash"]
+    if verdict == "allow":
+        assert marker.read_text().strip() == "gated"
+        assert [e.status for e in finished] == ["ok"]
+    else:
+        assert not marker.exists()
+        assert "no shell today" in result.text
+        assert [e.status for e in finished] == ["denied"]
