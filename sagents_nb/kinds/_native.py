@@ -100,8 +100,11 @@ class Native(BaseKind):
             child.emit(HarnessEventOccurred(event=event.model_dump()))
             if isinstance(event, HarnessText) and event.delta:
                 child.emit(TextDelta(text=event.text))
-            elif isinstance(event, HarnessDone) and event.session_id and self.resume:
-                self._sessions[child.path] = event.session_id
+            elif isinstance(event, HarnessDone):
+                if event.cost_usd is not None:
+                    child.cost_usd = (child.cost_usd or 0.0) + event.cost_usd
+                if event.session_id and self.resume:
+                    self._sessions[child.path] = event.session_id
 
         config = HarnessConfig(
             child.input_text,

@@ -117,3 +117,26 @@ def test_native_is_a_child_kind() -> None:
     kind = sn.kinds.Native(sn.harness.Grok())
     assert isinstance(kind, sn.kinds.ChildKind) and kind.name == "native"
     assert asyncio.iscoroutinefunction(kind.run_task)
+
+
+def test_the_clis_run_facts_reach_the_tree_and_the_transcript(fake_cli) -> None:
+    from sagents_nb.notebook._panes import Focus, pane_state
+    from sagents_nb.notebook._projector import Projector
+
+    session = sn.Session(
+        sn.Agent("boss", team=[coder(fake_cli, "happy")]), llm=sn.mock_llm(delegate_once)
+    )
+    result = session.send("go").result()
+    (child,) = result.tree.children
+    assert child.cost_usd == 0.0123 and result.tree.cost_usd is None
+    assert "boss/coder.1 [native] done · 1 turns" in result.tree.render()
+    assert "$0.0123" in result.tree.render()
+    assert result.tree.to_dict()["children"][0]["cost_usd"] == 0.0123
+    projector = Projector()
+    for event in session.events:
+        projector.fold(event)
+    entries = pane_state(projector, Focus("boss/coder.1"), None, {})["entries"]
+    (done,) = [e for e in entries if e.get("name") == "done"]
+    assert done["facts"] == (
+        "1 turns · 2.6 s · $0.0123 at list price · session 5f0c9a63-2b1e-4c1e-9a57-7d0c1b6f2e11"
+    )
