@@ -140,3 +140,11 @@ def test_the_clis_run_facts_reach_the_tree_and_the_transcript(fake_cli) -> None:
     assert done["facts"] == (
         "1 turns · 2.6 s · $0.0123 at list price · session 5f0c9a63-2b1e-4c1e-9a57-7d0c1b6f2e11"
     )
+
+
+def test_a_crashed_clis_stderr_tail_appears_once_in_the_childs_error(fake_cli) -> None:
+    boss = sn.Agent("boss", team=[coder(fake_cli, "crash")])
+    result = boss.run_sync("go", llm=sn.mock_llm(delegate_once))
+    assert result.tree.children[0].status == "error"
+    assert result.text.count("Invalid API key") == 1
+    assert "exited with code 3" in result.text
