@@ -12,7 +12,7 @@ import signal
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Literal
+from typing import Any, Literal
 
 from .._base.errors import ConfigurationError
 from ._events import (
@@ -24,7 +24,7 @@ from ._events import (
     HarnessText,
 )
 from ._framing import LineFramer
-from ._mcp import CallTool, ServedTool, serve_tools
+from ._mcp import CallTool, ServedTool, ToolAnswer, serve_tools
 from ._outcome import HarnessOutcome
 from ._permission import PERMISSION_TOOL, ApproveTool, with_permission_tool
 from ._process import child_environment, stop_process_group, wait_for_exit
@@ -112,6 +112,8 @@ async def run_harness(
     if approve_tool is not None and getattr(driver, "gate_builtin_tools", False):
         tools, call_tool = with_permission_tool(tools, call_tool, approve_tool)
         config = replace(config, permission_tool=PERMISSION_TOOL)
+    if call_tool is not None:
+        call_tool = run.counting(call_tool)
     if not tools or call_tool is None or not driver.injects_mcp_tools:
         return await run.execute(config, environment(config))
     async with serve_tools(tools, call_tool) as injection:
@@ -143,8 +145,23 @@ class _Run:
         self._texts: list[str] = []
         self._terminal: HarnessDone | HarnessError | None = None
         self._last_retry: HarnessRetry | None = None
+        self._calls_running = 0
+        self._call_ended_at = -math.inf
         self._session_id: str | None = None
         self._stderr_reported = False
+
+    def counting(self, call_tool: CallTool) -> CallTool:
+        """`call_tool`, tracked, so the CLI's silence while it waits for an answer is no hang."""
+
+        async def tracked(name: str, arguments: dict[str, Any]) -> str | ToolAnswer:
+            self._calls_running += 1
+            try:
+                return await call_tool(name, arguments)
+            finally:
+                self._calls_running -= 1
+                self._call_ended_at = asyncio.get_running_loop().time()
+
+        return tracked
 
     async def execute(self, config: HarnessConfig, env: dict[str, str]) -> HarnessOutcome:
         name, wanted = self._driver.name, self._driver.executable
@@ -213,7 +230,12 @@ class _Run:
                 wake = deadline if grace_at < math.inf else min(deadline, loop.time() + _EXIT_POLL)
                 await asyncio.wait({read}, timeout=max(0.0, wake - loop.time()))
                 if not read.done():
-                    if loop.time() >= deadline:
+                    # While the kernel runs a call from the CLI (or waits at a pause on it), the
+                    # CLI is waiting for the answer: its quiet time counts from the call's end.
+                    if self._calls_running:
+                        quiet_at = loop.time() + self._inactivity_timeout
+                    quiet_at = max(quiet_at, self._call_ended_at + self._inactivity_timeout)
+                    if loop.time() >= min(quiet_at, grace_at):
                         return "quiet" if grace_at == math.inf else "grace"
                     continue
                 chunk = read.result()

@@ -222,6 +222,7 @@ def orphan_pipe() -> None:
 
 
 def mcp() -> None:
+    system_init()  # before the MCP SDK's slow import, as a real CLI reports itself first
     asyncio.run(_mcp_round_trip())
 
 
@@ -243,7 +244,7 @@ async def _mcp_round_trip() -> None:
     }
     assistant(text(json.dumps(details)))
     async with (
-        httpx2.AsyncClient(headers=server["headers"]) as http,
+        httpx2.AsyncClient(headers=server["headers"], timeout=60) as http,
         streamable_http_client(server["url"], http_client=http) as (read, write),
         ClientSession(read, write) as session,
     ):

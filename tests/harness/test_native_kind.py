@@ -148,3 +148,20 @@ def test_a_crashed_clis_stderr_tail_appears_once_in_the_childs_error(fake_cli) -
     assert result.tree.children[0].status == "error"
     assert result.text.count("Invalid API key") == 1
     assert "exited with code 3" in result.text
+
+
+def test_a_pause_on_a_cli_tool_call_is_not_the_clis_inactivity(fake_cli) -> None:
+    # The CLI prints nothing while it waits for a tool's answer (a slow tool, or a person at a
+    # pause); that wait must not count as the CLI hanging.
+    driver = sn.harness.ClaudeCode(executable=fake_cli.path)
+    kind = sn.kinds.Native(driver, env=fake_cli.env("mcp"), inactivity_timeout=6)
+    slow = sn.Agent("coder", does="writes code", tools=[add], kind=kind)
+    session = sn.Session(sn.Agent("boss", team=[slow]), llm=sn.mock_llm(delegate_once))
+    run = session.send("go", pause_on={"tool"})
+    run.wait()
+    assert run.status == "paused", [e.event for e in run.events if e.type == "harness_event"]
+    assert run.paused_at.name == "add"
+    time.sleep(7)  # a person reading the pending call, longer than the CLI's inactivity limit
+    run.resume()
+    result = run.result()
+    assert "add=5" in result.text, result.text
