@@ -1,4 +1,4 @@
-"""`llm.serve()`: the inline mock over real HTTP on 127.0.0.1, in three wire formats."""
+"""`sn.MockServer(llm)`: the inline mock over real HTTP on 127.0.0.1, in three wire formats."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def test_a_real_client_runs_an_agent_against_the_served_chat_completions() -> No
         return f"<{key}>"
 
     mock = sn.mock_llm(lookup_then_answer)
-    with mock.serve() as server:
+    with sn.MockServer(mock) as server:
         agent = sn.Agent("a", tools=[lookup])
         result = agent.run_sync("résumé", llm=sn.LLM(server.openai_base_url, api_key="sk-x"))
     assert result.text == "got <été 東京 🎉> for résumé"
@@ -46,7 +46,7 @@ def test_anthropic_messages_stream_tool_use_blocks_and_read_tool_results() -> No
         seen.append(req)
         return lookup_then_answer(req)
 
-    with sn.mock_llm(handler).serve() as server:
+    with sn.MockServer(sn.mock_llm(handler)) as server:
         body = {
             "model": "claude-x",
             "system": [{"type": "text", "text": "be brief"}],
@@ -100,7 +100,7 @@ def test_responses_stream_function_calls_in_namespaces_and_read_their_outputs() 
 
     tools = [{"type": "namespace", "name": "mcp__srv", "tools": [{"type": "function",
               "name": "lookup", "parameters": {}}]}, {"type": "function", "name": "shell"}]  # fmt: skip
-    with sn.mock_llm(handler).serve() as server:
+    with sn.MockServer(sn.mock_llm(handler)) as server:
         url = server.openai_base_url + "/responses"
         body = {"model": "m", "instructions": "sys", "stream": True, "tools": tools,
                 "input": [{"type": "message", "role": "user",
@@ -132,7 +132,7 @@ def test_errors_pass_through_and_every_exchange_is_recorded_without_keys() -> No
         return 42
 
     mock = sn.mock_llm(handler)
-    with mock.serve() as server:
+    with sn.MockServer(mock) as server:
         post = lambda text: httpx.post(  # noqa: E731
             server.base_url + "/v1/messages",
             json={"model": "m", "messages": [{"role": "user", "content": text}]},
@@ -153,7 +153,7 @@ def test_errors_pass_through_and_every_exchange_is_recorded_without_keys() -> No
 
 
 def test_the_server_binds_loopback_only_and_frees_its_port_on_close() -> None:
-    server = sn.mock_llm(lambda req: "hi").serve()
+    server = sn.MockServer(sn.mock_llm(lambda req: "hi"))
     assert server.base_url.startswith("http://127.0.0.1:")
     assert server._httpd.server_address[0] == "127.0.0.1"
     assert "127.0.0.1" in repr(server)
@@ -162,3 +162,18 @@ def test_the_server_binds_loopback_only_and_frees_its_port_on_close() -> None:
     with pytest.raises(OSError), socket.create_connection(("127.0.0.1", server.port), timeout=1):
         pass
     assert "closed" in repr(server)
+
+
+def test_a_bare_handler_is_served_too() -> None:
+    with sn.MockServer(lambda req: f"{req.api}: {req.last_user}") as server:
+        reply = httpx.post(
+            server.openai_base_url + "/chat/completions",
+            json={"model": "m", "messages": [{"role": "user", "content": "salut"}]},
+        ).json()
+        assert reply["choices"][0]["message"]["content"] == "chat_completions: salut"
+        assert len(server.exchanges) == 1
+
+
+def test_an_in_process_request_names_its_format_too() -> None:
+    llm = sn.mock_llm(lambda req: req.api)
+    assert sn.Agent("a").run_sync("hi", llm=llm).text == "chat_completions"

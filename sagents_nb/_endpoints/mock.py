@@ -9,15 +9,12 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import httpx
 
 from .._base.errors import ConfigurationError
 from .openai import LLM
-
-if TYPE_CHECKING:
-    from .mock_server import MockServer
 
 
 @dataclass(frozen=True)
@@ -69,6 +66,10 @@ _JSON = {"content-type": "application/json"}
 
 class ChatRequest:
     """A request as the mock handler sees it."""
+
+    api = "chat_completions"
+    """The wire format it came in: a served mock (`sn.MockServer`) also takes
+    `anthropic_messages` and `responses`, read into the same chat-message shape."""
 
     def __init__(self, body: dict[str, Any], size: int) -> None:
         self.body = body
@@ -181,12 +182,6 @@ class MockLLM(LLM):
                 },
             )
         return self.respond(answer, chat)
-
-    def serve(self, *, port: int = 0) -> MockServer:
-        """Serve this mock on 127.0.0.1 over HTTP (for a CLI child); see `sn.MockServer`."""
-        from .mock_server import MockServer
-
-        return MockServer(self, port=port)
 
     def respond(self, answer: Reply, chat: ChatRequest) -> httpx.Response:
         """The HTTP response a real server would give for `answer`."""

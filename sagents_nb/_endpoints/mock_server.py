@@ -12,14 +12,12 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from .mock import Reply, _estimated_usage
+from .mock import Handler, MockLLM, Reply, _estimated_usage, mock_llm
 from .openai import Exchange
 from .served_formats import Api, ServedRequest, anthropic_reply, responses_reply
 
 if TYPE_CHECKING:
     from collections import deque
-
-    from .mock import MockLLM
 
 _ROUTES: dict[str, Api] = {
     "/v1/chat/completions": "chat_completions",
@@ -39,12 +37,21 @@ class MockServer:
     reach the same handler, which sees an `sn.ChatRequest` whatever the format (`.api` names it)
     and answers as it would in-process; an `httpx.Response` it returns is sent as it is (an error
     status, say). Streamed requests get server-sent events. Every exchange is recorded in the
-    mock's `.exchanges`, keys removed. Made by `llm.serve()`; use it as a context manager or call
-    `close()`.
+    mock's `.exchanges`, keys removed. Serving starts at once; use it as a context manager or
+    call `close()`.
+
+    Args:
+        llm: An `sn.mock_llm(...)` or `sn.script(...)` endpoint, or a bare handler.
+        port: The port to bind on 127.0.0.1; 0 picks a free one.
+
+    Example:
+        `with sn.MockServer(sn.mock_llm(handler)) as server:`, then point a CLI at
+        `server.base_url` (Anthropic clients) or `server.openai_base_url` (OpenAI clients).
     """
 
-    def __init__(self, llm: MockLLM, *, port: int = 0) -> None:
-        self.llm = llm
+    def __init__(self, llm: MockLLM | Handler, *, port: int = 0) -> None:
+        self.llm: MockLLM = llm if isinstance(llm, MockLLM) else mock_llm(llm)
+        """The mock whose handler answers; a bare handler given is wrapped by `sn.mock_llm`."""
         self._httpd = ThreadingHTTPServer(("127.0.0.1", port), _RequestHandler)
         self._httpd.daemon_threads = True
         self._httpd.mock = self  # type: ignore[attr-defined]

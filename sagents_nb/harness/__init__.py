@@ -17,7 +17,7 @@ from ._events import (
     HarnessUsage,
 )
 from ._grok import Grok
-from ._mcp import CallTool, McpInjection, ServedTool, ToolAnswer, serve_tools
+from ._mcp import CallTool, McpInjection, ServedTool, serve_tools
 from ._outcome import HarnessOutcome
 from ._permission import PERMISSION_TOOL, ApproveTool
 from ._protocol import (
@@ -27,6 +27,7 @@ from ._protocol import (
     NativeHarness,
 )
 from ._runtime import OnEvent, run_harness
+from ._tool_answer import ToolAnswer
 
 __all__ = [
     "MCP_SERVER_NAME",

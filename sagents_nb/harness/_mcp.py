@@ -13,17 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ._protocol import MCP_SERVER_NAME
-
-
-@dataclass(frozen=True)
-class ToolAnswer:
-    """What a tool call from the CLI answered, and whether it is an error (`is_error` in MCP)."""
-
-    text: str
-    """The text the CLI's model sees."""
-    is_error: bool = False
-    """True when the tool failed or the call was refused, so the CLI treats it as a failure."""
-
+from ._tool_answer import ToolAnswer
 
 CallTool = Callable[[str, dict[str, Any]], Awaitable[str | ToolAnswer]]
 """Runs one tool call from the CLI; returns its text, or a `ToolAnswer` to mark an error."""

@@ -15,8 +15,8 @@ from mcp.server.lowlevel import Server
 from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ._mcp import ToolAnswer
 from ._protocol import MCP_SERVER_NAME
+from ._tool_answer import ToolAnswer
 
 if TYPE_CHECKING:
     from ._mcp import CallTool, ServedTool

@@ -7,7 +7,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._mcp import CallTool, ServedTool, ToolAnswer
+from ._mcp import CallTool, ServedTool
+from ._tool_answer import ToolAnswer
 
 PERMISSION_TOOL = "approve_tool_use"
 """The injected server's tool that answers a CLI's permission questions through the kernel's gate."""

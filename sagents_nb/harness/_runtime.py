@@ -24,11 +24,12 @@ from ._events import (
     HarnessText,
 )
 from ._framing import LineFramer
-from ._mcp import CallTool, ServedTool, ToolAnswer, serve_tools
+from ._mcp import CallTool, ServedTool, serve_tools
 from ._outcome import HarnessOutcome
 from ._permission import PERMISSION_TOOL, ApproveTool, with_permission_tool
 from ._process import child_environment, stop_process_group, wait_for_exit
 from ._protocol import MCP_TOKEN_ENV, HarnessConfig, NativeHarness
+from ._tool_answer import ToolAnswer
 
 OnEvent = Callable[[HarnessEvent], Awaitable[None] | None]
 """Receives each event live; may be sync or async."""

@@ -92,7 +92,7 @@ def test_the_cli_calls_a_kernel_tool_through_the_hooks_and_answers_the_parent(
 
     model = calling("alpha")
     llm = sn.mock_llm(model)
-    with llm.serve() as server:
+    with sn.MockServer(llm) as server:
         boss = sn.Agent("boss", team=[child(cli, server, tmp_path, trap)])
         result = sn.Session(boss, llm=sn.mock_llm(parent), hooks=[Audit()]).send("go").result()
     assert result.status == "done", result.text
@@ -121,7 +121,7 @@ def test_the_cli_calls_a_kernel_tool_through_the_hooks_and_answers_the_parent(
 @pytest.mark.parametrize("cli", CLIS)
 def test_a_tool_that_raises_reaches_the_cli_as_an_error(cli, tmp_path, trap):  # noqa: F811
     model = calling("boom")
-    with sn.mock_llm(model).serve() as server:
+    with sn.MockServer(sn.mock_llm(model)) as server:
         boss = sn.Agent("boss", team=[child(cli, server, tmp_path, trap)])
         result = boss.run_sync("go", llm=sn.mock_llm(parent))
     assert result.status == "done"
@@ -144,7 +144,7 @@ def test_a_call_the_kernel_denies_never_runs_and_the_cli_hears_why(cli, tmp_path
                 return sn.Deny("lookups are closed today")
 
     model = calling("alpha")
-    with sn.mock_llm(model).serve() as server:
+    with sn.MockServer(sn.mock_llm(model)) as server:
         boss = sn.Agent("boss", team=[child(cli, server, tmp_path, trap)])
         result = sn.Session(boss, llm=sn.mock_llm(parent), hooks=[Guard()]).send("go").result()
     assert ran == ["lookup"]
@@ -179,7 +179,7 @@ NO_RETRIES = {
 @pytest.mark.parametrize("cli", CLIS)
 def test_a_model_error_ends_the_child_in_error_naming_the_status(cli, status, tmp_path, trap):  # noqa: F811
     llm = sn.mock_llm(failing(status))
-    with llm.serve() as server:
+    with sn.MockServer(llm) as server:
         coder = child(cli, server, tmp_path, trap, **NO_RETRIES[cli])
         result = sn.Agent("boss", team=[coder]).run_sync("go", llm=sn.mock_llm(parent))
     (node,) = result.tree.children
@@ -196,7 +196,7 @@ def test_a_model_error_ends_the_child_in_error_naming_the_status(cli, status, tm
 
 
 def test_claude_retries_show_as_events_and_name_the_cause_when_it_is_stopped(tmp_path, trap):  # noqa: F811
-    with sn.mock_llm(failing(500)).serve() as server:
+    with sn.MockServer(sn.mock_llm(failing(500))) as server:
         # Long enough for a slow start on a loaded machine; Claude's backoff outgrows it soon.
         coder = child("claude", server, tmp_path, trap, inactivity_timeout=6)
         result = sn.Agent("boss", team=[coder]).run_sync("go", llm=sn.mock_llm(parent))
@@ -218,7 +218,7 @@ def hanging(release: threading.Event, entered: threading.Event):
 def test_a_hung_model_is_stopped_after_the_inactivity_timeout(cli, tmp_path, trap):  # noqa: F811
     release, entered = threading.Event(), threading.Event()
     try:
-        with sn.mock_llm(hanging(release, entered)).serve() as server:
+        with sn.MockServer(sn.mock_llm(hanging(release, entered))) as server:
             coder = child(cli, server, tmp_path, trap, inactivity_timeout=6)
             result = sn.Agent("boss", team=[coder]).run_sync("go", llm=sn.mock_llm(parent))
     finally:
@@ -232,7 +232,7 @@ def test_a_hung_model_is_stopped_after_the_inactivity_timeout(cli, tmp_path, tra
 def test_cancel_stops_the_cli_while_its_model_is_thinking(cli, tmp_path, trap):  # noqa: F811
     release, entered = threading.Event(), threading.Event()
     try:
-        with sn.mock_llm(hanging(release, entered)).serve() as server:
+        with sn.MockServer(sn.mock_llm(hanging(release, entered))) as server:
             boss = sn.Agent("boss", team=[child(cli, server, tmp_path, trap)])
             run = sn.Session(boss, llm=sn.mock_llm(parent)).send("go")
             assert entered.wait(60), "the CLI never called its model"
@@ -261,7 +261,7 @@ def test_a_second_task_resumes_the_cli_session(cli, tmp_path, trap):  # noqa: F8
             return sn.reply(tool_calls=[sn.call("task", agent="coder", prompt="what fruit?")])
         return "ok"
 
-    with sn.mock_llm(model).serve() as server:
+    with sn.MockServer(sn.mock_llm(model)) as server:
         coder = child(cli, server, tmp_path, trap, resume=True)
         result = sn.Agent("boss", team=[coder]).run_sync("go", llm=sn.mock_llm(boss_model))
     assert result.status == "done"
@@ -282,7 +282,7 @@ def test_grok_cli_answers_over_chat_completions_with_its_own_tool(tmp_path, trap
         return f"the shell said: {req.tool_results[-1]}"
 
     llm = sn.mock_llm(model)
-    with llm.serve() as server:
+    with sn.MockServer(llm) as server:
         driver = sn.harness.Grok(
             executable=find_cli("grok"), base_url=server.openai_base_url, api_key="xai-test-key"
         )
@@ -301,7 +301,7 @@ def test_grok_cli_answers_over_chat_completions_with_its_own_tool(tmp_path, trap
 
 def test_claude_streams_text_as_text_delta_events(tmp_path, trap):  # noqa: F811
     answer = "Voilà : la réponse, 答え 🎉 in several pieces"
-    with sn.mock_llm(lambda req: answer).serve() as server:
+    with sn.MockServer(sn.mock_llm(lambda req: answer)) as server:
         coder = child("claude", server, tmp_path, trap)
         coder.kind.driver = sn.harness.ClaudeCode(
             executable=coder.kind.driver.executable,
@@ -332,7 +332,7 @@ def test_claudes_own_bash_calls_pass_the_kernels_hooks(verdict, tmp_path, trap):
             return sn.reply(tool_calls=[sn.call("Bash", command=command, description="mark")])
         return f"bash said: {req.tool_results[-1]}"
 
-    with sn.mock_llm(model).serve() as server:
+    with sn.MockServer(sn.mock_llm(model)) as server:
         coder = child("claude", server, tmp_path, trap)
         coder.kind.driver = sn.harness.ClaudeCode(
             executable=coder.kind.driver.executable,
