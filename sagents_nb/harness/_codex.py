@@ -93,6 +93,11 @@ class Codex:
             # Codex asks before each MCP call, and an exec run cannot answer, so every call would
             # be refused; the kernel's hooks still see (and may deny) each one.
             argv += ["-c", f'{server}.default_tools_approval_mode="approve"']
+            # Codex starts MCP servers beside the first turn and, on a slow start, sends that turn
+            # without their tools; `required` makes it wait (and fail loudly if it cannot connect).
+            argv += ["-c", f"{server}.required=true", "-c", f"{server}.startup_timeout_sec=60"]
+            # A call may wait at a pause for a person; the kernel's own tool timeouts still apply.
+            argv += ["-c", f"{server}.tool_timeout_sec=86400"]
         # `--` ends option parsing, so a prompt starting with "-" stays the positional prompt.
         return [*argv, *config.extra_args, "--", config.prompt]
 

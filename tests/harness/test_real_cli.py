@@ -43,8 +43,10 @@ def calling(key: str):
     def model(req: sn.ChatRequest):
         seen.append(req)
         if not req.tool_results:
-            (name,) = [t for t in req.tools if t.endswith("lookup")]
-            return sn.reply(tool_calls=[sn.call(name, key=key)])
+            names = [t for t in req.tools if t.endswith("lookup")]
+            if not names:  # say so plainly rather than fail with a 500 the CLI retries
+                return f"no lookup tool among {req.tools}"
+            return sn.reply(tool_calls=[sn.call(names[0], key=key)])
         return f"the tool said: {req.tool_results[-1]}"
 
     model.seen = seen
