@@ -227,6 +227,7 @@ def anthropic_reply(
         ("message_start", {"type": "message_start", "message": started})
     ]
     for index, block in enumerate(blocks):
+        opening: dict[str, Any]
         if block["type"] == "text":
             opening = {"type": "text", "text": ""}
             deltas = [{"type": "text_delta", "text": piece} for piece in _pieces(block["text"])]

@@ -79,8 +79,8 @@ def _tool_server(tools: Sequence[ServedTool], call_tool: CallTool) -> Server[Any
         except Exception as exc:  # the CLI's model sees the failure and may recover
             return _error(f"{params.name} failed: {type(exc).__name__}: {exc}")
         if isinstance(answer, ToolAnswer):
-            content = [types.TextContent(type="text", text=answer.text)]
-            return types.CallToolResult(content=content, is_error=answer.is_error)
+            text = types.TextContent(type="text", text=answer.text)
+            return types.CallToolResult(content=[text], is_error=answer.is_error)
         return types.CallToolResult(content=[types.TextContent(type="text", text=answer)])
 
     return Server(MCP_SERVER_NAME, on_list_tools=list_tools, on_call_tool=run_tool)

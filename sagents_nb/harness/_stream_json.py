@@ -85,7 +85,7 @@ def result_events(event: dict[str, Any], cli: str) -> list[HarnessEvent]:
                 output_tokens=token_count(usage, "output_tokens"),
             ),
             session_id=text_field(event, "session_id") or None,
-            cost_usd=float(cost) if _is_number(cost) else None,
+            cost_usd=_number(cost),
             turns=_count(event.get("num_turns")),
             duration_ms=_count(event.get("duration_ms")),
             permission_denials=[
@@ -107,7 +107,7 @@ def system_events(event: dict[str, Any]) -> list[HarnessEvent]:
                     attempt=_count(event.get("attempt")) or 1,
                     status=_count(event.get("error_status")),
                     error=_error_text(event.get("error")),
-                    delay=float(delay) / 1000 if _is_number(delay) else 0.0,
+                    delay=(_number(delay) or 0.0) / 1000,
                 )
             ]
         case "permission_denied":
@@ -122,8 +122,10 @@ def system_events(event: dict[str, Any]) -> list[HarnessEvent]:
             return []
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+def _number(value: Any) -> float | None:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    return None
 
 
 def _count(value: Any) -> int | None:
