@@ -32,6 +32,7 @@ if _typing.TYPE_CHECKING:
     from ._compare.sweep import compare, sweep
     from ._endpoints.cassette import record, replay
     from ._endpoints.mock import ChatRequest, call, mock_llm, reply, script
+    from ._endpoints.mock_server import MockServer
     from ._store.sqlite.store import SQLiteStore
 
 __version__ = "0.1.0"
@@ -50,6 +51,7 @@ __all__ = [
     "Mentions",
     "Message",
     "MessagePreprocessor",
+    "MockServer",
     "PendingAction",
     "PreprocessContext",
     "Rejected",
@@ -92,6 +94,7 @@ __all__ = [
 _LAZY = {
     "ChatRequest": "._endpoints.mock",
     "Comparison": "._compare.comparison",
+    "MockServer": "._endpoints.mock_server",
     "SQLiteStore": "._store.sqlite.store",
     "call": "._endpoints.mock",
     "compare": "._compare.sweep",

@@ -67,6 +67,10 @@ _JSON = {"content-type": "application/json"}
 class ChatRequest:
     """A request as the mock handler sees it."""
 
+    api = "chat_completions"
+    """The wire format it came in: a served mock (`sn.MockServer`) also takes
+    `anthropic_messages` and `responses`, read into the same chat-message shape."""
+
     def __init__(self, body: dict[str, Any], size: int) -> None:
         self.body = body
         """The JSON body exactly as sent."""

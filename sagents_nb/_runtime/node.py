@@ -65,6 +65,8 @@ class Node:
         self.display_text = agent.display_text
         self.reattached = 0
         self.refused: list[str] = []
+        self.cost_usd: float | None = None
+        """What a CLI child's runs cost, as the CLI reported (set by the `Native` kind)."""
         self.measured: tuple[int, int] | None = None
         self.tool_map: dict[str, Any] = {}
         self.last_outcome: Outcome | None = None
@@ -211,6 +213,7 @@ class Node:
             display_text=self.display_text,
             reattached=self.reattached,
             refused=list(self.refused),
+            cost_usd=self.cost_usd,
         )
 
     def find(self, path: str) -> Node | None:

@@ -28,6 +28,8 @@ class TreeNode:
     display_text: str | None = None
     reattached: int = 0
     refused: list[str] = field(default_factory=list)
+    cost_usd: float | None = None
+    """What a CLI child's own runs cost, as the CLI reported it (list price); None for others."""
 
     def walk(self) -> list[TreeNode]:
         """This node and every node below it, depth first."""
@@ -48,6 +50,7 @@ class TreeNode:
             branch = "" if root else ("└─ " if last else "├─ ")
             extra = f", reattached x{node.reattached}" if node.reattached else ""
             extra += f", refused {len(node.refused)}" if node.refused else ""
+            extra += f" · ${node.cost_usd:.4f}" if node.cost_usd is not None else ""
             lines.append(
                 f"{prefix}{branch}{node.id} [{node.kind}] {node.status} · {node.turns} turns · "
                 f"{node.usage.total_tokens} tokens{extra}"
@@ -71,6 +74,7 @@ class TreeNode:
             "display_text": self.display_text,
             "reattached": self.reattached,
             "refused": self.refused,
+            "cost_usd": self.cost_usd,
             "children": [c.to_dict() for c in self.children],
         }
 

@@ -8,7 +8,10 @@ from ._events import (
     HarnessError,
     HarnessEvent,
     HarnessEventAdapter,
+    HarnessPermissionDenied,
     HarnessReasoning,
+    HarnessRetry,
+    HarnessSession,
     HarnessText,
     HarnessToolCall,
     HarnessUsage,
@@ -16,12 +19,21 @@ from ._events import (
 from ._grok import Grok
 from ._mcp import CallTool, McpInjection, ServedTool, serve_tools
 from ._outcome import HarnessOutcome
-from ._protocol import MCP_SERVER_NAME, MCP_TOKEN_ENV, HarnessConfig, NativeHarness
+from ._permission import PERMISSION_TOOL, ApproveTool
+from ._protocol import (
+    MCP_SERVER_NAME,
+    MCP_TOKEN_ENV,
+    HarnessConfig,
+    NativeHarness,
+)
 from ._runtime import OnEvent, run_harness
+from ._tool_answer import ToolAnswer
 
 __all__ = [
     "MCP_SERVER_NAME",
     "MCP_TOKEN_ENV",
+    "PERMISSION_TOOL",
+    "ApproveTool",
     "CallTool",
     "ClaudeCode",
     "Codex",
@@ -33,7 +45,10 @@ __all__ = [
     "HarnessEvent",
     "HarnessEventAdapter",
     "HarnessOutcome",
+    "HarnessPermissionDenied",
     "HarnessReasoning",
+    "HarnessRetry",
+    "HarnessSession",
     "HarnessText",
     "HarnessToolCall",
     "HarnessUsage",
@@ -41,6 +56,7 @@ __all__ = [
     "NativeHarness",
     "OnEvent",
     "ServedTool",
+    "ToolAnswer",
     "run_harness",
     "serve_tools",
 ]

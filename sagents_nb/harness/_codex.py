@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from ._events import (
     HarnessDone,
     HarnessError,
     HarnessEvent,
     HarnessReasoning,
+    HarnessSession,
     HarnessText,
     HarnessToolCall,
     HarnessUsage,
@@ -20,6 +21,14 @@ from ._protocol import MCP_SERVER_NAME, MCP_TOKEN_ENV, HarnessConfig
 
 # Codex reports a dropped model stream it is retrying as a top-level error; the turn goes on.
 _RETRY_PREFIX = "Reconnecting..."
+_PROVIDER = "sagents_endpoint"
+"""The model provider Codex is given when the driver names a `base_url`."""
+_KEY_ENV = "SAGENTS_CODEX_API_KEY"
+_QUIET_FEATURES = ("plugins", "remote_plugin", "apps", "in_app_updates", "daemon_auto_start")
+"""Features that reach remote hosts on their own; a child run needs none of them."""
+
+Sandbox = Literal["read-only", "workspace-write", "danger-full-access"]
+ApprovalPolicy = Literal["untrusted", "on-request", "never"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -30,17 +39,46 @@ class Codex:
     `extra_args=["--skip-git-repo-check"]`. Codex reads the prompt from stdin when it is exactly
     "-"; the runtime closes stdin, so such a prompt arrives empty.
 
+    The CLI gets the variables it reads (`OPENAI_*`, `CODEX_*`) from this process's environment and
+    no others, with plugins, apps and update checks turned off.
+
     Args:
         executable: The `codex` program to run, by name on PATH or by path.
+        base_url: A Responses API root to use instead of OpenAI's, e.g. a served mock's
+            `openai_base_url`; Codex gets it as its own model provider.
+        api_key: The key to send to `base_url` (passed in the environment, never in argv).
+        sandbox: `--sandbox` for the commands the model runs.
+        approval_policy: When Codex asks before running a command (`approval_policy`).
     """
 
     executable: str = "codex"
+    base_url: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    sandbox: Sandbox | None = None
+    approval_policy: ApprovalPolicy | None = None
     name = "Codex"
     injects_mcp_tools = True
+    env_vars = ("OPENAI_*", "CODEX_*")
 
     def args(self, config: HarnessConfig) -> list[str]:
-        """`exec --json [options] -- PROMPT`."""
-        argv = ["exec", "--json"]
+        """`exec [resume ID] --json [options] -- PROMPT`."""
+        argv = ["exec", "resume", config.resume] if config.resume else ["exec"]
+        argv.append("--json")
+        for feature in _QUIET_FEATURES:
+            argv += ["--disable", feature]
+        argv += ["-c", "check_for_update_on_startup=false", "-c", "analytics.enabled=false"]
+        if self.base_url:
+            provider = f"model_providers.{_PROVIDER}"
+            argv += ["-c", f"model_provider={_PROVIDER}"]
+            argv += ["-c", f"{provider}.name={_toml_string('sagents_nb endpoint')}"]
+            argv += ["-c", f"{provider}.base_url={_toml_string(self.base_url)}"]
+            argv += ["-c", f'{provider}.wire_api="responses"']
+            if self.api_key:
+                argv += ["-c", f"{provider}.env_key={_toml_string(_KEY_ENV)}"]
+        if self.sandbox and not config.resume:
+            argv += ["--sandbox", self.sandbox]
+        if self.approval_policy:
+            argv += ["-c", f"approval_policy={_toml_string(self.approval_policy)}"]
         if config.model:
             argv += ["--model", config.model]
         if config.system_prompt and config.system_prompt.strip():
@@ -52,8 +90,20 @@ class Codex:
             server = f"mcp_servers.{MCP_SERVER_NAME}"
             argv += ["-c", f"{server}.url={_toml_string(config.mcp_url)}"]
             argv += ["-c", f"{server}.bearer_token_env_var={_toml_string(MCP_TOKEN_ENV)}"]
+            # Codex asks before each MCP call, and an exec run cannot answer, so every call would
+            # be refused; the kernel's hooks still see (and may deny) each one.
+            argv += ["-c", f'{server}.default_tools_approval_mode="approve"']
+            # Codex starts MCP servers beside the first turn and, on a slow start, sends that turn
+            # without their tools; `required` makes it wait (and fail loudly if it cannot connect).
+            argv += ["-c", f"{server}.required=true", "-c", f"{server}.startup_timeout_sec=60"]
+            # A call may wait at a pause for a person; the kernel's own tool timeouts still apply.
+            argv += ["-c", f"{server}.tool_timeout_sec=86400"]
         # `--` ends option parsing, so a prompt starting with "-" stays the positional prompt.
         return [*argv, *config.extra_args, "--", config.prompt]
+
+    def env(self, config: HarnessConfig) -> dict[str, str]:
+        """The key for `base_url`, when one was given."""
+        return {_KEY_ENV: self.api_key} if self.base_url and self.api_key else {}
 
     def parse_line(self, line: str) -> list[HarnessEvent]:
         """Events from `item.*`, `turn.*` and `error` lines; `thread.started` and noise give `[]`."""
@@ -61,6 +111,8 @@ class Codex:
         if event is None:
             return []
         match event.get("type"):
+            case "thread.started" if thread := text_field(event, "thread_id"):
+                return [HarnessSession(session_id=thread)]
             case "item.started":
                 return _started_item(object_field(event, "item"))
             case "item.completed":
@@ -91,7 +143,7 @@ def _started_item(item: dict[str, Any]) -> list[HarnessEvent]:
         case "command_execution":
             arguments = {"command": text_field(item, "command")}
             return [HarnessToolCall(name="command_execution", arguments=arguments, id=call_id)]
-        case "mcp_tool_call" if name := text_field(item, "tool"):
+        case "mcp_tool_call" if name := _mcp_tool_name(item):
             arguments = object_field(item, "arguments")
             return [HarnessToolCall(name=name, arguments=arguments, id=call_id)]
         case "web_search":
@@ -114,8 +166,19 @@ def _completed_item(item: dict[str, Any]) -> list[HarnessEvent]:
             return [HarnessToolCall(name="file_change", arguments={"changes": changes}, id=call_id)]
         case "error" if message := text_field(item, "message"):
             return [HarnessError(message=f"Codex: {message}", fatal=False)]
+        case "mcp_tool_call" if text_field(item, "status") == "failed":
+            reason = text_field(object_field(item, "error"), "message") or "no details given"
+            message = f"Codex: the call to {_mcp_tool_name(item) or 'an MCP tool'} failed: {reason}"
+            return [HarnessError(message=message, fatal=False)]
         case _:
             return []
+
+
+def _mcp_tool_name(item: dict[str, Any]) -> str:
+    """`server/tool`, so an injected tool reads as `sagents/lookup` (Claude: `mcp__sagents__lookup`)."""
+    tool = text_field(item, "tool")
+    server = text_field(item, "server")
+    return f"{server}/{tool}" if tool and server else tool
 
 
 def _toml_string(value: str) -> str:

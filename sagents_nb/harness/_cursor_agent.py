@@ -46,7 +46,7 @@ class CursorAgent:
             return []
         match event.get("type"):
             case "assistant":
-                return assistant_events(event)
+                return assistant_events(event, self.name)
             case "result":
                 return result_events(event, self.name)
             case "thinking" if event.get("subtype") == "delta" and (

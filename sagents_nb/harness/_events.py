@@ -26,6 +26,8 @@ class HarnessText(BaseModel):
     type: Literal["text"] = "text"
     text: str
     """The text exactly as the CLI reported it."""
+    delta: bool = False
+    """A streamed piece of a message whose whole text also follows as a `text` event."""
 
 
 class HarnessReasoning(BaseModel):
@@ -62,6 +64,16 @@ class HarnessDone(BaseModel):
     """The final answer. Empty when the CLI reports none; the runtime then fills in the text."""
     usage: HarnessUsage = Field(default_factory=HarnessUsage)
     """Tokens used by the whole run."""
+    session_id: str | None = None
+    """The CLI's id for its conversation (Claude's session, Codex's thread), to resume it."""
+    cost_usd: float | None = None
+    """What the CLI says the run cost, in US dollars (list price), when it says."""
+    turns: int | None = None
+    """How many model turns the CLI took, when it says."""
+    duration_ms: int | None = None
+    """How long the CLI says the run took, in milliseconds."""
+    permission_denials: list[dict[str, Any]] = Field(default_factory=list)
+    """Tool calls the CLI's own permission rules refused, as it reported them."""
 
 
 class HarnessError(BaseModel):
@@ -76,8 +88,55 @@ class HarnessError(BaseModel):
     """True ends the run (a terminal event); False is a warning and the run goes on."""
 
 
+class HarnessRetry(BaseModel):
+    """The CLI is retrying a failed model request. Not terminal: the run goes on."""
+
+    model_config = ConfigDict(frozen=True)
+
+    type: Literal["retry"] = "retry"
+    attempt: int
+    """Which retry this is, from 1."""
+    status: int | None = None
+    """The HTTP status that failed, when there was one."""
+    error: str = ""
+    """The failure, in the CLI's words."""
+    delay: float = 0.0
+    """Seconds the CLI waits before the retry."""
+
+
+class HarnessPermissionDenied(BaseModel):
+    """The CLI's own permission rules refused a tool call. Not terminal: the model hears why."""
+
+    model_config = ConfigDict(frozen=True)
+
+    type: Literal["permission_denied"] = "permission_denied"
+    name: str
+    """The refused tool's name."""
+    reason: str = ""
+    """Why, in the CLI's words."""
+    id: str | None = None
+    """The CLI's id for the refused call."""
+
+
+class HarnessSession(BaseModel):
+    """The CLI named its conversation: a later task may resume it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    type: Literal["session"] = "session"
+    session_id: str
+    """Claude's session id, Codex's thread id."""
+
+
 HarnessEvent = Annotated[
-    HarnessText | HarnessReasoning | HarnessToolCall | HarnessDone | HarnessError,
+    HarnessText
+    | HarnessReasoning
+    | HarnessToolCall
+    | HarnessDone
+    | HarnessError
+    | HarnessRetry
+    | HarnessPermissionDenied
+    | HarnessSession,
     Field(discriminator="type"),
 ]
 """Any harness event; `type` tells them apart."""

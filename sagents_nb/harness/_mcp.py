@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ._protocol import MCP_SERVER_NAME
+from ._tool_answer import ToolAnswer
 
-CallTool = Callable[[str, dict[str, Any]], Awaitable[str]]
-"""Runs one tool call from the CLI and returns the text the CLI's model sees."""
+CallTool = Callable[[str, dict[str, Any]], Awaitable[str | ToolAnswer]]
+"""Runs one tool call from the CLI; returns its text, or a `ToolAnswer` to mark an error."""
 
 
 class ServedTool(Protocol):
@@ -59,7 +60,7 @@ async def serve_tools(
 
     Args:
         tools: The tools to list.
-        call_tool: Runs a call: `await call_tool(name, arguments) -> str`.
+        call_tool: Runs a call: `await call_tool(name, arguments) -> str | ToolAnswer`.
 
     Raises:
         ImportError: The `mcp` or `uvicorn` package is missing.

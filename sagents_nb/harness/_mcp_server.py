@@ -16,6 +16,7 @@ from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ._protocol import MCP_SERVER_NAME
+from ._tool_answer import ToolAnswer
 
 if TYPE_CHECKING:
     from ._mcp import CallTool, ServedTool
@@ -74,10 +75,13 @@ def _tool_server(tools: Sequence[ServedTool], call_tool: CallTool) -> Server[Any
         if params.name not in names:
             return _error(f"no tool named {params.name!r}; this server offers {', '.join(names)}")
         try:
-            text = await call_tool(params.name, params.arguments or {})
+            answer = await call_tool(params.name, params.arguments or {})
         except Exception as exc:  # the CLI's model sees the failure and may recover
             return _error(f"{params.name} failed: {type(exc).__name__}: {exc}")
-        return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
+        if isinstance(answer, ToolAnswer):
+            text = types.TextContent(type="text", text=answer.text)
+            return types.CallToolResult(content=[text], is_error=answer.is_error)
+        return types.CallToolResult(content=[types.TextContent(type="text", text=answer)])
 
     return Server(MCP_SERVER_NAME, on_list_tools=list_tools, on_call_tool=run_tool)
 

@@ -33,6 +33,10 @@ class HarnessConfig:
     """Working directory of the CLI process; None keeps the caller's."""
     extra_args: list[str] = field(default_factory=list)
     """Raw arguments passed through verbatim, after the driver's own options."""
+    permission_tool: str | None = None
+    """The injected server's tool that answers permission questions (set by the runtime)."""
+    resume: str | None = None
+    """A session id the CLI reported (`HarnessDone.session_id`) to continue instead of starting anew."""
 
 
 @runtime_checkable
@@ -41,6 +45,10 @@ class NativeHarness(Protocol):
 
     Drivers are pure: they build argv and parse output lines, and never do I/O. The runtime
     (`run_harness`) spawns the process, frames lines, and watches exit and timeouts.
+
+    Two members are optional: `env_vars`, the names of this process's variables the CLI reads
+    (a name ending in `*` is a prefix; by default none beyond the basics every CLI gets), and
+    `env(config) -> dict[str, str]`, variables the driver sets for the run.
     """
 
     @property

@@ -12,15 +12,24 @@ import signal
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Literal
+from typing import Any, Literal
 
 from .._base.errors import ConfigurationError
-from ._events import HarnessDone, HarnessError, HarnessEvent, HarnessText
+from ._events import (
+    HarnessDone,
+    HarnessError,
+    HarnessEvent,
+    HarnessRetry,
+    HarnessSession,
+    HarnessText,
+)
 from ._framing import LineFramer
 from ._mcp import CallTool, ServedTool, serve_tools
 from ._outcome import HarnessOutcome
+from ._permission import PERMISSION_TOOL, ApproveTool, with_permission_tool
 from ._process import child_environment, stop_process_group, wait_for_exit
 from ._protocol import MCP_TOKEN_ENV, HarnessConfig, NativeHarness
+from ._tool_answer import ToolAnswer
 
 OnEvent = Callable[[HarnessEvent], Awaitable[None] | None]
 """Receives each event live; may be sync or async."""
@@ -44,6 +53,8 @@ async def run_harness(
     call_tool: CallTool | None = None,
     on_event: OnEvent | None = None,
     env: Mapping[str, str] | None = None,
+    pass_env: Sequence[str] = (),
+    approve_tool: ApproveTool | None = None,
     inactivity_timeout: float = 120.0,
     exit_grace: float = 5.0,
     max_line_bytes: int = 1_000_000,
@@ -51,8 +62,11 @@ async def run_harness(
 ) -> HarnessOutcome:
     """Run `driver`'s CLI once and return how it ended.
 
-    The CLI runs without a shell, with stdin closed, in its own process group, with `env` (default:
-    this process's environment) minus variables that make shells run code. Every event reaches
+    The CLI runs without a shell, with stdin closed, in its own process group. It does not get this
+    process's whole environment (API keys for other services stay here): only the basics
+    (`BASE_ENV_VARS`: PATH, HOME, locale, proxies...), the variables its driver names
+    (`driver.env_vars`), those named in `pass_env`, then the driver's settings
+    (`driver.env(config)`) and `env` on top; never variables that make shells run code. Every event reaches
     `on_event` as its line arrives. The first terminal event (done, or a fatal error) decides the
     outcome; later ones are dropped. Without one, exit 0 means done with the text received and any
     other exit, a missing executable or `inactivity_timeout` seconds without a line means error;
@@ -65,7 +79,11 @@ async def run_harness(
         tools: Tools to offer the CLI over MCP (only for drivers with `injects_mcp_tools`).
         call_tool: Runs a tool call from the CLI: `await call_tool(name, arguments) -> str`.
         on_event: Receives each event live; sync or async.
-        env: The CLI's environment; default this process's.
+        env: Variables to set for the CLI, on top of the rest (they win).
+        pass_env: Names of more variables of this process to pass on (`NAME*` is a prefix).
+        approve_tool: Answers the CLI's permission questions about its own tools, for drivers
+            with `gate_builtin_tools` set: `await approve_tool(name, arguments)` returns the
+            arguments to run with, or the reason to refuse.
         inactivity_timeout: Seconds without a stdout line before the CLI is stopped.
         exit_grace: Seconds the CLI gets to exit after its terminal event or after closing stdout.
         max_line_bytes: Longer stdout lines are skipped with a non-fatal error event.
@@ -86,12 +104,23 @@ async def run_harness(
         max_line_bytes=max_line_bytes,
         stderr_tail_lines=stderr_tail_lines,
     )
-    child_env = child_environment(env)
+    passed = (*getattr(driver, "env_vars", ()), *pass_env)
+
+    def environment(config: HarnessConfig) -> dict[str, str]:
+        settings = driver.env(config) if hasattr(driver, "env") else {}
+        return child_environment(passed=passed, settings={**settings, **(env or {})})
+
+    if approve_tool is not None and getattr(driver, "gate_builtin_tools", False):
+        tools, call_tool = with_permission_tool(tools, call_tool, approve_tool)
+        config = replace(config, permission_tool=PERMISSION_TOOL)
+    if call_tool is not None:
+        call_tool = run.counting(call_tool)
     if not tools or call_tool is None or not driver.injects_mcp_tools:
-        return await run.execute(config, child_env)
+        return await run.execute(config, environment(config))
     async with serve_tools(tools, call_tool) as injection:
-        child_env[MCP_TOKEN_ENV] = injection.token
         injected = replace(config, mcp_config_path=injection.config_path, mcp_url=injection.url)
+        child_env = environment(injected)
+        child_env[MCP_TOKEN_ENV] = injection.token
         return await run.execute(injected, child_env)
 
 
@@ -116,6 +145,24 @@ class _Run:
         self._stderr: deque[str] = deque(maxlen=stderr_tail_lines)
         self._texts: list[str] = []
         self._terminal: HarnessDone | HarnessError | None = None
+        self._last_retry: HarnessRetry | None = None
+        self._calls_running = 0
+        self._call_ended_at = -math.inf
+        self._session_id: str | None = None
+        self._stderr_reported = False
+
+    def counting(self, call_tool: CallTool) -> CallTool:
+        """`call_tool`, tracked, so the CLI's silence while it waits for an answer is no hang."""
+
+        async def tracked(name: str, arguments: dict[str, Any]) -> str | ToolAnswer:
+            self._calls_running += 1
+            try:
+                return await call_tool(name, arguments)
+            finally:
+                self._calls_running -= 1
+                self._call_ended_at = asyncio.get_running_loop().time()
+
+        return tracked
 
     async def execute(self, config: HarnessConfig, env: dict[str, str]) -> HarnessOutcome:
         name, wanted = self._driver.name, self._driver.executable
@@ -184,7 +231,12 @@ class _Run:
                 wake = deadline if grace_at < math.inf else min(deadline, loop.time() + _EXIT_POLL)
                 await asyncio.wait({read}, timeout=max(0.0, wake - loop.time()))
                 if not read.done():
-                    if loop.time() >= deadline:
+                    # While the kernel runs a call from the CLI (or waits at a pause on it), the
+                    # CLI is waiting for the answer: its quiet time counts from the call's end.
+                    if self._calls_running:
+                        quiet_at = loop.time() + self._inactivity_timeout
+                    quiet_at = max(quiet_at, self._call_ended_at + self._inactivity_timeout)
+                    if loop.time() >= min(quiet_at, grace_at):
                         return "quiet" if grace_at == math.inf else "grace"
                     continue
                 chunk = read.result()
@@ -227,12 +279,19 @@ class _Run:
     async def _accept(self, event: HarnessEvent) -> None:
         """Record `event` and pass it on; terminal events after the first are dropped."""
         if isinstance(event, HarnessText):
-            self._texts.append(event.text)
+            if not event.delta:  # the whole message follows its streamed pieces
+                self._texts.append(event.text)
+        elif isinstance(event, HarnessRetry):
+            self._last_retry = event
+        elif isinstance(event, HarnessSession):
+            self._session_id = event.session_id
         elif isinstance(event, HarnessDone) or (isinstance(event, HarnessError) and event.fatal):
             if self._terminal is not None:
                 return
             if isinstance(event, HarnessDone) and not event.content:
                 event = event.model_copy(update={"content": "".join(self._texts)})
+            if isinstance(event, HarnessDone) and event.session_id is None and self._session_id:
+                event = event.model_copy(update={"session_id": self._session_id})
             self._terminal = event
         if self._on_event is not None:
             delivered = self._on_event(event)
@@ -244,7 +303,15 @@ class _Run:
     ) -> HarnessDone | HarnessError:
         """The terminal event for a run whose CLI reported none, emitted like any other."""
         name = self._driver.name
-        if ending == "quiet":
+        if ending == "quiet" and (retry := self._last_retry) is not None:
+            cause = f"HTTP {retry.status}" if retry.status else "a failed request"
+            message = (
+                f"{name} wrote no output for {self._inactivity_timeout:g} s while retrying its "
+                f"model request (last retry, attempt {retry.attempt}, was for {cause}"
+                f"{': ' + retry.error if retry.error else ''}), so it was stopped; check the "
+                f"model endpoint{self._stderr_excerpt()}"
+            )
+        elif ending == "quiet":
             message = (
                 f"{name} wrote no output for {self._inactivity_timeout:g} s, so it was stopped "
                 f"(raise inactivity_timeout= if it needs longer between lines){self._stderr_excerpt()}"
@@ -268,6 +335,7 @@ class _Run:
                 f"{name} exited with code {exit_code} before it finished{self._stderr_excerpt()}"
             )
         error = HarnessError(message=message)
+        self._stderr_reported = True
         await self._accept(error)
         return error
 
@@ -292,12 +360,15 @@ class _Run:
                 exit_code=exit_code,
                 stderr_tail=list(self._stderr),
             )
+        message = terminal.message
+        if self._stderr and not self._stderr_reported:  # the CLI's own error line names no stderr
+            message += self._stderr_excerpt()
         return HarnessOutcome(
             status="error",
             text="".join(self._texts),
             exit_code=exit_code,
             stderr_tail=list(self._stderr),
-            error=terminal.message,
+            error=message,
         )
 
 

@@ -9,7 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 from .._base.messages import Message, ToolCall, Usage
 from .._base.outcome import Outcome
-from ..events import HarnessEventOccurred
+from .._tools.node_tool import NodeTool
+from .._tools.tool import ToolResult
+from ..events import HarnessEventOccurred, TextDelta
 from ._protocol import BaseKind
 
 if TYPE_CHECKING:
@@ -24,12 +26,18 @@ class Native(BaseKind):
     support it); calls from the CLI run here, through the same hooks and pause points, and show
     as tool calls of the child. Every line the CLI prints becomes a `harness_event`.
 
+    The CLI does not inherit the kernel's whole environment: it gets the basics (PATH, HOME,
+    locale, proxies), the variables its driver reads (`driver.env_vars`), `pass_env` and `env`.
+
     Args:
         driver: a `sn.harness` driver, e.g. `sn.harness.ClaudeCode()`.
         inactivity_timeout: seconds without output before the CLI is stopped.
-        extra_args: raw arguments for the CLI (e.g. permission flags).
+        extra_args: raw arguments for the CLI.
         cwd: the CLI's working directory.
-        env: the CLI's environment (default: this process's).
+        env: variables to set for the CLI, on top of what it gets anyway.
+        pass_env: names of more kernel variables to pass on (`NAME*` is a prefix).
+        resume: keep one child per agent across tasks, each task continuing the CLI's session
+            (Claude's session, Codex's thread) instead of starting anew.
     """
 
     name = "native"
@@ -42,33 +50,61 @@ class Native(BaseKind):
         extra_args: Sequence[str] = (),
         cwd: str | None = None,
         env: Mapping[str, str] | None = None,
+        pass_env: Sequence[str] = (),
+        resume: bool = False,
     ) -> None:
         self.driver = driver
         self.inactivity_timeout = inactivity_timeout
         self.extra_args = list(extra_args)
         self.cwd = cwd
         self.env = env
+        self.pass_env = list(pass_env)
+        self.resume = resume
+        self.persistent = resume  # one child per agent, so its next task finds the session
         self._call_ids = itertools.count(1)
+        self._sessions: dict[str, str] = {}
 
     def __repr__(self) -> str:
         return f"Native({self.driver.name})"
 
     async def run_task(self, child: Node) -> Outcome | None:
         """Run the CLI once on the child's current input and record its answer."""
-        from ..harness import HarnessConfig, run_harness
+        from ..harness import HarnessConfig, HarnessDone, HarnessText, ToolAnswer, run_harness
 
         agent = child.agent
         child.tool_map = {t.name: t for t in agent.tools}
 
-        async def call_tool(name: str, arguments: dict[str, Any]) -> str:
+        async def call_tool(name: str, arguments: dict[str, Any]) -> ToolAnswer:
             call = ToolCall(
                 id=f"cli_{next(self._call_ids)}", name=name, arguments=json.dumps(arguments)
             )
             (result,) = await child.execute_tools([call])
+            return ToolAnswer(result.content, is_error=result.status != "ok")
+
+        async def approve(name: str, arguments: dict[str, Any]) -> dict[str, Any] | str:
+            # The CLI's own tool, gated like the child's tools: it shows as a call of the
+            # child, passes the hooks and pause points, and runs only if they let it.
+            gate = child.tool_map.get(name)
+            if not isinstance(gate, _CliOwnTool):
+                gate = _CliOwnTool(name if gate is None else f"cli:{name}", self.driver.name)
+                child.tool_map[gate.name] = gate
+            call = ToolCall(
+                id=f"cli_{next(self._call_ids)}", name=gate.name, arguments=json.dumps(arguments)
+            )
+            (result,) = await child.execute_tools([call])
+            if result.status == "ok":
+                return gate.allowed.pop(call.id, arguments)
             return result.content
 
         def on_event(event: HarnessEvent) -> None:
             child.emit(HarnessEventOccurred(event=event.model_dump()))
+            if isinstance(event, HarnessText) and event.delta:
+                child.emit(TextDelta(text=event.text))
+            elif isinstance(event, HarnessDone):
+                if event.cost_usd is not None:
+                    child.cost_usd = (child.cost_usd or 0.0) + event.cost_usd
+                if event.session_id and self.resume:
+                    self._sessions[child.path] = event.session_id
 
         config = HarnessConfig(
             child.input_text,
@@ -76,6 +112,7 @@ class Native(BaseKind):
             system_prompt=agent.instructions,
             cwd=self.cwd,
             extra_args=self.extra_args,
+            resume=self._sessions.get(child.path) if self.resume else None,
         )
         outcome = await run_harness(
             self.driver,
@@ -84,6 +121,8 @@ class Native(BaseKind):
             call_tool=call_tool,
             on_event=on_event,
             env=self.env,
+            pass_env=self.pass_env,
+            approve_tool=approve,
             inactivity_timeout=self.inactivity_timeout,
         )
         child.turns += 1
@@ -99,7 +138,19 @@ class Native(BaseKind):
         self.append_history(child, Message(role="assistant", content=outcome.text))
         if outcome.status == "done":
             return Outcome("done", outcome.text)
-        detail = outcome.error or "the CLI failed"
-        if outcome.stderr_tail:
-            detail += "\nstderr:\n" + "\n".join(outcome.stderr_tail[-5:])
-        return Outcome("error", detail)
+        return Outcome("error", outcome.error or "the CLI failed")
+
+
+class _CliOwnTool(NodeTool):
+    """Stands for one of the CLI's own tools in the child's tool map, so a permission question
+    about it runs through the gate; "running" it records the arguments the CLI may use."""
+
+    def __init__(self, name: str, cli: str) -> None:
+        self.name = name
+        self.description = f"{cli}'s own tool {name}"
+        self.cli = cli
+        self.allowed: dict[str, dict[str, Any]] = {}
+
+    async def run(self, node: Node, call_id: str, arguments: dict[str, Any]) -> ToolResult:
+        self.allowed[call_id] = arguments
+        return ToolResult(call_id, self.name, f"allowed: {self.cli} runs it itself")

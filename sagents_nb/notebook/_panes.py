@@ -128,9 +128,27 @@ def transcript_row(projector: Projector, event: Event) -> dict[str, Any]:
             text = data.get("text") or data.get("content") or data.get("message")
             role = {"reasoning": "reasoning", "error": "error"}.get(kind, "cli")
             row.update(role=role, name=kind, text=clip(str(text or as_json(data))))
+            if kind == "done":
+                row["facts"] = _run_facts(data)
         case _:
             row.update(role=event.type, text=headline(event))
     return row
+
+
+def _run_facts(done: dict[str, Any]) -> str:
+    """A CLI's own account of its run, as one line: turns, time, cost, refusals, session."""
+    facts = []
+    if isinstance(turns := done.get("turns"), int):
+        facts.append(f"{turns} turns")
+    if isinstance(duration := done.get("duration_ms"), int):
+        facts.append(f"{duration / 1000:.1f} s")
+    if isinstance(cost := done.get("cost_usd"), int | float):
+        facts.append(f"${cost:.4f} at list price")
+    if denials := done.get("permission_denials"):
+        facts.append(f"{len(denials)} permission denials")
+    if session := done.get("session_id"):
+        facts.append(f"session {session}")
+    return clip(" · ".join(facts))
 
 
 def tools_state(cards: Iterable[ToolCard]) -> list[dict[str, Any]]:

@@ -505,6 +505,8 @@ class Projector:
             card.status = "observed"
             card.notes += ("called by the CLI (its own tool runner)",)
             return
+        if kind == "text" and data.get("delta"):
+            return  # a streamed piece: the whole message follows as its own event
         node.transcript.append(event)
 
     @handles(ErrorOccurred)

@@ -173,6 +173,10 @@ def env() -> None:
     result(os.environ.get("BASH_ENV", "<unset>") + "|" + os.environ.get("PS4", "<unset>"))
 
 
+def env_names() -> None:
+    result(json.dumps(sorted(os.environ)))
+
+
 def argv() -> None:
     result(json.dumps(sys.argv[1:]))
 
@@ -218,6 +222,7 @@ def orphan_pipe() -> None:
 
 
 def mcp() -> None:
+    system_init()  # before the MCP SDK's slow import, as a real CLI reports itself first
     asyncio.run(_mcp_round_trip())
 
 
@@ -239,7 +244,7 @@ async def _mcp_round_trip() -> None:
     }
     assistant(text(json.dumps(details)))
     async with (
-        httpx2.AsyncClient(headers=server["headers"]) as http,
+        httpx2.AsyncClient(headers=server["headers"], timeout=60) as http,
         streamable_http_client(server["url"], http_client=http) as (read, write),
         ClientSession(read, write) as session,
     ):
@@ -258,6 +263,7 @@ MODES = {
     mode.__name__: mode
     for mode in (
         happy,
+        env_names,
         tool_use,
         error_result,
         crash,

@@ -16,7 +16,10 @@ from sagents_nb.harness import (
     HarnessDone,
     HarnessError,
     HarnessEventAdapter,
+    HarnessPermissionDenied,
     HarnessReasoning,
+    HarnessRetry,
+    HarnessSession,
     HarnessText,
     HarnessToolCall,
     HarnessUsage,
@@ -34,6 +37,12 @@ FULL = HarnessConfig(
     cwd="/work",
     extra_args=["--max-turns", "5"],
 )
+
+CODEX_QUIET = [
+    "--disable", "plugins", "--disable", "remote_plugin", "--disable", "apps",
+    "--disable", "in_app_updates", "--disable", "daemon_auto_start",
+    "-c", "check_for_update_on_startup=false", "-c", "analytics.enabled=false",
+]  # fmt: skip
 
 ARGV = [
     (ClaudeCode(), HarnessConfig("hi"), ["-p", "--output-format", "stream-json", "--verbose", "--", "hi"]),
@@ -55,6 +64,18 @@ ARGV = [
         HarnessConfig("hi", system_prompt="  \n"),
         ["-p", "--output-format", "stream-json", "--verbose", "--", "hi"],
     ),
+    (
+        ClaudeCode(
+            base_url="http://127.0.0.1:9", api_key="sk-ant-x", permission_mode="plan",
+            stream_text=True,
+        ),
+        HarnessConfig("hi", resume="9b2c1f0e", mcp_config_path="/m.json", permission_tool="ok"),
+        [
+            "-p", "--output-format", "stream-json", "--verbose", "--include-partial-messages",
+            "--resume=9b2c1f0e", "--permission-mode=plan", "--mcp-config=/m.json",
+            "--allowedTools=mcp__sagents", "--permission-prompt-tool=mcp__sagents__ok", "--", "hi",
+        ],
+    ),
     (CursorAgent(), HarnessConfig("hi"), ["-p", "--output-format", "stream-json", "--", "hi"]),
     (
         CursorAgent(),
@@ -66,28 +87,50 @@ ARGV = [
             "--", "You are a careful engineer.\n\nFix the failing test",
         ],
     ),
-    (Codex(), HarnessConfig("hi"), ["exec", "--json", "--", "hi"]),
+    (Codex(), HarnessConfig("hi"), ["exec", "--json", *CODEX_QUIET, "--", "hi"]),
     (
         Codex(),
         FULL,
         [
-            "exec", "--json",
+            "exec", "--json", *CODEX_QUIET,
             "--model", "some-model",
             "-c", 'developer_instructions="You are a careful engineer."',
             "-c", 'mcp_servers.sagents.url="http://127.0.0.1:4321/mcp"',
             "-c", 'mcp_servers.sagents.bearer_token_env_var="SAGENTS_MCP_TOKEN"',
+            "-c", 'mcp_servers.sagents.default_tools_approval_mode="approve"',
+            "-c", "mcp_servers.sagents.required=true",
+            "-c", "mcp_servers.sagents.startup_timeout_sec=60",
+            "-c", "mcp_servers.sagents.tool_timeout_sec=86400",
             "--max-turns", "5",
             "--", "Fix the failing test",
         ],
     ),
-    (Grok(), HarnessConfig("hi"), ["--output-format", "streaming-json", "--single=hi"]),
+    (
+        Codex(
+            base_url="http://127.0.0.1:9/v1",
+            api_key="sk-test",
+            sandbox="read-only",
+            approval_policy="never",
+        ),
+        HarnessConfig("hi", resume="thread-7"),
+        [
+            "exec", "resume", "thread-7", "--json", *CODEX_QUIET,
+            "-c", "model_provider=sagents_endpoint",
+            "-c", 'model_providers.sagents_endpoint.name="sagents_nb endpoint"',
+            "-c", 'model_providers.sagents_endpoint.base_url="http://127.0.0.1:9/v1"',
+            "-c", 'model_providers.sagents_endpoint.wire_api="responses"',
+            "-c", 'model_providers.sagents_endpoint.env_key="SAGENTS_CODEX_API_KEY"',
+            "-c", 'approval_policy="never"',
+            "--", "hi",
+        ],
+    ),
+    (Grok(), HarnessConfig("hi"), ["--prompt=hi"]),
     (
         Grok(),
         FULL,
         [
-            "--output-format", "streaming-json", "--single=Fix the failing test",
-            "--model", "some-model",
-            "--rules=You are a careful engineer.",
+            "--prompt=You are a careful engineer.\n\nFix the failing test",
+            "-m", "some-model",
             "--max-turns", "5",
         ],
     ),
@@ -104,7 +147,7 @@ def test_a_flag_like_prompt_is_one_argument_that_cannot_be_read_as_a_flag(driver
     prompt = "--help; rm -rf / $(id)"
     argv = driver.args(HarnessConfig(prompt, extra_args=["--verbose"]))
     if isinstance(driver, Grok):
-        assert argv.count(f"--single={prompt}") == 1
+        assert argv.count(f"--prompt={prompt}") == 1
     else:
         assert argv[-2:] == ["--", prompt]
         assert argv.count("--") == 1
@@ -113,7 +156,7 @@ def test_a_flag_like_prompt_is_one_argument_that_cannot_be_read_as_a_flag(driver
 def test_codex_developer_instructions_survive_toml_parsing():
     tricky = 'Say "hi"\nthen \\ stop. \x7f \U0001f600 \t end'
     argv = Codex().args(HarnessConfig("hi", system_prompt=tricky))
-    override = argv[argv.index("-c") + 1]
+    (override,) = [a for a in argv if a.startswith("developer_instructions=")]
     assert tomllib.loads(override) == {"developer_instructions": tricky}
 
 
@@ -123,6 +166,25 @@ def test_every_driver_is_a_native_harness_and_takes_an_executable_override(drive
     moved = type(driver)(executable="/opt/bin/other")
     assert moved.executable == "/opt/bin/other"
     assert moved.args(FULL) == driver.args(FULL)
+
+
+def test_drivers_set_the_endpoint_and_quiet_switches_in_the_env_and_keep_keys_out_of_argv():
+    claude = ClaudeCode(base_url="http://127.0.0.1:9", api_key="sk-ant-secret")
+    env = claude.env(FULL)
+    assert env["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:9"
+    assert env["ANTHROPIC_API_KEY"] == "sk-ant-secret"
+    assert env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == "1"
+    assert env["ENABLE_TOOL_SEARCH"] == "false"
+    assert "ENABLE_TOOL_SEARCH" not in ClaudeCode().env(HarnessConfig("hi"))
+    codex = Codex(base_url="http://127.0.0.1:9/v1", api_key="sk-secret")
+    assert codex.env(FULL) == {"SAGENTS_CODEX_API_KEY": "sk-secret"}
+    grok = Grok(base_url="http://127.0.0.1:9/v1", api_key="xai-secret")
+    assert grok.env(FULL) == {
+        "GROK_BASE_URL": "http://127.0.0.1:9/v1",
+        "GROK_API_KEY": "xai-secret",
+    }
+    for driver in (claude, codex, grok):
+        assert "secret" not in " ".join(driver.args(FULL)) and "secret" not in repr(driver)
 
 
 def test_only_claude_code_and_codex_take_injected_tools():
@@ -140,7 +202,7 @@ CLAUDE_LINES = [
         _line({"type": "system", "subtype": "init", "cwd": "/work", "session_id": SESSION,
                "tools": ["Bash", "Read"], "mcp_servers": [], "model": "claude-sonnet-4-5-20250929",
                "permissionMode": "default", "apiKeySource": "none"}),
-        [],
+        [HarnessSession(session_id=SESSION)],
     ),
     (
         _line({"type": "assistant", "message": {"id": "msg_01", "type": "message",
@@ -186,7 +248,16 @@ CLAUDE_LINES = [
                          "server_tool_use": {"web_search_requests": 0}},
                "permission_denials": []}),
         [HarnessDone(content="Fixed: the import was stale.",
-                     usage=HarnessUsage(input_tokens=16014, output_tokens=321))],
+                     usage=HarnessUsage(input_tokens=16014, output_tokens=321),
+                     session_id=SESSION, cost_usd=0.0213, turns=3, duration_ms=2650)],
+    ),
+    (
+        _line({"type": "result", "subtype": "success", "is_error": False, "result": "ok",
+               "session_id": SESSION, "num_turns": 2, "permission_denials": [
+                   {"tool_name": "Bash", "tool_use_id": "toolu_9", "tool_input": {"command": "ls"}},
+                   "junk"]}),
+        [HarnessDone(content="ok", session_id=SESSION, turns=2, permission_denials=[
+            {"tool_name": "Bash", "tool_use_id": "toolu_9", "tool_input": {"command": "ls"}}])],
     ),
     (
         _line({"type": "result", "subtype": "error_max_turns", "is_error": False,
@@ -199,9 +270,42 @@ CLAUDE_LINES = [
         _line({"type": "result", "subtype": "success", "is_error": True,
                "result": "API Error: 401 {\"type\":\"error\"}", "session_id": SESSION}),
         [HarnessError(message="Claude Code ended with an error: API Error: 401 "
-                      "{\"type\":\"error\"}; see the stderr lines and the CLI's own documentation")],
+                      "{\"type\":\"error\"}")],
+    ),
+    (
+        _line({"type": "assistant", "message": {"id": "m1", "model": "<synthetic>",
+               "role": "assistant", "content": [{"type": "text", "text":
+               "API Error: 500 {\"error\":\"boom\"}"}]}, "parent_tool_use_id": None}),
+        [HarnessError(message="Claude Code: API Error: 500 {\"error\":\"boom\"}", fatal=False)],
+    ),
+    (
+        _line({"type": "system", "subtype": "api_retry", "attempt": 2, "max_retries": 10,
+               "retry_delay_ms": 1250, "error_status": 500, "error": "server_error",
+               "session_id": SESSION}),
+        [HarnessRetry(attempt=2, status=500, error="server_error", delay=1.25)],
+    ),
+    (
+        _line({"type": "system", "subtype": "api_retry", "attempt": "x", "error": {
+               "message": "Connection error."}}),
+        [HarnessRetry(attempt=1, error="Connection error.")],
+    ),
+    (
+        _line({"type": "system", "subtype": "permission_denied", "tool_name": "Bash",
+               "tool_use_id": "toolu_3", "reason": "not allowed in this mode"}),
+        [HarnessPermissionDenied(name="Bash", reason="not allowed in this mode", id="toolu_3")],
     ),
     (_line({"type": "stream_event", "event": {"type": "content_block_delta"}}), []),
+    (
+        _line({"type": "stream_event", "event": {"type": "content_block_delta", "index": 0,
+               "delta": {"type": "text_delta", "text": "Bonjour, 世界 🎉"}},
+               "parent_tool_use_id": None}),
+        [HarnessText(text="Bonjour, 世界 🎉", delta=True)],
+    ),
+    (
+        _line({"type": "stream_event", "event": {"type": "content_block_delta", "delta": {
+               "type": "text_delta", "text": "a sub-agent's"}}, "parent_tool_use_id": "toolu_1"}),
+        [],
+    ),
     ("Loading MCP servers…", []),
     ("", []),
 ]  # fmt: skip
@@ -253,18 +357,21 @@ CURSOR_LINES = [
         _line({"type": "result", "subtype": "success", "duration_ms": 5234, "duration_api_ms": 5234,
                "is_error": False, "result": "The test imports a renamed function.",
                "session_id": SESSION, "request_id": "req_1"}),
-        [HarnessDone(content="The test imports a renamed function.")],
+        [HarnessDone(content="The test imports a renamed function.", session_id=SESSION,
+                     duration_ms=5234)],
     ),
     (
         _line({"type": "result", "subtype": "error", "is_error": True,
                "result": "Workspace not trusted", "session_id": SESSION}),
-        [HarnessError(message="Cursor Agent ended with an error (error): Workspace not trusted; "
-                      "see the stderr lines and the CLI's own documentation")],
+        [HarnessError(message="Cursor Agent ended with an error (error): Workspace not trusted")],
     ),
 ]  # fmt: skip
 
 CODEX_LINES = [
-    (_line({"type": "thread.started", "thread_id": "0199a213-81c0-7800-8aa1-bbab2a035a53"}), []),
+    (
+        _line({"type": "thread.started", "thread_id": "0199a213-81c0-7800-8aa1-bbab2a035a53"}),
+        [HarnessSession(session_id="0199a213-81c0-7800-8aa1-bbab2a035a53")],
+    ),
     (_line({"type": "turn.started"}), []),
     (
         _line({"type": "item.completed", "item": {"id": "item_0", "type": "reasoning",
@@ -288,7 +395,21 @@ CODEX_LINES = [
         _line({"type": "item.started", "item": {"id": "item_2", "type": "mcp_tool_call",
                "server": "sagents", "tool": "add", "arguments": {"a": 2, "b": 3},
                "result": None, "error": None, "status": "in_progress"}}),
-        [HarnessToolCall(name="add", arguments={"a": 2, "b": 3}, id="item_2")],
+        [HarnessToolCall(name="sagents/add", arguments={"a": 2, "b": 3}, id="item_2")],
+    ),
+    (
+        _line({"type": "item.completed", "item": {"id": "item_2", "type": "mcp_tool_call",
+               "server": "sagents", "tool": "add", "arguments": {"a": 2}, "result": None,
+               "error": {"message": "MCP tool call requires approval, but approval policy is "
+               "never"}, "status": "failed"}}),
+        [HarnessError(message="Codex: the call to sagents/add failed: MCP tool call requires "
+                      "approval, but approval policy is never", fatal=False)],
+    ),
+    (
+        _line({"type": "item.completed", "item": {"id": "item_2", "type": "mcp_tool_call",
+               "server": "sagents", "tool": "add", "status": "completed",
+               "result": {"content": []}}}),
+        [],
     ),
     (
         _line({"type": "item.completed", "item": {"id": "item_3", "type": "file_change",
@@ -329,39 +450,25 @@ CODEX_LINES = [
 ]  # fmt: skip
 
 GROK_LINES = [
-    (_line({"type": "thought", "data": " user"}), [HarnessReasoning(text=" user")]),
-    (_line({"type": "text", "data": "pong"}), [HarnessText(text="pong")]),
-    (_line({"type": "text", "data": ""}), []),
+    (_line({"role": "user", "content": "--hello"}), []),
     (
-        _line({"type": "tool_call", "id": "call_01", "name": "run_terminal_cmd",
-               "arguments": {"command": "ls"}}),
-        [HarnessToolCall(name="run_terminal_cmd", arguments={"command": "ls"}, id="call_01")],
+        _line({"role": "assistant", "content": "Using tools to help you...", "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "bash",
+             "arguments": "{\"command\": \"echo hi\"}"}},
+            {"id": "call_2", "type": "function", "function": {"name": "view_file",
+             "arguments": "not json"}},
+            {"id": "call_3", "type": "function", "function": {"arguments": "{}"}}]}),
+        [HarnessToolCall(name="bash", arguments={"command": "echo hi"}, id="call_1"),
+         HarnessToolCall(name="view_file", arguments={}, id="call_2")],
     ),
+    (_line({"role": "tool", "tool_call_id": "call_1", "content": "hi"}), []),
+    (_line({"role": "assistant", "content": "Voilà : 完成 🎉"}), [HarnessText(text="Voilà : 完成 🎉")]),
+    (_line({"role": "assistant", "content": ""}), []),
     (
-        _line({"type": "end", "stopReason": "EndTurn", "sessionId": "sess-fixture-001",
-               "requestId": "req-fixture-001", "usage": {"input_tokens": 21415,
-               "cache_read_input_tokens": 6016, "output_tokens": 28, "reasoning_tokens": 23,
-               "total_tokens": 27459}, "num_turns": 1, "modelUsage": {"grok-4.5": {
-               "inputTokens": 21415, "outputTokens": 28, "cacheReadInputTokens": 6016,
-               "modelCalls": 1}}}),
-        [HarnessDone(content="", usage=HarnessUsage(input_tokens=27431, output_tokens=28))],
+        _line({"role": "assistant", "content": "Error: 401 status code (no body)"}),
+        [HarnessError(message="Grok: Error: 401 status code (no body)")],
     ),
-    (
-        _line({"type": "end", "stopReason": "Cancelled", "sessionId": "s", "usage": {}}),
-        [HarnessError(message="Grok cancelled the run, usually because a tool call needed a "
-                      "permission a headless run cannot grant; pass "
-                      "extra_args=['--always-approve'] to let it run tools")],
-    ),
-    (
-        _line({"type": "error", "message": "XAI_API_KEY is not set"}),
-        [HarnessError(message="Grok: XAI_API_KEY is not set")],
-    ),
-    (
-        _line({"type": "max_turns_reached", "num_turns": 24}),
-        [HarnessError(message="Grok reached its turn limit; raise it with "
-                      "extra_args=['--max-turns', 'N']")],
-    ),
-    (_line({"type": "auto_compact_started"}), []),
+    ("✅ Base URL saved to ~/.grok/user-settings.json", []),
 ]  # fmt: skip
 
 PARSE = [

@@ -117,3 +117,51 @@ def test_native_is_a_child_kind() -> None:
     kind = sn.kinds.Native(sn.harness.Grok())
     assert isinstance(kind, sn.kinds.ChildKind) and kind.name == "native"
     assert asyncio.iscoroutinefunction(kind.run_task)
+
+
+def test_the_clis_run_facts_reach_the_tree_and_the_transcript(fake_cli) -> None:
+    from sagents_nb.notebook._panes import Focus, pane_state
+    from sagents_nb.notebook._projector import Projector
+
+    session = sn.Session(
+        sn.Agent("boss", team=[coder(fake_cli, "happy")]), llm=sn.mock_llm(delegate_once)
+    )
+    result = session.send("go").result()
+    (child,) = result.tree.children
+    assert child.cost_usd == 0.0123 and result.tree.cost_usd is None
+    assert "boss/coder.1 [native] done · 1 turns" in result.tree.render()
+    assert "$0.0123" in result.tree.render()
+    assert result.tree.to_dict()["children"][0]["cost_usd"] == 0.0123
+    projector = Projector()
+    for event in session.events:
+        projector.fold(event)
+    entries = pane_state(projector, Focus("boss/coder.1"), None, {})["entries"]
+    (done,) = [e for e in entries if e.get("name") == "done"]
+    assert done["facts"] == (
+        "1 turns · 2.6 s · $0.0123 at list price · session 5f0c9a63-2b1e-4c1e-9a57-7d0c1b6f2e11"
+    )
+
+
+def test_a_crashed_clis_stderr_tail_appears_once_in_the_childs_error(fake_cli) -> None:
+    boss = sn.Agent("boss", team=[coder(fake_cli, "crash")])
+    result = boss.run_sync("go", llm=sn.mock_llm(delegate_once))
+    assert result.tree.children[0].status == "error"
+    assert result.text.count("Invalid API key") == 1
+    assert "exited with code 3" in result.text
+
+
+def test_a_pause_on_a_cli_tool_call_is_not_the_clis_inactivity(fake_cli) -> None:
+    # The CLI prints nothing while it waits for a tool's answer (a slow tool, or a person at a
+    # pause); that wait must not count as the CLI hanging.
+    driver = sn.harness.ClaudeCode(executable=fake_cli.path)
+    kind = sn.kinds.Native(driver, env=fake_cli.env("mcp"), inactivity_timeout=6)
+    slow = sn.Agent("coder", does="writes code", tools=[add], kind=kind)
+    session = sn.Session(sn.Agent("boss", team=[slow]), llm=sn.mock_llm(delegate_once))
+    run = session.send("go", pause_on={"tool"})
+    run.wait()
+    assert run.status == "paused", [e.event for e in run.events if e.type == "harness_event"]
+    assert run.paused_at.name == "add"
+    time.sleep(7)  # a person reading the pending call, longer than the CLI's inactivity limit
+    run.resume()
+    result = run.result()
+    assert "add=5" in result.text, result.text

@@ -1,25 +1,358 @@
-"""The real Claude Code CLI, when installed and signed in; skipped otherwise."""
+"""The real Claude Code and Codex from npm as children, offline: their model is a served inline mock.
+
+Each test runs the CLI in a fresh home with a trap proxy, so any request beyond loopback fails the
+test. The CLIs come from `.ci/cli` (see `.ci/run`); missing, the tests skip, or fail in CI.
+"""
 
 from __future__ import annotations
 
-import shutil
+import json
+import threading
+import time
 
+import httpx
 import pytest
 
-from sagents_nb.harness import ClaudeCode, HarnessConfig, run_harness
+import sagents_nb as sn
+from tests.harness.real_cli_support import find_cli, isolated_env, trap  # noqa: F401
 
-pytestmark = [
-    pytest.mark.anyio,
-    pytest.mark.timeout(180),
-    pytest.mark.skipif(shutil.which("claude") is None, reason="the claude CLI is not installed"),
-]
+pytestmark = [pytest.mark.cli, pytest.mark.timeout(120)]
+
+PROMPT = "--look up alpha; 日本語 🎉"
+"""Starts like a flag, and is not English: it must reach the CLI's model as the one user prompt."""
 
 
-async def test_claude_answers_a_one_word_prompt():
-    outcome = await run_harness(
-        ClaudeCode(),
-        HarnessConfig("Reply with the single word: pong", extra_args=["--max-turns", "1"]),
+@sn.tool
+def lookup(key: str) -> str:
+    """Look a key up in the kernel's table."""
+    if key == "boom":
+        raise ValueError("no such key: boom")
+    return f"value of {key}: 42"
+
+
+def parent(req: sn.ChatRequest):
+    if not req.tool_results:
+        return sn.reply(tool_calls=[sn.call("task", agent="coder", prompt=PROMPT)])
+    return f"parent got: {req.tool_results[0]}"
+
+
+def calling(key: str):
+    """A child model that calls the injected `lookup` once with `key`, then reports the result."""
+    seen: list[sn.ChatRequest] = []
+
+    def model(req: sn.ChatRequest):
+        seen.append(req)
+        if not req.tool_results:
+            names = [t for t in req.tools if t.endswith("lookup")]
+            if not names:  # say so plainly rather than fail with a 500 the CLI retries
+                return f"no lookup tool among {req.tools}"
+            return sn.reply(tool_calls=[sn.call(names[0], key=key)])
+        return f"the tool said: {req.tool_results[-1]}"
+
+    model.seen = seen
+    return model
+
+
+CLIS = ["claude", "codex"]
+
+
+def child(cli: str, server: sn.MockServer, tmp_path, trap, **options) -> sn.Agent:  # noqa: F811
+    """The `coder` agent as a native child running the real `cli` against `server`."""
+    env = isolated_env(tmp_path / "home", trap, **options.pop("env", {}))
+    if cli == "claude":
+        driver = sn.harness.ClaudeCode(
+            executable=find_cli("claude"), base_url=server.base_url, api_key="sk-ant-test-key"
+        )
+        extra: list[str] = []
+        model = None
+    else:
+        driver = sn.harness.Codex(
+            executable=find_cli("codex"), base_url=server.openai_base_url, api_key="sk-test-key"
+        )
+        # Outside its catalogue a model gets plain function tools, not Codex's JavaScript mode.
+        model = "mock-model"
+        extra = ["--skip-git-repo-check", *options.pop("codex_args", [])]
+    kind = sn.kinds.Native(driver, env=env, extra_args=extra, cwd=str(tmp_path), **options)
+    return sn.Agent("coder", does="looks things up", tools=[lookup], model=model, kind=kind)
+
+
+def harness_events(result: sn.Result) -> list[dict]:
+    return [e.event for e in result.events if e.type == "harness_event"]
+
+
+@pytest.mark.parametrize("cli", CLIS)
+def test_the_cli_calls_a_kernel_tool_through_the_hooks_and_answers_the_parent(
+    cli,
+    tmp_path,
+    trap,  # noqa: F811
+):
+    seen_by_hook: list[str] = []
+
+    class Audit:
+        def before_tool(self, call: sn.ToolCallInfo):
+            seen_by_hook.append(f"{call.path}:{call.name}:{call.arguments}")
+
+    model = calling("alpha")
+    llm = sn.mock_llm(model)
+    with sn.MockServer(llm) as server:
+        boss = sn.Agent("boss", team=[child(cli, server, tmp_path, trap)])
+        result = sn.Session(boss, llm=sn.mock_llm(parent), hooks=[Audit()]).send("go").result()
+    assert result.status == "done", result.text
+    assert result.text.startswith("parent got: the tool said:")
+    assert "value of alpha: 42" in result.text
+    assert seen_by_hook == ["boss:task:" + str({"agent": "coder", "prompt": PROMPT}),
+                            "boss/coder.1:lookup:{'key': 'alpha'}"]  # fmt: skip
+    assert model.seen[0].last_user == PROMPT
+    finished = [e for e in result.events if e.type == "tool_call_finished" and e.name == "lookup"]
+    assert [(e.path, e.status) for e in finished] == [("boss/coder.1", "ok")]
+    calls = [e for e in harness_events(result) if e["type"] == "tool_call"]
+    expected = "mcp__sagents__lookup" if cli == "claude" else "sagents/lookup"
+    assert [c["name"] for c in calls] == [expected]
+    done = harness_events(result)[-1]
+    assert done["type"] == "done" and done["session_id"]
+    api = "anthropic_messages" if cli == "claude" else "responses"
+    assert {e.request.get("model") is not None for e in llm.exchanges} == {True}
+    assert {e.url.rsplit("/", 1)[-1] for e in llm.exchanges} == {
+        "messages" if cli == "claude" else "responses"
+    }
+    assert model.seen[0].api == api
+    wire = json.dumps([e.to_dict() for e in llm.exchanges])
+    assert "sk-ant-test-key" not in wire and "sk-test-key" not in wire
+
+
+@pytest.mark.parametrize("cli", CLIS)
+def test_a_tool_that_raises_reaches_the_cli_as_an_error(cli, tmp_path, trap):  # noqa: F811
+    model = calling("boom")
+    with sn.MockServer(sn.mock_llm(model)) as server:
+        boss = sn.Agent("boss", team=[child(cli, server, tmp_path, trap)])
+        result = boss.run_sync("go", llm=sn.mock_llm(parent))
+    assert result.status == "done"
+    assert "ValueError: no such key: boom" in result.text
+    answer = [m for m in model.seen[-1].messages if m["role"] == "tool"][-1]
+    if cli == "claude":
+        assert answer["is_error"] is True
+    finished = [e for e in result.events if e.type == "tool_call_finished" and e.name == "lookup"]
+    assert [e.status for e in finished] == ["error"]
+
+
+@pytest.mark.parametrize("cli", CLIS)
+def test_a_call_the_kernel_denies_never_runs_and_the_cli_hears_why(cli, tmp_path, trap):  # noqa: F811
+    ran: list[str] = []
+
+    class Guard:
+        def before_tool(self, call: sn.ToolCallInfo):
+            if call.name == "lookup":
+                ran.append(call.name)
+                return sn.Deny("lookups are closed today")
+
+    model = calling("alpha")
+    with sn.MockServer(sn.mock_llm(model)) as server:
+        boss = sn.Agent("boss", team=[child(cli, server, tmp_path, trap)])
+        result = sn.Session(boss, llm=sn.mock_llm(parent), hooks=[Guard()]).send("go").result()
+    assert ran == ["lookup"]
+    assert "lookups are closed today" in result.text and "value of alpha" not in result.text
+    finished = [e for e in result.events if e.type == "tool_call_finished" and e.name == "lookup"]
+    assert [e.status for e in finished] == ["denied"]
+    if cli == "claude":
+        answer = [m for m in model.seen[-1].messages if m["role"] == "tool"][-1]
+        assert answer["is_error"] is True
+
+
+def failing(status: int):
+    def model(req: sn.ChatRequest) -> httpx.Response:
+        body = {"type": "error", "error": {"type": "api_error", "message": f"mock {status}"}}
+        return httpx.Response(status, json=body)
+
+    return model
+
+
+NO_RETRIES = {
+    "claude": {"env": {"CLAUDE_CODE_MAX_RETRIES": "0"}},
+    "codex": {
+        "codex_args": [
+            "-c", "model_providers.sagents_endpoint.request_max_retries=0",
+            "-c", "model_providers.sagents_endpoint.stream_max_retries=0",
+        ]
+    },
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("status", [500, 401])
+@pytest.mark.parametrize("cli", CLIS)
+def test_a_model_error_ends_the_child_in_error_naming_the_status(cli, status, tmp_path, trap):  # noqa: F811
+    llm = sn.mock_llm(failing(status))
+    with sn.MockServer(llm) as server:
+        coder = child(cli, server, tmp_path, trap, **NO_RETRIES[cli])
+        result = sn.Agent("boss", team=[coder]).run_sync("go", llm=sn.mock_llm(parent))
+    (node,) = result.tree.children
+    assert node.status == "error"
+    assert "[error]" in result.text
+    if (cli, status) != ("codex", 500):  # Codex words a 500 as "experiencing high demand"
+        assert str(status) in result.text
+    assert {e.status for e in llm.exchanges} == {status}
+    if cli == "claude":
+        # The CLI's made-up "assistant" message about the failure is not the child's answer.
+        texts = [e for e in harness_events(result) if e["type"] == "text"]
+        assert texts == []
+    assert result.text.count("stderr") <= 1
+
+
+def test_claude_retries_show_as_events_and_name_the_cause_when_it_is_stopped(tmp_path, trap):  # noqa: F811
+    with sn.MockServer(sn.mock_llm(failing(500))) as server:
+        # Long enough for a slow start on a loaded machine; Claude's backoff outgrows it soon.
+        coder = child("claude", server, tmp_path, trap, inactivity_timeout=6)
+        result = sn.Agent("boss", team=[coder]).run_sync("go", llm=sn.mock_llm(parent))
+    retries = [e for e in harness_events(result) if e["type"] == "retry"]
+    assert retries and {r["status"] for r in retries} == {500}
+    assert "while retrying its model request" in result.text and "HTTP 500" in result.text
+
+
+def hanging(release: threading.Event, entered: threading.Event):
+    def model(req: sn.ChatRequest):
+        entered.set()
+        release.wait(60)
+        return "too late"
+
+    return model
+
+
+@pytest.mark.parametrize("cli", CLIS)
+def test_a_hung_model_is_stopped_after_the_inactivity_timeout(cli, tmp_path, trap):  # noqa: F811
+    release, entered = threading.Event(), threading.Event()
+    try:
+        with sn.MockServer(sn.mock_llm(hanging(release, entered))) as server:
+            coder = child(cli, server, tmp_path, trap, inactivity_timeout=6)
+            result = sn.Agent("boss", team=[coder]).run_sync("go", llm=sn.mock_llm(parent))
+    finally:
+        release.set()
+    assert entered.is_set()
+    assert "wrote no output for 6 s" in result.text
+    assert result.tree.children[0].status == "error"
+
+
+@pytest.mark.parametrize("cli", CLIS)
+def test_cancel_stops_the_cli_while_its_model_is_thinking(cli, tmp_path, trap):  # noqa: F811
+    release, entered = threading.Event(), threading.Event()
+    try:
+        with sn.MockServer(sn.mock_llm(hanging(release, entered))) as server:
+            boss = sn.Agent("boss", team=[child(cli, server, tmp_path, trap)])
+            run = sn.Session(boss, llm=sn.mock_llm(parent)).send("go")
+            assert entered.wait(60), "the CLI never called its model"
+            started = time.monotonic()
+            run.cancel()
+            run.wait()
+            assert run.status == "cancelled"
+            assert time.monotonic() - started < 15
+    finally:
+        release.set()
+    # The harness conftest checks that no CLI process is left behind.
+
+
+@pytest.mark.parametrize("cli", CLIS)
+def test_a_second_task_resumes_the_cli_session(cli, tmp_path, trap):  # noqa: F811
+    seen: list[sn.ChatRequest] = []
+
+    def model(req: sn.ChatRequest):
+        seen.append(req)
+        return f"answer {len(seen)}"
+
+    def boss_model(req: sn.ChatRequest):
+        if len(req.tool_results) == 0:
+            return sn.reply(tool_calls=[sn.call("task", agent="coder", prompt="remember: kiwi")])
+        if len(req.tool_results) == 1:
+            return sn.reply(tool_calls=[sn.call("task", agent="coder", prompt="what fruit?")])
+        return "ok"
+
+    with sn.MockServer(sn.mock_llm(model)) as server:
+        coder = child(cli, server, tmp_path, trap, resume=True)
+        result = sn.Agent("boss", team=[coder]).run_sync("go", llm=sn.mock_llm(boss_model))
+    assert result.status == "done"
+    assert [c.id for c in result.tree.children] == ["boss/coder.1"]
+    first, second = seen[0], seen[-1]
+    assert first.last_user == "remember: kiwi" and second.last_user == "what fruit?"
+    said = [m["content"] for m in second.messages if m["role"] in ("user", "assistant")]
+    assert "remember: kiwi" in said and "answer 1" in said
+
+
+def test_grok_cli_answers_over_chat_completions_with_its_own_tool(tmp_path, trap):  # noqa: F811
+    seen: list[sn.ChatRequest] = []
+
+    def model(req: sn.ChatRequest):
+        seen.append(req)
+        if not req.tool_results:
+            return sn.reply(tool_calls=[sn.call("bash", command="echo 'bonjour 世界'")])
+        return f"the shell said: {req.tool_results[-1]}"
+
+    llm = sn.mock_llm(model)
+    with sn.MockServer(llm) as server:
+        driver = sn.harness.Grok(
+            executable=find_cli("grok"), base_url=server.openai_base_url, api_key="xai-test-key"
+        )
+        env = isolated_env(tmp_path / "home", trap)
+        kind = sn.kinds.Native(driver, env=env, cwd=str(tmp_path))
+        coder = sn.Agent("coder", does="looks things up", model="mock", kind=kind)
+        result = sn.Agent("boss", team=[coder]).run_sync("go", llm=sn.mock_llm(parent))
+    assert result.text == "parent got: the shell said: bonjour 世界"
+    assert seen[0].api == "chat_completions" and seen[0].last_user == PROMPT
+    calls = [e for e in harness_events(result) if e["type"] == "tool_call"]
+    assert [c["name"] for c in calls] == ["bash"]
+    assert not (tmp_path / "home" / ".grok" / "user-settings.json").exists() or (
+        server.base_url not in (tmp_path / "home" / ".grok" / "user-settings.json").read_text()
     )
-    assert outcome.status == "done", outcome.error
-    assert "pong" in outcome.text.lower()
-    assert outcome.usage.output_tokens > 0
+
+
+def test_claude_streams_text_as_text_delta_events(tmp_path, trap):  # noqa: F811
+    answer = "Voilà : la réponse, 答え 🎉 in several pieces"
+    with sn.MockServer(sn.mock_llm(lambda req: answer)) as server:
+        coder = child("claude", server, tmp_path, trap)
+        coder.kind.driver = sn.harness.ClaudeCode(
+            executable=coder.kind.driver.executable,
+            base_url=server.base_url,
+            api_key="sk-ant-test-key",
+            stream_text=True,
+        )
+        result = sn.Agent("boss", team=[coder]).run_sync("go", llm=sn.mock_llm(parent))
+    deltas = [e.text for e in result.events if e.type == "text_delta" and e.path == "boss/coder.1"]
+    assert len(deltas) > 1 and "".join(deltas) == answer
+    assert result.text == f"parent got: {answer}"
+
+
+@pytest.mark.parametrize("verdict", ["allow", "deny"])
+def test_claudes_own_bash_calls_pass_the_kernels_hooks(verdict, tmp_path, trap):  # noqa: F811
+    marker = tmp_path / "ran.txt"
+    asked: list[tuple[str, str, dict]] = []
+
+    class Gate:
+        def before_tool(self, call: sn.ToolCallInfo):
+            asked.append((call.path, call.name, dict(call.arguments)))
+            if call.name == "Bash" and verdict == "deny":
+                return sn.Deny("no shell today")
+
+    def model(req: sn.ChatRequest):
+        if not req.tool_results:
+            command = f"echo gated > {marker}"
+            return sn.reply(tool_calls=[sn.call("Bash", command=command, description="mark")])
+        return f"bash said: {req.tool_results[-1]}"
+
+    with sn.MockServer(sn.mock_llm(model)) as server:
+        coder = child("claude", server, tmp_path, trap)
+        coder.kind.driver = sn.harness.ClaudeCode(
+            executable=coder.kind.driver.executable,
+            base_url=server.base_url,
+            api_key="sk-ant-test-key",
+            gate_builtin_tools=True,
+        )
+        boss = sn.Agent("boss", team=[coder])
+        result = sn.Session(boss, llm=sn.mock_llm(parent), hooks=[Gate()]).send("go").result()
+    bash = [a for a in asked if a[1] == "Bash"]
+    assert [(path, args["command"]) for path, _, args in bash] == [
+        ("boss/coder.1", f"echo gated > {marker}")
+    ]
+    finished = [e for e in result.events if e.type == "tool_call_finished" and e.name == "Bash"]
+    if verdict == "allow":
+        assert marker.read_text().strip() == "gated"
+        assert [e.status for e in finished] == ["ok"]
+    else:
+        assert not marker.exists()
+        assert "no shell today" in result.text
+        assert [e.status for e in finished] == ["denied"]

@@ -14,15 +14,19 @@ import pytest
 from sagents_nb import ConfigurationError
 from sagents_nb.harness import (
     ClaudeCode,
+    Codex,
     CursorAgent,
+    Grok,
     HarnessConfig,
     HarnessDone,
     HarnessError,
+    HarnessSession,
     HarnessText,
     HarnessToolCall,
     HarnessUsage,
     run_harness,
 )
+from sagents_nb.harness._process import child_environment
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(10)]
 
@@ -47,9 +51,18 @@ async def test_happy_run_is_done_with_result_and_usage(fake_cli):
     assert outcome.usage == HarnessUsage(input_tokens=124, output_tokens=12)
     assert outcome.exit_code == 0
     assert outcome.error is None
+    session = "5f0c9a63-2b1e-4c1e-9a57-7d0c1b6f2e11"
     assert events == [
+        HarnessSession(session_id=session),
         HarnessText(text="Hello from the fake CLI."),
-        HarnessDone(content="Hello from the fake CLI.", usage=outcome.usage),
+        HarnessDone(
+            content="Hello from the fake CLI.",
+            usage=outcome.usage,
+            session_id=session,
+            cost_usd=0.0123,
+            turns=1,
+            duration_ms=2650,
+        ),
     ]
 
 
@@ -67,8 +80,9 @@ async def test_async_on_event_sees_tool_calls_live(fake_cli):
         on_event=on_event,
     )
     assert outcome.text == "There is one file."
-    assert [type(e) for e in seen] == [HarnessText, HarnessToolCall, HarnessText, HarnessDone]
-    assert seen[1] == HarnessToolCall(name="Bash", arguments={"command": "ls"}, id="toolu_01A")
+    kinds = [HarnessSession, HarnessText, HarnessToolCall, HarnessText, HarnessDone]
+    assert [type(e) for e in seen] == kinds
+    assert seen[2] == HarnessToolCall(name="Bash", arguments={"command": "ls"}, id="toolu_01A")
 
 
 async def test_error_result_wins_over_the_exit_code(fake_cli):
@@ -154,10 +168,15 @@ async def test_an_over_long_line_is_skipped_and_the_run_goes_on(fake_cli):
     warning = events[0]
     assert isinstance(warning, HarnessError) and not warning.fatal
     assert "1000 bytes" in warning.message and "max_line_bytes=" in warning.message
-    assert events[1:] == [
-        HarnessText(text="short"),
-        HarnessDone(content="after the long line", usage=outcome.usage),
-    ]
+    assert events[1] == HarnessText(text="short")
+    assert events[2] == HarnessDone(
+        content="after the long line",
+        usage=outcome.usage,
+        session_id="5f0c9a63-2b1e-4c1e-9a57-7d0c1b6f2e11",
+        cost_usd=0.0123,
+        turns=1,
+        duration_ms=2650,
+    )
 
 
 async def test_lines_written_in_pieces_are_reassembled(fake_cli):
@@ -171,6 +190,33 @@ async def test_shell_startup_variables_are_scrubbed(fake_cli):
         fake_cli, "env", extra_env={"BASH_ENV": "/tmp/evil.sh", "PS4": "$(touch /tmp/pwned)"}
     )
     assert outcome.text == "<unset>|<unset>"
+
+
+async def test_the_cli_gets_only_the_env_it_needs_not_the_kernels_keys(fake_cli, monkeypatch):
+    # Issue 17 item 12: a kernel's OPENAI_API_KEY reached Claude Code (and every other CLI).
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-planted-openai")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "planted-aws")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-planted")
+    monkeypatch.setenv("LC_ALL", "C.UTF-8")
+    monkeypatch.setenv("MY_TEAM_TOKEN", "named-by-the-user")
+    outcome = await run_harness(
+        ClaudeCode(executable=fake_cli.path),
+        HarnessConfig("hi"),
+        env={"FAKE_CLI_MODE": "env_names"},
+        pass_env=["MY_TEAM_*"],
+    )
+    names = set(json.loads(outcome.text))
+    assert {"PATH", "HOME", "LC_ALL", "ANTHROPIC_API_KEY", "MY_TEAM_TOKEN"} <= names
+    assert {"OPENAI_API_KEY", "AWS_SECRET_ACCESS_KEY"} & names == set()
+    assert "DISABLE_AUTOUPDATER" in names  # the driver's own switches
+
+
+def test_each_driver_passes_the_variables_its_cli_reads():
+    kernel = {"PATH": "/bin", "OPENAI_API_KEY": "o", "ANTHROPIC_API_KEY": "a", "GROK_API_KEY": "g"}
+    for driver, key in [(ClaudeCode(), "ANTHROPIC_API_KEY"), (Codex(), "OPENAI_API_KEY"),
+                        (Grok(), "GROK_API_KEY"), (CursorAgent(), None)]:  # fmt: skip
+        env = child_environment(passed=getattr(driver, "env_vars", ()), source=kernel)
+        assert set(env) == {"PATH", *([key] if key else [])}, driver.name
 
 
 async def test_a_flag_like_prompt_arrives_as_one_argument(fake_cli):

@@ -354,3 +354,15 @@ def test_a_log_without_the_ends_of_its_pauses_still_clears_them_when_the_run_end
             projector.fold(event)
     assert projector.pending == {}
     assert {card["status"] for card in _cards(projector)} == {"cancelled"}
+
+
+def test_streamed_cli_text_pieces_stay_out_of_the_transcript() -> None:
+    from sagents_nb.events import HarnessEventOccurred
+
+    projector = Projector()
+    piece = {"type": "text", "text": "Bon", "delta": True}
+    whole = {"type": "text", "text": "Bonjour", "delta": False}
+    for seq, data in enumerate([piece, whole], 1):
+        projector.fold(HarnessEventOccurred(seq=seq, ts=0.0, path="lead", event=data))
+    entries = pane_state(projector, Focus("lead"), None, {})["entries"]
+    assert [e["text"] for e in entries] == ["Bonjour"]

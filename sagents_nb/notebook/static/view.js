@@ -470,6 +470,7 @@ function render({ model, el }) {
         ${row.mark ? pill(row.mark, `mark-${row.mark}`) : nothing}
       </div>
       ${row.text ? html`<div class="sn-text">${row.text}</div>` : nothing}
+      ${row.facts ? html`<div class="sn-facts">${row.facts}</div>` : nothing}
       ${(row.calls || []).map(
         (call) => html`<div class="sn-call">→ <b>${call.name}</b> <code>${call.arguments}</code></div>`,
       )}
