@@ -154,7 +154,7 @@ async def test_a_cli_calls_the_injected_tools_end_to_end(fake_cli):
 async def test_cancelling_a_run_with_tools_stops_the_server_and_removes_its_files(
     fake_cli, tmp_path
 ):
-    before = set(glob.glob(os.path.join(tempfile.gettempdir(), "sagents-mcp-*")))
+    before = set(glob.glob(os.path.join(tempfile.gettempdir(), f"sagents-mcp-{os.getpid()}-*")))
     ready = asyncio.Event()
     task = asyncio.create_task(
         run_harness(
@@ -167,7 +167,9 @@ async def test_cancelling_a_run_with_tools_stops_the_server_and_removes_its_file
         )
     )
     await asyncio.wait_for(ready.wait(), 5)
-    during = set(glob.glob(os.path.join(tempfile.gettempdir(), "sagents-mcp-*"))) - before
+    during = (
+        set(glob.glob(os.path.join(tempfile.gettempdir(), f"sagents-mcp-{os.getpid()}-*"))) - before
+    )
     assert len(during) == 1
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
