@@ -25,6 +25,7 @@ from ._protocol import (
     MCP_TOKEN_ENV,
     HarnessConfig,
     NativeHarness,
+    available,
 )
 from ._runtime import OnEvent, run_harness
 from ._tool_answer import ToolAnswer
@@ -57,6 +58,7 @@ __all__ = [
     "OnEvent",
     "ServedTool",
     "ToolAnswer",
+    "available",
     "run_harness",
     "serve_tools",
 ]

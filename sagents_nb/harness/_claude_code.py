@@ -61,7 +61,7 @@ class ClaudeCode:
             argv.append(f"--permission-mode={self.permission_mode}")
         if config.mcp_config_path:
             # Both options are variadic: in the `--name=value` form they take exactly one value
-            # and cannot swallow the arguments after them (anthropics/claude-code#16122).
+            # and cannot swallow the arguments after them; ARCHITECTURE.md lists the upstream report.
             argv.append(f"--mcp-config={config.mcp_config_path}")
             # A print-mode run cannot ask for permission, so the injected tools are allowed up
             # front; the kernel's hooks still see (and may deny) every call.
@@ -70,7 +70,7 @@ class ClaudeCode:
                 tool = f"mcp__{MCP_SERVER_NAME}__{config.permission_tool}"
                 argv.append(f"--permission-prompt-tool={tool}")
         # `--` ends option parsing, so the prompt stays one positional argument even when it
-        # starts with "-" (anthropics/claude-code#25925).
+        # starts with "-"; ARCHITECTURE.md lists the upstream report.
         return [*argv, *config.extra_args, "--", config.prompt]
 
     def env(self, config: HarnessConfig) -> dict[str, str]:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 from dataclasses import KW_ONLY, dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from ._events import HarnessEvent
 
@@ -46,9 +48,10 @@ class NativeHarness(Protocol):
     Drivers are pure: they build argv and parse output lines, and never do I/O. The runtime
     (`run_harness`) spawns the process, frames lines, and watches exit and timeouts.
 
-    Two members are optional: `env_vars`, the names of this process's variables the CLI reads
-    (a name ending in `*` is a prefix; by default none beyond the basics every CLI gets), and
-    `env(config) -> dict[str, str]`, variables the driver sets for the run.
+    Three members are optional: `injects_mcp_tools` (True when left out), `env_vars`, the names
+    of this process's variables the CLI reads (a name ending in `*` is a prefix; by default none
+    beyond the basics every CLI gets), and `env(config) -> dict[str, str]`, variables the driver
+    sets for the run.
     """
 
     @property
@@ -59,12 +62,21 @@ class NativeHarness(Protocol):
     def executable(self) -> str:
         """The program to run: a name looked up on PATH, or a path."""
 
-    @property
-    def injects_mcp_tools(self) -> bool:
-        """Whether the CLI can be handed the child's tools over MCP for a single run."""
-
     def args(self, config: HarnessConfig) -> list[str]:
         """The argv after the executable for one non-interactive run."""
 
     def parse_line(self, line: str) -> list[HarnessEvent]:
         """Events from one stdout line. Never raises: noise and unknown shapes give `[]`."""
+
+
+def injects_tools(driver: Any) -> bool:
+    """Whether `driver` takes the child's tools over MCP (`injects_mcp_tools`, True by default)."""
+    return bool(getattr(driver, "injects_mcp_tools", True))
+
+
+def available(driver: Any) -> bool:
+    """Whether `driver`'s executable is there to run (on PATH, or a path that is executable)."""
+    executable = driver.executable
+    if os.sep in executable:
+        return os.path.isfile(executable) and os.access(executable, os.X_OK)
+    return shutil.which(executable) is not None

@@ -28,7 +28,7 @@ from ._mcp import CallTool, ServedTool, serve_tools
 from ._outcome import HarnessOutcome
 from ._permission import PERMISSION_TOOL, ApproveTool, with_permission_tool
 from ._process import child_environment, stop_process_group, wait_for_exit
-from ._protocol import MCP_TOKEN_ENV, HarnessConfig, NativeHarness
+from ._protocol import MCP_TOKEN_ENV, HarnessConfig, NativeHarness, injects_tools
 from ._tool_answer import ToolAnswer
 
 OnEvent = Callable[[HarnessEvent], Awaitable[None] | None]
@@ -115,7 +115,7 @@ async def run_harness(
         config = replace(config, permission_tool=PERMISSION_TOOL)
     if call_tool is not None:
         call_tool = run.counting(call_tool)
-    if not tools or call_tool is None or not driver.injects_mcp_tools:
+    if not tools or call_tool is None or not injects_tools(driver):
         return await run.execute(config, environment(config))
     async with serve_tools(tools, call_tool) as injection:
         injected = replace(config, mcp_config_path=injection.config_path, mcp_url=injection.url)

@@ -506,3 +506,28 @@ def test_parse_line(driver, line, events):
 def test_malformed_lines_give_no_events_or_an_error_never_an_exception(driver, line):
     events = driver.parse_line(line)
     assert all(HarnessEventAdapter.validate_python(event) == event for event in events)
+
+
+def test_a_driver_without_injects_mcp_tools_takes_tools_and_available_says_if_it_runs(tmp_path):
+    from sagents_nb.harness import available
+    from sagents_nb.harness._protocol import injects_tools
+
+    class Minimal:
+        name = "minimal"
+        executable = "definitely-not-an-installed-cli"
+
+        def args(self, config):
+            return [config.prompt]
+
+        def parse_line(self, line):
+            return []
+
+    assert injects_tools(Minimal()) is True
+    assert available(Minimal()) is False
+    script = tmp_path / "cli"
+    script.write_text("#!/bin/sh\necho hi\n")
+    script.chmod(0o755)
+    runnable = Minimal()
+    runnable.executable = str(script)
+    assert available(runnable) is True
+    assert available(ClaudeCode(executable="sh")) is True
