@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Callable
 
 from .._base.loop import on_library_thread
 from ..events import Event, StatusChanged
+from .eventlog import EventLog
 
 log = logging.getLogger("sagents_nb")
 
@@ -20,7 +21,7 @@ class EventBus:
     """Numbers events, keeps them, and hands each to every subscriber as it happens."""
 
     def __init__(self) -> None:
-        self.log: list[Event] = []
+        self.log = EventLog()
         self.statuses: dict[str, str] = {}
         self.run = 0
         self._seq = 0

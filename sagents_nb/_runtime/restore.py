@@ -14,9 +14,10 @@ from .._base.messages import Message, Usage
 from .._base.outcome import Outcome
 from .._endpoints.openai import LLM
 from .._store.journal import Journal
-from .._store.protocol import SessionRows, Store, StoredSession, TaskRow
+from .._store.protocol import EventRow, SessionRows, Store, StoredSession, TaskRow
 from .._store.resolve import resolve_store
-from ..events import Event, RunFinished, StatusChanged, parse_event
+from ..events import Event, RunFinished, parse_event
+from .eventlog import EventLog
 from .node import Node
 from .result import Result
 from .run import Run
@@ -126,6 +127,8 @@ def restore(session: Session, store: Store, rows: SessionRows) -> Session:
         stored.restore_node(root)
         root.display = stored.transcript(root.path, "display")
         events = stored.events()
+        statuses = stored.statuses()
+        runs = _restore_runs(session, rows, events)
     except (ValueError, KeyError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
         raise StoreError(
             f"session {rows.info.id!r} could not be read back ({type(exc).__name__}: {exc}); "
@@ -133,33 +136,35 @@ def restore(session: Session, store: Store, rows: SessionRows) -> Session:
         ) from exc
     bus = session.bus
     bus.log = events
-    bus._seq = events[-1].seq if events else 0
-    bus.statuses = {e.path: e.status for e in events if isinstance(e, StatusChanged)}
-    bus.run = max((e.run for e in events), default=0)
-    session.runs = _restore_runs(session, events)
+    bus._seq = rows.events[-1].seq if rows.events else 0
+    bus.statuses = statuses
+    bus.run = max((row.run for row in rows.events), default=0)
+    session.runs = runs
     session.stored_queue = stored.queue(root.path)
     session.journal = Journal(session, store, rows=rows, durability=session.durability)
     return session
 
 
-def stored_events(rows: SessionRows) -> list[Event]:
-    """A stored session's events, each request's view with its messages back."""
+def stored_events(rows: SessionRows) -> EventLog:
+    """A stored session's events, each request's view with its messages back (decoded as
+    they are read)."""
     return _Stored(rows).events()
 
 
 class _Stored:
-    """A session's rows, parsed once: one `Message` per stored message, shared by the
-    transcripts and the views in events, and each node's newest state."""
+    """A session's rows, each parsed once when it is first needed: one `Message` per stored
+    message, shared by the transcripts and the views in events, and each node's newest state."""
 
     def __init__(self, rows: SessionRows) -> None:
         self.rows = rows
-        self.messages = {row.n: Message.model_validate_json(row.body) for row in rows.messages}
+        self.bodies = {row.n: row.body for row in rows.messages}
+        self.messages: dict[int, Message] = {}
         self.live = rows.live_messages()
         self.tasks: dict[str, list[TaskRow]] = {}
         for task in rows.tasks:
             if task.retired is None:
                 self.tasks.setdefault(task.parent, []).append(task)
-        parts = rows.node_states()
+        parts = self.parts = rows.node_states()
         self.states = {p: data for (p, part), data in parts.items() if part == "state"}
         self.kind_states = {p: data for (p, part), data in parts.items() if part == "kind"}
         self.spawned_in: dict[tuple[str, str, str], int] = {}
@@ -175,30 +180,61 @@ class _Stored:
 
     def queue(self, path: str) -> list[dict[str, Any]]:
         """The inputs that were waiting behind the run in flight (the root's `queue` row)."""
-        return list(self.rows.node_states().get((path, "queue"), {}).get("inputs", []))
+        return list(self.parts.get((path, "queue"), {}).get("inputs", []))
 
     def transcript(self, path: str, transcript: str) -> list[Message]:
-        return [self.messages[row.n] for row in self.live.get((path, transcript), ())]
+        return [self.message(row.n) for row in self.live.get((path, transcript), ())]
 
-    def events(self) -> list[Event]:
-        """The stored events; a request's view gets its numbered messages back."""
-        events = []
-        for row in self.rows.events:
-            if row.type == "model_request":
-                data = json.loads(row.body)
-                data["messages"] = list(map(self._message, data["messages"]))
-                events.append(parse_event(data))
-            elif row.type == "model_response":
-                data = json.loads(row.body)
-                data["message"] = self._message(data["message"])
-                events.append(parse_event(data))
-            else:
-                events.append(parse_event(row.body))
-        return events
+    def message(self, n: int) -> Message:
+        """Stored message `n`, parsed the first time it is asked for."""
+        message = self.messages.get(n)
+        if message is None:
+            body = self.bodies.get(n)
+            if body is None:
+                return UNSTORED
+            message = self.messages[n] = Message.model_validate_json(body)
+        return message
+
+    def events(self) -> EventLog:
+        """The stored events, each decoded when it is first read (`event`)."""
+        return EventLog(self.rows.events, self.event)
+
+    def event(self, row: EventRow) -> Event:
+        """One stored event; a request's view gets its numbered messages back."""
+        try:
+            return self._event(row)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise StoreError(
+                f"event {row.seq} of session {self.rows.info.id!r} could not be read back "
+                f"({type(exc).__name__}: {exc}); the store is damaged or was written by "
+                "another program"
+            ) from exc
+
+    def _event(self, row: EventRow) -> Event:
+        if row.type == "model_request":
+            data = json.loads(row.body)
+            data["messages"] = list(map(self._message, data["messages"]))
+            return parse_event(data)
+        if row.type == "model_response":
+            data = json.loads(row.body)
+            data["message"] = self._message(data["message"])
+            return parse_event(data)
+        return parse_event(row.body)
 
     def _message(self, item: dict[str, Any] | int) -> dict[str, Any] | Message:
         """A message in an event: its JSON, or the number of a stored one."""
-        return item if isinstance(item, dict) else self.messages.get(item, UNSTORED)
+        return item if isinstance(item, dict) else self.message(item)
+
+    def statuses(self) -> dict[str, str]:
+        """Each node's last status, read from the newest `status_changed` rows back."""
+        wanted = set(self.states)
+        statuses: dict[str, str] = {}
+        for row in reversed(self.rows.events):
+            if row.type == "status_changed" and row.path not in statuses:
+                statuses[row.path] = json.loads(row.body)["status"]
+                if wanted and wanted <= statuses.keys():
+                    break
+        return dict(reversed(statuses.items()))
 
     def restore_node(self, node: Node) -> None:
         """Restore `node`'s storage and state, then its children and their task entries."""
@@ -242,15 +278,18 @@ def _team_member(parent: Agent, name: str) -> Agent:
     )
 
 
-def _restore_runs(session: Session, events: list[Event]) -> list[Run]:
-    """Finished runs with their results; an interrupted run as `incomplete`, to be resumed."""
+def _restore_runs(session: Session, rows: SessionRows, events: EventLog) -> list[Run]:
+    """Finished runs with their results; an interrupted run as `incomplete`, to be resumed.
+
+    Only each run's bounds and its `run_finished` are read; its other events stay stored
+    until they are looked at."""
     firsts: dict[int, int] = {}
     lasts: dict[int, int] = {}
-    for index, event in enumerate(events):
-        if event.run:
-            firsts.setdefault(event.run, index)
-            if event.run not in lasts or not isinstance(events[lasts[event.run]], RunFinished):
-                lasts[event.run] = index
+    for index, row in enumerate(rows.events):
+        if row.run:
+            firsts.setdefault(row.run, index)
+            if row.run not in lasts or rows.events[lasts[row.run]].type != "run_finished":
+                lasts[row.run] = index
     runs = []
     tree = session.tree
     for number in range(1, max(firsts, default=0) + 1):
@@ -259,7 +298,7 @@ def _restore_runs(session: Session, events: list[Event]) -> list[Run]:
             result = Result(NEVER_STARTED, "cancelled", 0, session.run_usage, [], tree, number)
         else:
             first, last = firsts[number], lasts[number] + 1
-            end = events[last - 1]
+            end = events[last - 1] if rows.events[last - 1].type == "run_finished" else None
             if isinstance(end, RunFinished):
                 result = Result(end.text, end.status, end.turns, end.usage, [], tree, number)
             else:
