@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sagents_nb._store.protocol import supports_fork
 from sagents_nb.store import (
     EventRow,
     MemoryStore,
@@ -420,6 +421,37 @@ def test_the_record_as_of_an_event_makes_a_fork(store: Store) -> None:
     ]
     store.commit("f1", [Step(3, [event(3, "run_finished")], [write(3, 5)])])  # it goes on
     assert [m.n for m in store.load("f1").messages] == [1, 2, 3, 5]
+    assert [m.n for m in store.load("s1").messages] == [1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("seq", [1, 2, 3])
+def test_fork_copies_the_record_as_of_an_event(store: Store, seq: int) -> None:
+    """The optional `fork` keeps exactly what `create(load(...).at(seq))` keeps."""
+    new(store)
+    store.commit(
+        "s1",
+        [
+            Step(1, [event(1)], [write(1, 1, 2)], [node(1, status="running")], [task(1)]),
+            Step(2, [event(2)], [write(2, 3)], [node(2, turns=1)], [task(2, "job B")]),
+            Step(
+                3,
+                [event(3)],
+                [write(3, 4, swap=True)],
+                [node(3, status="done")],
+                [task(3, status="done", settled=3), task(3, "job C")],
+                [("boss", "worker", "job B", 3)],
+            ),
+        ],
+    )
+    assert supports_fork(store)
+    info = StoredSession("f1", "boss", 2.0, "s1", seq, seq)
+    store.fork("s1", seq, info)  # type: ignore[attr-defined]
+    forked = store.load("f1")
+    assert shape(forked)[1:] == shape(store.load("s1").at(seq))[1:]
+    assert (forked.info.parent, forked.info.fork_seq, forked.info.last_seq) == ("s1", seq, seq)
+    with pytest.raises(StoreError, match="already exists"):
+        store.fork("s1", seq, info)  # type: ignore[attr-defined]
+    store.commit("f1", [Step(seq + 1, [event(seq + 1, "run_finished")], [write(seq + 1, 9)])])
     assert [m.n for m in store.load("s1").messages] == [1, 2, 3, 4]
 
 

@@ -75,5 +75,5 @@ def _finished(
         reused=True,
         meta=dict(item.meta),
     )
-    record.events = events
+    record.events = list(events)
     return record

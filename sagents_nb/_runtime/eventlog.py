@@ -17,51 +17,67 @@ class EventLog(Sequence[Event]):
 
     A reopened session's log starts with its stored rows, each decoded to its event the first
     time it is read and kept: reopening a long session reads none of them, and looking back
-    (the last run's events, the tail) decodes only what it looks at. A slice is a log of its
-    own over the same rows.
+    (the last run's events, the tail) decodes only what it looks at. A slice is a view over
+    the same items (an event read through it is decoded once for both), fixed to the events
+    there were when it was taken, as a list's slice is.
     """
 
-    __slots__ = ("_decode", "_items", "_lock")
+    __slots__ = ("_decode", "_items", "_lock", "_start", "_stop")
 
     def __init__(self, items: Iterable[Event | EventRow] = (), decode: Decode | None = None):
         self._items: list[Event | EventRow] = list(items)
         self._decode = decode
         self._lock = threading.Lock()
+        self._start = 0
+        self._stop: int | None = None
+        """None: the whole log, growing; else where this view ends."""
 
     def append(self, event: Event) -> None:
+        if self._stop is not None:
+            raise TypeError("a slice of the event log is read-only")
         self._items.append(event)
 
     def __len__(self) -> int:
-        return len(self._items)
+        stop = len(self._items) if self._stop is None else self._stop
+        return stop - self._start
 
     @overload
     def __getitem__(self, index: int) -> Event: ...
 
     @overload
-    def __getitem__(self, index: slice) -> EventLog: ...
+    def __getitem__(self, index: slice) -> Sequence[Event]: ...
 
-    def __getitem__(self, index: int | slice) -> Event | EventLog:
+    def __getitem__(self, index: int | slice) -> Event | Sequence[Event]:
         if isinstance(index, slice):
-            return EventLog(self._items[index], self._decode)
-        item = self._items[index]
-        return item if isinstance(item, Event) else self._decoded(index, item)
+            start, stop, stride = index.indices(len(self))
+            if stride != 1:
+                return [self[i] for i in range(start, stop, stride)]
+            view = EventLog.__new__(EventLog)
+            view._items, view._decode, view._lock = self._items, self._decode, self._lock
+            view._start, view._stop = self._start + start, self._start + max(start, stop)
+            return view
+        size = len(self)
+        if not -size <= index < size:
+            raise IndexError("event log index out of range")
+        at = self._start + (index if index >= 0 else size + index)
+        item = self._items[at]
+        return item if isinstance(item, Event) else self._decoded(at)
 
-    def _decoded(self, index: int, row: EventRow) -> Event:
+    def _decoded(self, at: int) -> Event:
         with self._lock:  # readers on two threads get the same object
-            item = self._items[index]
+            item = self._items[at]
             if isinstance(item, Event):
                 return item
             assert self._decode is not None, "a stored row without its decoder"
-            event = self._decode(row)
-            self._items[index] = event
+            event = self._items[at] = self._decode(item)
             return event
 
     def __iter__(self) -> Iterator[Event]:
-        for index in range(len(self._items)):
+        for index in range(len(self)):
             yield self[index]
 
     def __reversed__(self) -> Iterator[Event]:
-        for index in range(len(self._items) - 1, -1, -1):
+        for index in range(len(self) - 1, -1, -1):
             yield self[index]
 
     def __eq__(self, other: object) -> bool:
@@ -80,4 +96,7 @@ class EventLog(Sequence[Event]):
     @property
     def undecoded(self) -> int:
         """How many stored rows have not been read yet."""
-        return sum(not isinstance(item, Event) for item in self._items)
+        return sum(
+            not isinstance(self._items[at], Event)
+            for at in range(self._start, self._start + len(self))
+        )

@@ -14,7 +14,14 @@ from .._base.messages import Message, Usage
 from .._base.outcome import Outcome
 from .._endpoints.openai import LLM
 from .._store.journal import Journal
-from .._store.protocol import EventRow, SessionRows, Store, StoredSession, TaskRow
+from .._store.protocol import (
+    EventRow,
+    SessionRows,
+    Store,
+    StoredSession,
+    TaskRow,
+    supports_fork,
+)
 from .._store.resolve import resolve_store
 from ..events import Event, RunFinished, parse_event
 from .eventlog import EventLog
@@ -81,7 +88,11 @@ def fork_session(session: Session, at: int | None) -> Session:
     cut.info = StoredSession(
         new_session_id(), session.agent.name, time.time(), session.id, seq, seq
     )
-    journal.store.create(cut)
+    store = journal.store
+    if supports_fork(store):
+        store.fork(session.id, seq, cut.info)  # type: ignore[attr-defined]
+    else:
+        store.create(cut)
     forked = type(session)(
         session.agent,
         llm=session.llm,

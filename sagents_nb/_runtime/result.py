@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -90,7 +91,8 @@ class Result:
     """Model calls the top agent made in this run."""
     usage: Usage
     """Tokens summed over the run, children included."""
-    events: list[Event]
+    events: Sequence[Event]
+    """The run's events (a reopened session's are decoded as they are read)."""
     tree: TreeNode
     run: int = 1
 

@@ -6,7 +6,7 @@ import asyncio
 import concurrent.futures
 import itertools
 import threading
-from collections.abc import Generator, Iterable, Mapping
+from collections.abc import Generator, Iterable, Mapping, Sequence
 from time import monotonic
 from typing import TYPE_CHECKING, Any
 
@@ -89,7 +89,7 @@ class Run:
         return self.pending[0] if self.pending else None
 
     @property
-    def events(self) -> list[Event]:
+    def events(self) -> Sequence[Event]:
         """The events of this run so far."""
         log = self.session.bus.log
         return log[self._first : self._last] if self.status != "queued" else []

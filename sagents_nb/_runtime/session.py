@@ -168,8 +168,9 @@ class Session:
     # what a notebook reads
 
     @property
-    def events(self) -> list[Event]:
-        """The session's whole event log."""
+    def events(self) -> Sequence[Event]:
+        """The session's whole event log (a list-like `EventLog`; a reopened session's stored
+        events are decoded as they are read)."""
         return self.bus.log
 
     @property

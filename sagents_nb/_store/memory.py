@@ -76,6 +76,13 @@ class MemoryStore:
                 record.add_task(info.id, replace(task))
             sessions[info.id] = record
 
+    def fork(self, source: str, seq: int, info: StoredSession) -> None:
+        """Add session `info` holding `source`'s rows as of event `seq` (the optional `fork`
+        of the protocol: exactly `create` of `load(source).at(seq)` under `info`)."""
+        rows = self.load(source).at(seq)
+        rows.info = info
+        self.create(rows)
+
     def commit(self, session_id: str, steps: Sequence[Step]) -> None:
         """Write steps in order, all or nothing: each step's events, its message writes in
         order, its node rows, the tasks it retires, then its tasks."""

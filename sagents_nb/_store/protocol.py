@@ -204,6 +204,11 @@ class Store(Protocol):
     creates forks and imports): a store serializes its methods. Rows crossing the seam are the store's own: it copies what it keeps and what it
     returns. `load` reads a session's whole record; reading part of it (paging) would be a
     further, optional method, so a store with these five keeps working.
+
+    Optional: `fork(source, seq, info)` adds session `info` holding `source`'s rows as of
+    event `seq`, the same as `create` of `load(source).at(seq)` with `info` (which
+    `Session.fork` does without it); a store that can copy rows where they are (SQL's
+    INSERT ... SELECT) spares reading and sending them (`supports_fork`).
     """
 
     def create(self, rows: SessionRows) -> None:
@@ -243,3 +248,8 @@ class Store(Protocol):
     def close(self) -> None:
         """Release the store's resources; using it afterwards raises `StoreError` (closing
         twice is fine)."""
+
+
+def supports_fork(store: object) -> bool:
+    """Whether `store` has the protocol's optional `fork(source, seq, info)`."""
+    return callable(getattr(store, "fork", None))

@@ -243,6 +243,11 @@ class SQLiteStore:
         """Add a new session with its rows in one transaction."""
         self._write(("create", _plain_session(rows)))
 
+    def fork(self, source: str, seq: int, info: StoredSession) -> None:
+        """Add session `info` with `source`'s rows as of event `seq`, copied inside the file."""
+        stored = (info.id, info.agent, info.created, info.parent, info.fork_seq)
+        self._write(("fork", source, seq, stored))
+
     def commit(self, session_id: str, steps: Sequence[Step]) -> None:
         """Write steps in order, in one transaction."""
         self.commit_plain(session_id, [_plain_step(step) for step in steps])

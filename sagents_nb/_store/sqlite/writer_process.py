@@ -9,8 +9,8 @@ or the kernel died: what it had received is still committed).
 
 This module imports only the standard library, so the process starts fast.
 
-Requests cross the pipe as plain data (`marshal`): `("commit", session id, steps)` or
-`("create", session)`. A step is `(events, messages, nodes, tasks, retired)` with `events`
+Requests cross the pipe as plain data (`marshal`): `("commit", session id, steps)`,
+`("create", session)` or `("fork", source id, seq, info)` (a fork copied in the file). A step is `(events, messages, nodes, tasks, retired)` with `events`
 [(seq, run, type, path, body)] (a body is JSON text, or the event's fields when they are all
 plain values: the JSON is then made here, off the kernel's GIL), `messages` [(path, transcript, seq, [(n, body)], replace)],
 `nodes` [(path, part, seq, body)], `tasks` [(parent, agent, prompt, child, seq, status, text,
@@ -126,6 +126,42 @@ def create_session(db: sqlite3.Connection, session: PlainSession) -> None:
     insert_rows(db, INSERT_TASKS, [(sid, *task) for task in tasks])
 
 
+def fork_session(db: sqlite3.Connection, source: str, seq: int, info: tuple[Any, ...]) -> None:
+    """Add session `info` holding `source`'s rows as they stood after event `seq` (the rows
+    `SessionRows.at` keeps), copied inside the file without reading them out (the caller
+    holds a transaction)."""
+    sid = info[0]
+    try:
+        db.execute("INSERT INTO sessions VALUES (?, ?, ?, ?, ?)", info)
+    except sqlite3.IntegrityError as exc:
+        raise Conflict(
+            f"a session with id {sid!r} already exists in this store; pass another session id"
+        ) from exc
+    db.execute(
+        "INSERT INTO events SELECT ?, seq, run, type, path, body FROM events "
+        "WHERE session = ? AND seq <= ?",
+        (sid, source, seq),
+    )
+    db.execute(
+        "INSERT INTO messages SELECT ?, n, path, transcript, added, "
+        "CASE WHEN removed > ? THEN NULL ELSE removed END, body FROM messages "
+        "WHERE session = ? AND added <= ?",
+        (sid, seq, source, seq),
+    )
+    db.execute(
+        "INSERT INTO nodes SELECT ?, path, part, seq, body FROM nodes "
+        "WHERE session = ? AND seq <= ?",
+        (sid, source, seq),
+    )
+    settled = "CASE WHEN settled <= ? THEN {} END"
+    db.execute(
+        f"{INSERT_TASKS} SELECT ?, parent, agent, prompt, child, seq, {settled.format('status')}, "
+        f"{settled.format('text')}, {settled.format('settled')}, NULL FROM tasks "
+        "WHERE session = ? AND seq <= ? AND (retired IS NULL OR retired > ?) ORDER BY id",
+        (sid, seq, seq, seq, source, seq, seq),
+    )
+
+
 def insert_events(db: sqlite3.Connection, sid: str, rows: list[tuple[object, ...]]) -> None:
     try:
         insert_rows(db, "INSERT INTO events", rows)
@@ -187,6 +223,8 @@ def write(db: sqlite3.Connection, request: tuple[Any, ...]) -> tuple[str, str]:
         try:
             if request[0] == "create":
                 create_session(db, request[1])
+            elif request[0] == "fork":
+                fork_session(db, *request[1:])
             else:
                 write_steps(db, request[1], request[2])
             db.execute("COMMIT")
