@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -50,8 +53,23 @@ def open_session(
 ) -> Session:
     """`Session.open`: load `session_id` from `store` and rebuild it around `agent`."""
     backend = resolve_store(store, create=False)
-    rows = backend.load(session_id)
-    return restore(cls(agent, session_id=session_id, **options), backend, rows)
+    with collector_paused():
+        rows = backend.load(session_id)
+        return restore(cls(agent, session_id=session_id, **options), backend, rows)
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Pause Python's cycle collector while a session's rows are read and rebuilt: the tens of
+    thousands of rows and messages a long session has make it sweep everything alive again and
+    again, and none of them form cycles."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def reopening_endpoint(llm: LLM | None) -> LLM:
@@ -76,6 +94,11 @@ def fork_session(session: Session, at: int | None) -> Session:
     """`Session.fork`: a new session in the same store holding the state as of event `at`."""
     journal = require_journal(session, "fork")
     journal.flush()
+    with collector_paused():
+        return _fork(session, journal, at)
+
+
+def _fork(session: Session, journal: Journal, at: int | None) -> Session:
     rows = journal.store.load(session.id)
     last = rows.info.last_seq
     seq = last if at is None else at
