@@ -6,6 +6,7 @@ import gc
 import json
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -112,10 +113,19 @@ def _fork(session: Session, journal: Journal, at: int | None) -> Session:
         new_session_id(), session.agent.name, time.time(), session.id, seq, seq
     )
     store = journal.store
-    if supports_fork(store):
-        store.fork(session.id, seq, cut.info)  # type: ignore[attr-defined]
-    else:
+    if not supports_fork(store):
         store.create(cut)
+        return restore(_branch(session, cut.info.id), store, cut)
+    # the store copies the rows (in its writer process, for a file) while they are rebuilt here
+    with ThreadPoolExecutor(1, thread_name_prefix="sagents_nb-fork") as pool:
+        copied = pool.submit(store.fork, session.id, seq, cut.info)  # type: ignore[attr-defined]
+        forked = restore(_branch(session, cut.info.id), store, cut)
+        copied.result()
+    return forked
+
+
+def _branch(session: Session, branch_id: str) -> Session:
+    """A new session object like `session` (its settings and state) under `branch_id`."""
     forked = type(session)(
         session.agent,
         llm=session.llm,
@@ -128,13 +138,13 @@ def _fork(session: Session, journal: Journal, at: int | None) -> Session:
         token_counter=session.token_counter,
         state=dict(session.state),
         tool_context=session.tool_context,
-        session_id=cut.info.id,
+        session_id=branch_id,
         durability=session.durability,
     )
     forked.default_worker = session.default_worker
     if session.agent.kind is None:
         forked.default_main = forked.root.kind = session.default_main
-    return restore(forked, journal.store, cut)
+    return forked
 
 
 def require_journal(session: Session, what: str) -> Journal:
