@@ -116,3 +116,12 @@ def test_a_damaged_event_says_so_when_it_is_read(tmp_path: Path) -> None:
     with pytest.raises(sn.StoreError, match=r"event 3 .* could not be read back"):
         reopened.events[2]
     reopened.store.close()
+
+
+def test_messages_read_back_have_caches_of_their_own() -> None:
+    body = '{"role":"assistant","content":"東京 🤖","tool_calls":[{"id":"c1","name":"step","arguments":"{}"}]}'
+    first, second = sn.Message.model_validate_json(body), sn.Message.model_validate_json(body)
+    assert first.to_wire() == second.to_wire() and first.to_wire() is not second.to_wire()
+    assert first.__pydantic_private__ is not second.__pydantic_private__
+    assert first == second == sn.Message(**first.model_dump())
+    assert sn.Message.model_construct(role="user", content="à").to_wire()["content"] == "à"

@@ -95,6 +95,16 @@ class Message(BaseModel):
         return self.content or ""
 
 
+def _fresh_caches(message: Message, context: Any, /) -> None:
+    """`Message`'s private-attribute set-up: empty caches. Pydantic's generic one (each
+    attribute's default resolved and copied) costs as much as validating a short message, and
+    a long session's reopen validates thousands of them."""
+    object.__setattr__(message, "__pydantic_private__", {"_wire": None, "_tokens": None})
+
+
+Message.model_post_init = _fresh_caches  # type: ignore[method-assign,assignment]
+
+
 class Usage(BaseModel):
     """Token usage as reported by the endpoint (or estimated)."""
 

@@ -185,7 +185,9 @@ def restore(session: Session, store: Store, rows: SessionRows) -> Session:
     bus.run = max((row.run for row in rows.events), default=0)
     session.runs = runs
     session.stored_queue = stored.queue(root.path)
-    session.journal = Journal(session, store, rows=rows, durability=session.durability)
+    session.journal = Journal(
+        session, store, rows=rows, durability=session.durability, node_states=stored.parts
+    )
     return session
 
 

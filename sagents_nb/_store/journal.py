@@ -121,6 +121,7 @@ class Journal:
         store: where to write.
         rows: the session's stored record when it was reopened or forked; None for a new one.
         durability: `turn`, `async` or `exit` (see `DURABILITY`).
+        node_states: `rows.node_states()`, when the caller has merged them already.
 
     A new session's record is created before the constructor returns (a taken id raises
     `StoreError` here).
@@ -133,6 +134,7 @@ class Journal:
         *,
         rows: SessionRows | None = None,
         durability: str = "async",
+        node_states: dict[tuple[str, str], dict[str, Any]] | None = None,
     ):
         if durability not in DURABILITY:
             raise ConfigurationError(
@@ -180,7 +182,8 @@ class Journal:
             )
         self._writer = StepWriter(store, session.id, cut=self._end_step)
         if rows is not None:
-            for (path, part), data in rows.node_states().items():
+            merged = node_states if node_states is not None else rows.node_states()
+            for (path, part), data in merged.items():
                 if part == "state":
                     self._states[path] = node_values_of(data)
                 elif part == "kind":
