@@ -3,6 +3,8 @@ decodes an event the first time it is read, and behaves like the list it was."""
 
 from __future__ import annotations
 
+import copy
+import pickle
 from pathlib import Path
 
 import pytest
@@ -90,6 +92,11 @@ def test_a_reopened_session_decodes_only_what_is_read(tmp_path: Path, parses: li
     assert [e.model_dump() for e in log] == original
     assert log.undecoded == 0 and len(parses) == len(original)
     assert log == list(log) and log[:2] == list(log)[:2]
+    result = reopened.runs[0].result()
+    for copied in (pickle.loads(pickle.dumps(result)).events, copy.deepcopy(log[:5])):
+        assert [e.model_dump() for e in copied] == [e.model_dump() for e in result.events][
+            : len(copied)
+        ]
 
 
 def test_a_reopened_session_goes_on_appending_to_its_log(tmp_path: Path) -> None:

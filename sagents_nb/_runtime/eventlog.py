@@ -93,6 +93,10 @@ class EventLog(Sequence[Event]):
     def __repr__(self) -> str:
         return repr(list(self))
 
+    def __reduce__(self) -> tuple[type[EventLog], tuple[list[Event]]]:
+        """Pickled and copied as its events (the lock and the decoder stay here)."""
+        return EventLog, (list(self),)
+
     @property
     def undecoded(self) -> int:
         """How many stored rows have not been read yet."""
