@@ -48,8 +48,10 @@ def long_session(folder: Path, turns: int) -> tuple[Path, str, int]:
 
     path = folder / f"long-{turns}.db"
     agent = sn.Agent("worker", tools=[step], max_turns=turns + 5, kind=sn.kinds.Main(top_k=8))
-    session = sn.Session(agent, llm=sn.mock_llm(handler), store=path)
-    session.send("go").result()
+    # no model-call cap: the session's default (2,000 a run) would cut the long one in half
+    session = sn.Session(agent, llm=sn.mock_llm(handler), store=path, max_model_calls=None)
+    result = session.send("go").result()
+    assert result.turns >= turns, f"the {turns}-turn session stopped early: {result.text}"
     count = len(session.events)
     session.store.close()
     return path, session.id, count
