@@ -109,6 +109,8 @@ def test_a_reopened_session_goes_on_appending_to_its_log(tmp_path: Path) -> None
     assert [e.seq for e in log] == list(range(1, len(log) + 1))
     forked = reopened.fork(at=len(original))
     assert [e.model_dump() for e in forked.events] == original
+    held = {id(m) for m in reopened.journal.stored_messages().values()}
+    assert forked.llm_messages and all(id(m) in held for m in forked.llm_messages)  # shared
     reopened.store.close()
 
 

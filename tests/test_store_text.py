@@ -57,3 +57,20 @@ def test_a_lone_surrogate_in_a_reply_or_a_tool_result_is_stored_as_replacement(
     replies = [m.content for m in again.llm_messages if m.role == "assistant"]
     assert replies[0] == "je regarde \ufffd"
     store.close()
+
+
+def test_a_fork_shares_its_sources_messages_but_takes_repaired_ones_from_the_store(
+    tmp_path: Path,
+) -> None:
+    agent = sn.Agent("a", tools=[read])
+    session = sn.Session(agent, llm=sn.mock_llm(handler), store=tmp_path / "runs.db")
+    session.send("go").result()
+    forked = session.fork()
+    pairs = list(zip(session.llm_messages, forked.llm_messages, strict=True))
+    assert next(b.content for _, b in pairs if b.role == "assistant") == "je regarde \ufffd"
+    for source, branch in pairs:
+        clean = not any("\ud800" <= c <= "\udfff" for c in str(source.content))
+        assert (branch is source) == clean  # immutable: shared, unless stored repaired
+        assert branch == source if clean else branch.content != source.content
+    assert forked.send("again").result().text.startswith("encore")
+    session.store.close()

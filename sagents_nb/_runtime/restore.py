@@ -115,11 +115,12 @@ def _fork(session: Session, journal: Journal, at: int | None) -> Session:
     store = journal.store
     if not supports_fork(store):
         store.create(cut)
-        return restore(_branch(session, cut.info.id), store, cut)
+        return restore(_branch(session, cut.info.id), store, cut, journal.stored_messages())
     # the store copies the rows (in its writer process, for a file) while they are rebuilt here
     with ThreadPoolExecutor(1, thread_name_prefix="sagents_nb-fork") as pool:
         copied = pool.submit(store.fork, session.id, seq, cut.info)  # type: ignore[attr-defined]
-        forked = restore(_branch(session, cut.info.id), store, cut)
+        held = journal.stored_messages()
+        forked = restore(_branch(session, cut.info.id), store, cut, held)
         copied.result()
     return forked
 
@@ -158,8 +159,11 @@ def require_journal(session: Session, what: str) -> Journal:
     return journal
 
 
-def restore(session: Session, store: Store, rows: SessionRows) -> Session:
-    """Put the stored state into a fresh `session` (built from code) and start recording."""
+def restore(
+    session: Session, store: Store, rows: SessionRows, held: dict[int, Message] | None = None
+) -> Session:
+    """Put the stored state into a fresh `session` (built from code) and start recording;
+    `held`: stored messages already parsed, by number (a fork's, from its source)."""
     root = session.root
     if rows.info.agent != root.agent.name:
         raise StoreError(
@@ -167,7 +171,7 @@ def restore(session: Session, store: Store, rows: SessionRows) -> Session:
             f"{root.agent.name!r}; pass agent= the agent it was saved with"
         )
     try:
-        stored = _Stored(rows)
+        stored = _Stored(rows, held)
         stored.restore_node(root)
         root.display = stored.transcript(root.path, "display")
         events = stored.events()
@@ -201,10 +205,16 @@ class _Stored:
     """A session's rows, each parsed once when it is first needed: one `Message` per stored
     message, shared by the transcripts and the views in events, and each node's newest state."""
 
-    def __init__(self, rows: SessionRows) -> None:
+    def __init__(self, rows: SessionRows, held: dict[int, Message] | None = None) -> None:
         self.rows = rows
         self.bodies = {row.n: row.body for row in rows.messages}
         self.messages: dict[int, Message] = {}
+        if held:  # immutable, so a fork shares its source's: one object for each stored text
+            known = {self.bodies[n]: m for n, m in held.items() if n in self.bodies}
+            for stored in rows.messages:
+                message = known.get(stored.body)
+                if message is not None:
+                    self.messages[stored.n] = message
         self.live = rows.live_messages()
         self.tasks: dict[str, list[TaskRow]] = {}
         for task in rows.tasks:

@@ -281,6 +281,13 @@ class Journal:
             )
         )
 
+    def stored_messages(self) -> dict[int, Message]:
+        """The stored messages this process holds, by number: a fork takes these rather than
+        parse their rows again. A message whose text was stored repaired (a lone surrogate)
+        is left out, so the fork gets the stored copy."""
+        held = tuple(self._numbering.numbers.values())  # one copy: the store thread numbers too
+        return {int(n): message for message, n in held if _storable_as_is(message)}
+
     def _number(self, messages: list[Message], rows: list[MessageRow]) -> None:
         for message, row in zip(messages, rows, strict=True):
             self._numbering.numbers[id(message)] = (message, str(row.n))
@@ -562,6 +569,17 @@ def _plain_type(annotation: Any) -> bool:
     if origin in (typing.Union, types.UnionType):
         return all(map(_plain_type, args))
     return origin is list and args == (str,)
+
+
+def _storable_as_is(message: Message) -> bool:
+    """Whether `message`'s stored copy is the message itself (no text repaired)."""
+    texts = [message.content or "", message.name or "", message.tool_call_id or ""]
+    for call in message.tool_calls or ():
+        texts += (call.id, call.name, call.arguments)
+    repairs: list[int] = []
+    if message.meta:  # rare: walked for text at any depth
+        repaired(message.meta, repairs.append)
+    return not repairs and not any(map(has_surrogate, texts))
 
 
 class Numbering:
