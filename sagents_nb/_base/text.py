@@ -8,6 +8,7 @@ counts from a real tokenizer.
 
 from __future__ import annotations
 
+import functools
 import re
 import string
 import unicodedata
@@ -15,14 +16,23 @@ import unicodedata
 _PUNCTUATION_ONLY = str.maketrans("", "", string.ascii_letters + string.digits + " \t\n\r")
 """Deletes ASCII letters, digits and spaces: what is left of ASCII text is its punctuation."""
 
-_WIDE = re.compile(
+_WIDE = (
     "[\u0900-\u0dff\u0e00-\u0e7f\u1100-\u11ff\u2e80-\u9fff\ua960-\ua97f\uac00-\ud7ff"
     "\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef\U00020000-\U0003ffff]"
 )
 """Scripts a tokenizer spends about a token a character on: Indic, Thai, CJK, kana, Hangul."""
 
-_SYMBOL = re.compile("[\u2190-\u2bff\U0001f000-\U0001faff]")
+_SYMBOL = "[\u2190-\u2bff\U0001f000-\U0001faff]"
 """Arrows, dingbats and emoji: about two tokens each."""
+
+_UNSPACED = "([\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+)"
+"""Runs of scripts written without spaces between words: Chinese, Japanese kana, Korean."""
+
+
+@functools.cache
+def _compiled(pattern: str) -> re.Pattern[str]:
+    """`pattern` compiled on first use: the wide Unicode classes are slow to compile at import."""
+    return re.compile(pattern)
 
 
 def estimate_text_tokens(text: str) -> int:
@@ -37,15 +47,13 @@ def estimate_text_tokens(text: str) -> int:
         return (size + len(text.translate(_PUNCTUATION_ONLY))) // 4
     ascii_size = len(text.encode("ascii", "ignore"))
     other = size - ascii_size
-    wide = _WIDE.subn("", text)[1]
-    symbols = _SYMBOL.subn("", text)[1]
+    wide = _compiled(_WIDE).subn("", text)[1]
+    symbols = _compiled(_SYMBOL).subn("", text)[1]
     punctuation = len(text.translate(_PUNCTUATION_ONLY)) - other
     return int((ascii_size + punctuation) / 4 + wide + 2 * symbols + (other - wide - symbols) / 2)
 
 
 _WORD = re.compile(r"\w+")
-_UNSPACED = re.compile("([\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+)")
-"""Runs of scripts written without spaces between words: Chinese, Japanese kana, Korean."""
 
 STOP_WORDS = frozenset(
     # English
@@ -77,11 +85,12 @@ def terms(text: str) -> frozenset[str]:
     it without a dictionary.
     """
     found: set[str] = set()
+    unspaced = _compiled(_UNSPACED)
     for word in _WORD.findall(unicodedata.normalize("NFKC", text).casefold()):
-        for piece in _UNSPACED.split(word):
+        for piece in unspaced.split(word):
             if not piece:
                 continue
-            if _UNSPACED.fullmatch(piece):
+            if unspaced.fullmatch(piece):
                 found.update(piece[i : i + 2] for i in range(max(1, len(piece) - 1)))
                 continue
             piece = fold(piece)
