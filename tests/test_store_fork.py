@@ -165,3 +165,25 @@ def test_a_fork_at_any_event_has_the_transcripts_of_that_moment(tmp_path: Path) 
         if seq in requests:  # the tree as the request was made
             assert got == live, what
             assert fork.tree.to_dict() == seen[seq][1], what
+
+
+def test_a_fork_keeps_the_sessions_settings(tmp_path: Path) -> None:
+    session = sn.Session(
+        sn.Agent("solo"),
+        llm=sn.script("one", "two"),
+        store=tmp_path / "runs.db",
+        reattach="session",
+        max_model_calls=None,
+        max_nodes=7,
+        max_tokens=1234,
+        durability="turn",
+    )
+    session.send("hi").result()
+    fork = session.fork()
+    assert (fork.reattach, fork.max_model_calls, fork.max_nodes, fork.max_tokens) == (
+        "session",
+        None,
+        7,
+        1234,
+    )
+    assert fork.durability == "turn"
