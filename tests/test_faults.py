@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import time
 
 import httpx
@@ -240,6 +241,32 @@ def test_cancel_during_a_model_call() -> None:
     assert run.wait(5) == "cancelled"
     session.llm = sn.script("next works")
     assert session.send("y").result().text == "next works"
+
+
+def test_a_tool_call_cancelled_mid_call_ends_in_the_event_stream() -> None:
+    started = threading.Event()
+
+    @sn.tool
+    async def slow() -> str:
+        started.set()
+        await asyncio.sleep(30)
+        return "late"
+
+    session = sn.Session(
+        sn.Agent("a", tools=[slow]),
+        llm=sn.mock_llm(
+            lambda req: sn.reply(tool_calls=[sn.call("slow")]) if not req.tool_results else "end"
+        ),
+    )
+    run = session.send("x")
+    assert started.wait(5)
+    run.cancel()
+    assert run.wait(5) == "cancelled"
+    types = [e.type for e in session.events]
+    finished = [e for e in session.events if e.type == "tool_call_finished"]
+    assert [e.status for e in finished] == ["cancelled"]
+    assert types.index("tool_call_finished") < types.index("run_finished")
+    assert session.send("y").result().text == "end"
 
 
 def test_cancel_a_queued_run_never_runs_it() -> None:

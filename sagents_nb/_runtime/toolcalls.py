@@ -76,21 +76,32 @@ async def execute_call(node: Node, call: ToolCall) -> ToolResult:
         )
     )
     started = time.perf_counter()
-    denied = await apply_before(hooks, info) if hooks else None
-    if denied is not None:
-        result = ToolResult(call.id, name, f"call rejected: {denied.reason}", "denied")
-    elif tool is None:
-        available = ", ".join(sorted(node.tool_map)) or "none"
-        result = ToolResult(
-            call.id, name, f"error: unknown tool {name!r} (available: {available})", "error"
-        )
-    else:
-        result = await _invoke(node, tool, call.id, info.arguments)
-    if hooks and denied is None:
-        result = await apply_after(hooks, info, result)
+    try:
+        result = await _call_with_hooks(node, tool, call, info, hooks)
+    except asyncio.CancelledError:
+        # every started call ends in the event stream, so the view's card does not stay "running"
+        cancelled = ToolResult(call.id, name, "[cancelled] the call was stopped", "cancelled")
+        _finish(node, call, shown, time.perf_counter() - started, cancelled)
+        raise
     if hooks and info.arguments != arguments:  # a hook rewrote them
         shown = _dump(info.arguments)
     return _finish(node, call, shown, time.perf_counter() - started, result)
+
+
+async def _call_with_hooks(
+    node: Node, tool: Any, call: ToolCall, info: ToolCallInfo, hooks: list[Any]
+) -> ToolResult:
+    name = call.name
+    denied = await apply_before(hooks, info) if hooks else None
+    if denied is not None:
+        return ToolResult(call.id, name, f"call rejected: {denied.reason}", "denied")
+    if tool is None:
+        available = ", ".join(sorted(node.tool_map)) or "none"
+        return ToolResult(
+            call.id, name, f"error: unknown tool {name!r} (available: {available})", "error"
+        )
+    result = await _invoke(node, tool, call.id, info.arguments)
+    return await apply_after(hooks, info, result) if hooks else result
 
 
 async def _invoke(node: Node, tool: Any, call_id: str, arguments: dict[str, Any]) -> ToolResult:

@@ -429,6 +429,6 @@ def _committed_results(node: Node) -> dict[str, str]:
             continue
         if isinstance(event, ModelResponse):
             break
-        if isinstance(event, ToolCallFinished):
+        if isinstance(event, ToolCallFinished) and event.status != "cancelled":
             results.setdefault(event.call_id, event.result)
     return results
