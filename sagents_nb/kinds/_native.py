@@ -62,7 +62,6 @@ class Native(BaseKind):
         self.resume = resume
         self.persistent = resume  # one child per agent, so its next task finds the session
         self._call_ids = itertools.count(1)
-        self._sessions: dict[str, str] = {}
 
     def __repr__(self) -> str:
         return f"Native({self.driver.name})"
@@ -104,7 +103,9 @@ class Native(BaseKind):
                 if event.cost_usd is not None:
                     child.cost_usd = (child.cost_usd or 0.0) + event.cost_usd
                 if event.session_id and self.resume:
-                    self._sessions[child.path] = event.session_id
+                    # the child's own state, so a reopened or forked session resumes it too
+                    child.kind_state[self.name] = {"cli_session": event.session_id}
+                    child.state_changed()
 
         config = HarnessConfig(
             child.input_text,
@@ -112,7 +113,7 @@ class Native(BaseKind):
             system_prompt=agent.instructions,
             cwd=self.cwd,
             extra_args=self.extra_args,
-            resume=self._sessions.get(child.path) if self.resume else None,
+            resume=self._cli_session(child) if self.resume else None,
         )
         outcome = await run_harness(
             self.driver,
@@ -139,6 +140,18 @@ class Native(BaseKind):
         if outcome.status == "done":
             return Outcome("done", outcome.text)
         return Outcome("error", outcome.error or "the CLI failed")
+
+    def _cli_session(self, child: Node) -> str | None:
+        state = child.kind_state.get(self.name)
+        return state["cli_session"] if state else None
+
+    def dump_state(self, child: Node) -> Any:
+        state = child.kind_state.get(self.name)
+        return dict(state) if state else None
+
+    def load_state(self, child: Node, state: Any) -> None:
+        if isinstance(state, dict) and isinstance(state.get("cli_session"), str):
+            child.kind_state[self.name] = {"cli_session": state["cli_session"]}
 
 
 class _CliOwnTool(NodeTool):

@@ -274,6 +274,37 @@ def test_a_second_task_resumes_the_cli_session(cli, tmp_path, trap):  # noqa: F8
     assert "remember: kiwi" in said and "answer 1" in said
 
 
+@pytest.mark.parametrize("cli", CLIS)
+def test_a_reopened_session_resumes_the_cli_session(cli, tmp_path, trap):  # noqa: F811
+    seen: list[sn.ChatRequest] = []
+
+    def model(req: sn.ChatRequest):
+        seen.append(req)
+        return f"answer {len(seen)}"
+
+    def boss_model(req: sn.ChatRequest):
+        if req.last["role"] == "user":
+            return sn.reply(tool_calls=[sn.call("task", agent="coder", prompt=req.last_user)])
+        return "ok"
+
+    store = tmp_path / "runs.db"
+    with sn.MockServer(sn.mock_llm(model)) as server:
+        boss = sn.Agent("boss", team=[child(cli, server, tmp_path, trap, resume=True)])
+        first = sn.Session(boss, llm=sn.mock_llm(boss_model), store=store)
+        assert first.send("remember: kiwi 🥝").result().status == "done"
+        # a new kind instance, as after a kernel restart: the CLI session comes from the store
+        boss = sn.Agent("boss", team=[child(cli, server, tmp_path, trap, resume=True)])
+        again = sn.Session.open(store, first.id, agent=boss, llm=sn.mock_llm(boss_model))
+        answer = again.send("what fruit?").result()
+        first.store.close()
+        again.store.close()
+    assert answer.status == "done"
+    assert [c.id for c in answer.tree.children] == ["boss/coder.1"]
+    said = [m["content"] for m in seen[-1].messages if m["role"] in ("user", "assistant")]
+    assert seen[-1].last_user == "what fruit?"
+    assert "remember: kiwi 🥝" in said and "answer 1" in said
+
+
 def test_grok_cli_answers_over_chat_completions_with_its_own_tool(tmp_path, trap):  # noqa: F811
     seen: list[sn.ChatRequest] = []
 
