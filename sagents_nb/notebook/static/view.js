@@ -81,7 +81,11 @@ function render({ model, el }) {
     collapsed: new Set(),
     filter: "",
     opened: new Set(), // seqs of the events whose JSON the person opened
+    cursor: null, // the tree row that holds the keyboard focus (the tree's one tab stop)
+    rows: [], // the tree rows on screen, in order, for the arrow keys
   };
+  // ids for aria-controls / aria-labelledby, unique on the page
+  const uid = `sn-${Math.random().toString(36).slice(2, 10)}`;
   let frame = 0;
 
   const schedule = () => {
@@ -254,6 +258,7 @@ function render({ model, el }) {
       <div class="sn-label">${model_ ? "reply (for Edit)" : "arguments (JSON, for Edit)"}</div>
       <textarea
         class="sn-edit"
+        aria-label=${model_ ? "reply to use (for Edit)" : "arguments as JSON (for Edit)"}
         rows="4"
         spellcheck="false"
         placeholder=${model_ ? "a reply to use instead of calling the model" : ""}
@@ -274,7 +279,7 @@ function render({ model, el }) {
         >
           Reject
         </button>
-        <input class="sn-reason" type="text" placeholder="reason (for Reject)" />
+        <input class="sn-reason" type="text" placeholder="reason (for Reject)" aria-label="reason (for Reject)" />
       </div>
     </div>`;
   }
@@ -297,6 +302,8 @@ function render({ model, el }) {
       .join(" · ");
     const visible = matching(state, ui.filter.trim().toLowerCase());
     const following = ui.node === null;
+    ui.rows = visible === null || visible.has(state.id) ? treeRows(state, visible) : [];
+    const cursor = ui.rows.some((row) => row.id === ui.cursor) ? ui.cursor : selected;
     return html`<div class="sn-tree">
       <div class="sn-tree-tools">
         <input
@@ -321,9 +328,9 @@ function render({ model, el }) {
       </div>
       <div class="sn-tree-summary">${total} nodes · ${summary}</div>
       ${live ? kindSelectors(head) : nothing}
-      <div class="sn-tree-rows" role="tree" aria-label="delegation tree">
+      <div class="sn-tree-rows" role="tree" aria-label="delegation tree" @keydown=${treeKeys}>
         ${visible === null || visible.has(state.id)
-          ? treeNode(state, 0, selected, head, visible)
+          ? treeNode(state, 0, selected, head, visible, 1, 1, cursor)
           : html`<div class="sn-empty">no node matches “${ui.filter}”</div>`}
       </div>
     </div>`;
@@ -345,7 +352,7 @@ function render({ model, el }) {
     return keep;
   }
 
-  function treeNode(node, depth, selected, state, visible) {
+  function treeNode(node, depth, selected, state, visible, position, siblings, cursor) {
     const children = (node.children || []).filter((child) => visible === null || visible.has(child.id));
     const collapsed = ui.collapsed.has(node.id) && visible === null;
     const name = depth === 0 ? node.agent : node.id.slice(node.id.lastIndexOf("/") + 1);
@@ -364,11 +371,20 @@ function render({ model, el }) {
         aria-level=${depth + 1}
         aria-selected=${node.id === selected ? "true" : "false"}
         aria-expanded=${children.length ? (collapsed ? "false" : "true") : nothing}
+        aria-posinset=${position}
+        aria-setsize=${siblings}
+        tabindex=${node.id === cursor ? "0" : "-1"}
         title=${[node.id, node.display_text, node.detail].filter(Boolean).join("\n")}
         @click=${() => focus({ node: node.id })}
       >
         ${children.length
-          ? html`<button class="sn-twist" title=${collapsed ? "expand" : "collapse"} @click=${toggle}>
+          ? html`<button
+              class="sn-twist"
+              title=${collapsed ? "expand" : "collapse"}
+              tabindex="-1"
+              aria-hidden="true"
+              @click=${toggle}
+            >
               ${collapsed ? "▸" : "▾"}
             </button>`
           : html`<span class="sn-twist-space"></span>`}
@@ -397,10 +413,72 @@ function render({ model, el }) {
             ${repeat(
               children,
               (child) => child.id,
-              (child) => treeNode(child, depth + 1, selected, state, visible),
+              (child, i) => treeNode(child, depth + 1, selected, state, visible, i + 1, children.length, cursor),
             )}
           </div>`}
     </div>`;
+  }
+
+  // The rows on screen, in order (collapsed branches and filtered-out nodes left out).
+  function treeRows(root, visible) {
+    const found = [];
+    const visit = (node, parent) => {
+      const children = (node.children || []).filter((child) => visible === null || visible.has(child.id));
+      const collapsed = ui.collapsed.has(node.id) && visible === null;
+      found.push({ id: node.id, parent, expandable: children.length > 0, collapsed });
+      if (!collapsed) for (const child of children) visit(child, node.id);
+    };
+    visit(root, null);
+    return found;
+  }
+
+  // The WAI-ARIA tree pattern: arrows move, Left/Right fold, Home/End jump, Enter selects.
+  function treeKeys(event) {
+    const item = event.target.closest('[role="treeitem"]');
+    const rows = ui.rows;
+    const at = item ? rows.findIndex((row) => row.id === item.dataset.path) : -1;
+    if (at < 0 || event.altKey || event.ctrlKey || event.metaKey) return;
+    const row = rows[at];
+    let next = null;
+    switch (event.key) {
+      case "ArrowDown":
+        next = rows[at + 1];
+        break;
+      case "ArrowUp":
+        next = rows[at - 1];
+        break;
+      case "Home":
+        next = rows[0];
+        break;
+      case "End":
+        next = rows[rows.length - 1];
+        break;
+      case "ArrowRight":
+        if (row.expandable && row.collapsed) ui.collapsed.delete(row.id);
+        else if (row.expandable) next = rows[at + 1];
+        break;
+      case "ArrowLeft":
+        if (row.expandable && !row.collapsed) ui.collapsed.add(row.id);
+        else next = rows.find((other) => other.id === row.parent);
+        break;
+      case "Enter":
+      case " ":
+        focus({ node: row.id });
+        break;
+      default:
+        return;
+    }
+    event.preventDefault();
+    if (next) {
+      ui.cursor = next.id;
+      const target = [...el.querySelectorAll('.sn-tree-rows [role="treeitem"]')].find(
+        (node) => node.dataset.path === next.id,
+      );
+      if (target) target.focus();
+    } else {
+      ui.cursor = row.id;
+    }
+    schedule();
   }
 
   // One selector per agent (not per instance): the kind its next task runs with.
@@ -431,14 +509,35 @@ function render({ model, el }) {
 
   // tabs and panes
 
+  // The WAI-ARIA tabs pattern: one tab stop; arrows (wrapping), Home and End switch tabs.
+  function tabKeys(event) {
+    const names = TABS.map(([name]) => name);
+    const at = names.indexOf(event.target.dataset.tab);
+    if (at < 0 || ui.dead) return;
+    const next = {
+      ArrowRight: (at + 1) % names.length,
+      ArrowLeft: (at - 1 + names.length) % names.length,
+      Home: 0,
+      End: names.length - 1,
+    }[event.key];
+    if (next === undefined) return;
+    event.preventDefault();
+    focus({ tab: names[next] });
+    const target = event.currentTarget.querySelector(`[data-tab="${names[next]}"]`);
+    if (target) target.focus();
+  }
+
   function tabs() {
-    return html`<div class="sn-tabs" role="tablist">
+    return html`<div class="sn-tabs" role="tablist" aria-label="panes of the selected node" @keydown=${tabKeys}>
       ${TABS.map(
         ([name, label]) =>
           html`<button
             class=${name === ui.tab ? "sn-tab sn-active" : "sn-tab"}
             role="tab"
+            id=${`${uid}-tab-${name}`}
+            aria-controls=${`${uid}-panel`}
             aria-selected=${name === ui.tab ? "true" : "false"}
+            tabindex=${name === ui.tab ? "0" : "-1"}
             data-tab=${name}
             ?disabled=${!!ui.dead && name !== ui.tab}
             @click=${() => focus({ tab: name })}
@@ -456,7 +555,14 @@ function render({ model, el }) {
           ${state.node}${state.chosen ? "" : html` <span class="sn-meta">(following the run)</span>`}
         </div>`
       : nothing;
-    return html`<div class="sn-pane" role="tabpanel" data-tab=${state.tab || ""} data-node=${state.node || ""}>
+    return html`<div
+      class="sn-pane"
+      role="tabpanel"
+      id=${`${uid}-panel`}
+      aria-labelledby=${`${uid}-tab-${state.tab || "transcript"}`}
+      data-tab=${state.tab || ""}
+      data-node=${state.node || ""}
+    >
       ${title} ${state.empty ? html`<div class="sn-empty">${state.empty}</div>` : draw(state, head)}
     </div>`;
   }
@@ -514,10 +620,20 @@ function render({ model, el }) {
     return html`<div class="sn-context">
       ${chart(chartRows, state.markers || [], state.legend || [], state.index, go)}
       <div class="sn-turn-nav">
-        <button class="sn-button" ?disabled=${state.index <= 0} @click=${() => go(state.index - 1)}>◀</button>
+        <button
+          class="sn-button"
+          aria-label="previous turn"
+          title="previous turn"
+          ?disabled=${state.index <= 0}
+          @click=${() => go(state.index - 1)}
+        >
+          ◀
+        </button>
         <span> turn ${detail.turn} (${state.index + 1} of ${chartRows.length}) </span>
         <button
           class="sn-button"
+          aria-label="next turn"
+          title="next turn"
           ?disabled=${state.index >= chartRows.length - 1}
           @click=${() => go(state.index + 1)}
         >
