@@ -106,6 +106,17 @@ class MessagePreprocessed(Event):
     llm: Message
 
 
+class MessageRefused(Event):
+    """The session's preprocessor refused a user message (`sn.Rejected`): nothing was sent and
+    nothing added to the transcripts. The message itself is left out: a refusal often guards a
+    secret."""
+
+    type: Literal["message_refused"] = "message_refused"
+    waits = True
+    preprocessor: str
+    reason: str
+
+
 class ModelRequest(Event):
     """A request is about to go to the endpoint; `messages` is the exact view sent."""
 
@@ -384,6 +395,7 @@ AnyEvent = Annotated[
     RunStarted
     | StatusChanged
     | MessagePreprocessed
+    | MessageRefused
     | ModelRequest
     | ModelResponse
     | TextDelta
@@ -454,6 +466,7 @@ __all__ = [
     "KindSwapped",
     "LLMSwapped",
     "MessagePreprocessed",
+    "MessageRefused",
     "ModelRequest",
     "ModelResponse",
     "Paused",

@@ -60,7 +60,13 @@ def test_rejected_message_adds_nothing_and_the_session_still_works() -> None:
     with pytest.raises(sn.Rejected, match="passwords"):
         session.send("my password is hunter2")
     assert session.display_messages == [] and session.llm_messages == []
-    assert len(session.events) == before and session.runs == []
+    assert session.runs == []
+    # the refusal is on record (for the live view), the refused text is not: it may be a secret
+    (refused,) = session.events[before:]
+    assert (
+        refused.type == "message_refused" and refused.reason == "messages may not contain passwords"
+    )
+    assert refused.preprocessor == "NoSecrets" and "hunter2" not in refused.model_dump_json()
     assert session.send("hello").result().text == "echo: hello"
 
 

@@ -22,6 +22,7 @@ from ..events import (
     Event,
     LLMSwapped,
     MessagePreprocessed,
+    MessageRefused,
     PreprocessorSwapped,
     RunFinished,
     RunStarted,
@@ -108,6 +109,8 @@ class Session:
         self._llm = llm if llm is not None else LLM()
         self.scope = scope
         self._preprocessor = preprocessor
+        self._preprocessors: dict[str, Any] = {}
+        self._remember_preprocessor(preprocessor)
         self.journal: Journal | None = None
         """Records this session into its store (None when the session is not durable)."""
         self.hooks = list(hooks)
@@ -216,11 +219,23 @@ class Session:
     @preprocessor.setter
     def preprocessor(self, value: Any) -> None:
         old, self._preprocessor = self._preprocessor, value
+        self._remember_preprocessor(value)
         self.bus.emit(
             PreprocessorSwapped(
                 path=self.root.path, old=preprocessor_name(old), new=preprocessor_name(value)
             )
         )
+
+    @property
+    def preprocessors(self) -> dict[str, Any]:
+        """Every preprocessor this session has had, by name (the newest object under each
+        name): the live view's selector offers them, to switch back to."""
+        return dict(self._preprocessors)
+
+    def _remember_preprocessor(self, preprocessor: Any) -> None:
+        if preprocessor is not None:
+            # in the order first seen, so that the selector's options keep their places
+            self._preprocessors[preprocessor_name(preprocessor)] = preprocessor
 
     @property
     def llm(self) -> LLM:
@@ -362,7 +377,14 @@ class Session:
     async def _enqueue(self, text: str | None, pause_on: Iterable[str]) -> Run:
         display = llm_message = None
         if text is not None:
-            display, llm_message = await self._preprocess(Message(role="user", content=text))
+            try:
+                display, llm_message = await self._preprocess(Message(role="user", content=text))
+            except Rejected as refusal:
+                name = preprocessor_name(self._preprocessor)
+                self.bus.emit(
+                    MessageRefused(path=self.root.path, preprocessor=name, reason=refusal.reason)
+                )
+                raise
         run = Run(self, len(self.runs) + 1, pause_on=pause_on, message=llm_message, display=display)
         previous = self._tail
         run._task = asyncio.get_running_loop().create_task(self._execute(run, previous))

@@ -21,8 +21,9 @@ def view(
     Args:
         obj: a `sn.Session` (follows every run), a `sn.Run` (its buttons control that run) or a
             `sn.Result` (a finished run, without controls).
-        preprocessors: named preprocessors the session's selector offers, e.g.
-            `{"mentions": sn.Mentions(docs)}`; `none` is always offered.
+        preprocessors: more named preprocessors the session's selector offers, e.g.
+            `{"mentions": sn.Mentions(docs)}`; `none` and every preprocessor the session has
+            had (by name) are always offered.
         rate: front-end updates per second at most; the last state is always sent.
 
     Returns:

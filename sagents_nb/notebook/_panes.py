@@ -11,6 +11,7 @@ from ..events import (
     ErrorOccurred,
     Event,
     HarnessEventOccurred,
+    MessageRefused,
     ModelResponse,
     RunStarted,
     TaskSpawned,
@@ -122,6 +123,9 @@ def transcript_row(projector: Projector, event: Event) -> dict[str, Any]:
             row.update(name=event.name, status=event.status)
         case ErrorOccurred():
             row.update(role="error", text=clip(f"{event.error_type}: {event.message}"))
+        case MessageRefused():
+            row.update(role="user", name=f"preprocessor {event.preprocessor}", status="refused")
+            row["text"] = clip(f"message refused, not sent: {event.reason}")
         case HarnessEventOccurred():
             data = event.event
             kind = str(data.get("type", "event"))

@@ -21,6 +21,7 @@ from ..events import (
     KindSwapped,
     LLMSwapped,
     MessagePreprocessed,
+    MessageRefused,
     ModelRequest,
     ModelResponse,
     Paused,
@@ -202,6 +203,10 @@ class Projector:
     def _message_preprocessed(self, event: MessagePreprocessed) -> None:
         self.preprocessor = event.preprocessor
         self.preprocessed[event.run] = event
+
+    @handles(MessageRefused)
+    def _message_refused(self, event: MessageRefused) -> None:
+        self.node(event.path).transcript.append(event)
 
     @handles(RunFinished)
     def _run_finished(self, event: RunFinished) -> None:

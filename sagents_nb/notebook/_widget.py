@@ -54,7 +54,8 @@ class LiveView(anywidget.AnyWidget):
 
     Args:
         obj: a `sn.Session`, `sn.Run` or `sn.Result`.
-        preprocessors: named preprocessors the session's selector offers (besides `none`).
+        preprocessors: named preprocessors the session's selector offers, besides `none` and
+            every one the session has had.
         rate: front-end updates per second at most.
     """
 
@@ -151,8 +152,11 @@ class LiveView(anywidget.AnyWidget):
         self.refresh()
 
     def preprocessor_options(self) -> dict[str, Any]:
-        """The preprocessor selector's choices, by name."""
-        return {"none": None, **self.preprocessors}
+        """The preprocessor selector's choices, by name: every one the session has had, and
+        those given to the view."""
+        session = self.target.session
+        had = session.preprocessors if session is not None else {}
+        return {"none": None, **had, **self.preprocessors}
 
     def close(self) -> None:
         """Stop following the session and close the widget and its layout."""
