@@ -1,6 +1,10 @@
 """What a live view leaves in a saved notebook for readers without widgets (nbconvert HTML,
-nbviewer, GitHub): its final state as static text and escaped HTML, kept current by updating
-the view's display after each cell runs."""
+nbviewer, GitHub): its final state as static text and escaped HTML, in an output of its own
+right below the widget's, kept current by updating that output after each cell runs."""
+
+# An output of its own: when a notebook stores widget state, nbconvert renders a widget output
+# as the widget alone (an empty box offline), whatever other formats it carries. Where the
+# widget does render, view.css hides the static output that follows it.
 
 from __future__ import annotations
 
@@ -22,6 +26,7 @@ _COLOURS = {
     "incomplete": "#bc4c00",
     "cancelled": "#57606a",
 }
+STATIC_TYPES = ("text/plain", "text/html")
 _shown: weakref.WeakSet[LiveView] = weakref.WeakSet()
 _hooked = False
 
@@ -93,11 +98,15 @@ def static_view(view: LiveView) -> dict[str, str]:
 
 
 def show(view: LiveView, bundle: dict[str, Any], metadata: dict[str, Any]) -> None:
-    """Display `bundle` under the view's display id, and keep its static part current."""
+    """Display the widget of `bundle`, then its static part as an output of its own (under the
+    view's display id), and keep that part current."""
     from IPython.display import display
 
-    display(bundle, metadata=metadata, raw=True, display_id=view.display_id)
-    view.published = bundle.get("text/html")
+    static = {key: bundle[key] for key in STATIC_TYPES if key in bundle}
+    widget = {**bundle, **dict.fromkeys(STATIC_TYPES, "")}
+    display(widget, metadata=metadata, raw=True)
+    display(static, raw=True, display_id=view.display_id)
+    view.published = static.get("text/html")
     _shown.add(view)
     _hook()
 
@@ -110,16 +119,10 @@ def _refresh(*_args: Any) -> None:
         if getattr(view, "_closed", False) or view.comm is None:
             _shown.discard(view)
             continue
-        bundle = view._repr_mimebundle_()
-        if bundle is None:
-            continue
-        data, metadata = bundle
-        run = view._run_header()
-        if run is not None and run["status"] in ("queued", "running", "paused"):
-            continue  # publish settled states only: an update re-renders the widget in Lab
-        if data.get("text/html") != view.published:
-            view.published = data.get("text/html")
-            update_display(data, metadata=metadata, raw=True, display_id=view.display_id)
+        static = static_view(view)
+        if static["text/html"] != view.published:
+            view.published = static["text/html"]
+            update_display(static, raw=True, display_id=view.display_id)
 
 
 def _hook() -> None:

@@ -90,7 +90,7 @@ class LiveView(anywidget.AnyWidget):
         self.forks: list[Any] = []
         """Sessions forked from this view's `Fork here` buttons."""
         self.display_id = f"sagents-view-{uuid.uuid4().hex}"
-        """The id this view is displayed under (the same one each time it is shown)."""
+        """The display id of the view's static output (the same one each time it is shown)."""
         self.published: str | None = None
         """The static HTML last displayed, to update it only when it changed."""
         self._notice: dict[str, Any] = {"id": 0, "text": "", "error": False}

@@ -10,7 +10,7 @@ import pytest
 from nbclient import NotebookClient
 from nbconvert import HTMLExporter
 
-from .conftest import XSS
+from .conftest import XSS, Lab, open_notebook, run_cell, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
 
@@ -52,10 +52,13 @@ def executed(tmp_path: Path, *, store_widget_state: bool) -> str:
     return str(body)
 
 
+@pytest.mark.parametrize("store_widget_state", [False, True], ids=["no-state", "widget-state"])
 def test_the_exported_html_shows_the_final_tree_answer_and_context(
-    tmp_path: Path, browser: Any
+    tmp_path: Path, browser: Any, store_widget_state: bool
 ) -> None:
-    page_html = executed(tmp_path, store_widget_state=False)
+    page_html = executed(tmp_path, store_widget_state=store_widget_state)
+    # with widget state, nbconvert renders the widget's output as the widget alone
+    assert ("application/vnd.jupyter.widget-state+json" in page_html) is store_widget_state
     (tmp_path / "exported.html").write_text(page_html, encoding="utf-8")
     context = browser.new_context(java_script_enabled=False, offline=True)
     try:
@@ -74,3 +77,17 @@ def test_the_exported_html_shows_the_final_tree_answer_and_context(
     assert "Latest context of coordinator" in text
     assert "README : « bonjour » — こんにちは" in text
     assert "<img src=x" not in page_html
+
+
+def test_in_lab_the_static_output_hides_behind_the_live_view(page: Any, lab: Lab) -> None:
+    open_notebook(page, lab.notebook("shown.ipynb", SHOWN_WHILE_RUNNING, WAIT))
+    run_cell(page, 0)
+    view = page.locator(".sagents-view")
+    view.locator(".sn-node", has_text="coordinator").first.wait_for()
+    run_cell(page, 1)
+    page.locator(".jp-OutputArea-output", has_text="done").last.wait_for()
+    static = page.locator(".sagents-static")
+    wait_until(lambda: static.count() == 1, what="the static output")
+    wait_until(lambda: "run 1 done" in static.text_content(), what="the static output updated")
+    assert not static.is_visible()
+    assert view.is_visible()
