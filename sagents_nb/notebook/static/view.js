@@ -471,10 +471,13 @@ function render({ model, el }) {
     event.preventDefault();
     if (next) {
       ui.cursor = next.id;
-      const target = [...el.querySelectorAll('.sn-tree-rows [role="treeitem"]')].find(
-        (node) => node.dataset.path === next.id,
-      );
-      if (target) target.focus();
+      const items = [...el.querySelectorAll('.sn-tree-rows [role="treeitem"]')];
+      const target = items.find((node) => node.dataset.path === next.id);
+      if (target) {
+        // the one tab stop moves now, not at the next frame: a Tab pressed at once leaves the tree
+        for (const node of items) node.tabIndex = node === target ? 0 : -1;
+        target.focus();
+      }
     } else {
       ui.cursor = row.id;
     }
@@ -524,7 +527,10 @@ function render({ model, el }) {
     event.preventDefault();
     focus({ tab: names[next] });
     const target = event.currentTarget.querySelector(`[data-tab="${names[next]}"]`);
-    if (target) target.focus();
+    if (target) {
+      for (const tab of event.currentTarget.querySelectorAll('[role="tab"]')) tab.tabIndex = tab === target ? 0 : -1;
+      target.focus();
+    }
   }
 
   function tabs() {
