@@ -1,6 +1,6 @@
 """The `Store` contract, run against every built-in store: `MemoryStore` (the reference, plain
-Python), `SQLiteStore` on a file (written by its writer process) and in memory (written in this
-process). Each behaviour is what `_store/sqlite/writer_process.py`'s SQL does."""
+Python), `SQLiteStore` on a file and in memory. Each behaviour is what `_store/sqlite/writes.py`'s
+SQL does."""
 
 from __future__ import annotations
 

@@ -188,30 +188,6 @@ def kill_when(child: subprocess.Popen[str], db: Path, ready: Callable[[sqlite3.C
         if child.poll() is None:
             os.kill(child.pid, signal.SIGKILL)
         child.wait(10)
-        writers_end(db)
-
-
-def writers_end(db: Path) -> None:
-    """The killed process's store writer commits what it had, sees its stdin close and ends."""
-    deadline = time.monotonic() + 10
-    while writers(db) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert not writers(db), "the killed process's store writer did not end"
-
-
-def writers(db: Path) -> list[int]:
-    """Pids of live store writer processes for `db` (Linux /proc)."""
-    found = []
-    for entry in Path("/proc").glob("[0-9]*"):
-        try:
-            command = (entry / "cmdline").read_bytes().split(b"\0")
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if state != "Z" and any(b"writer_process.py" in c for c in command):
-            if str(db).encode() in command:
-                found.append(int(entry.name))
-    return found
 
 
 def count(con: sqlite3.Connection, sql: str) -> int:

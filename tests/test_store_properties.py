@@ -88,7 +88,7 @@ def test_cancel_mid_tool_leaves_the_store_consistent_and_the_session_usable(
 @settings(max_examples=40, deadline=None)
 @given(st.integers(min_value=0, max_value=300))
 def test_rows_are_inserted_in_order_whatever_their_count(count: int) -> None:
-    from sagents_nb._store.sqlite.writer_process import insert_rows
+    from sagents_nb._store.sqlite.writes import insert_rows
 
     db = sqlite3.connect(":memory:")
     db.execute("CREATE TABLE t (a INTEGER, b TEXT)")
@@ -101,10 +101,10 @@ def test_rows_are_inserted_in_order_whatever_their_count(count: int) -> None:
 @settings(max_examples=80, deadline=None)
 @given(st.data())
 def test_events_shipped_as_their_fields_read_back_the_same(data: st.DataObject) -> None:
-    """Events whose fields are all plain values reach the writer process as their `__dict__`
+    """Events whose fields are all plain values reach the store thread as their `__dict__`
     and get their JSON there: it must parse back to the same event."""
     from sagents_nb._store.journal import plain_events
-    from sagents_nb._store.sqlite.writer_process import body_text
+    from sagents_nb._store.sqlite.writes import body_text
 
     event = data.draw(events(plain_events()))
     assert parse_event(body_text(event.__dict__)) == event

@@ -116,7 +116,7 @@ def _fork(session: Session, journal: Journal, at: int | None) -> Session:
     if not supports_fork(store):
         store.create(cut)
         return restore(_branch(session, cut.info.id), store, cut, journal.stored_messages())
-    # the store copies the rows (in its writer process, for a file) while they are rebuilt here
+    # the store copies the rows (in SQL, for a file) on another thread while they are rebuilt here
     with ThreadPoolExecutor(1, thread_name_prefix="sagents_nb-fork") as pool:
         copied = pool.submit(store.fork, session.id, seq, cut.info)  # type: ignore[attr-defined]
         held = journal.stored_messages()

@@ -41,7 +41,7 @@ from .snapshot import (
     node_values_of,
     stored_field,
 )
-from .sqlite.writer_process import body_text
+from .sqlite.writes import body_text
 from .text import UNENCODABLE, Report, has_surrogate, repaired, safe_json
 from .writer import MAX_DELAY_SECONDS, QUIET_SECONDS, StepWriter, later
 
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from .._runtime.node import Node, TaskEntry
     from .._runtime.session import Session
     from ..events import Event
-    from .sqlite.writer_process import PlainStep
+    from .sqlite.writes import PlainStep
 
     Written = tuple[dict[tuple[str, str], TaskEntry], set[tuple[str, str]]]
     """The task entries written for a node, and the keys of those written unsettled."""
@@ -637,7 +637,7 @@ class PendingStep:
         )
 
     def plain(self) -> PlainStep:
-        """The step's rows as plain data (see `_store_sqlite_writer`); numbers its messages
+        """The step's rows as plain data (see `sqlite/writes.py`); numbers its messages
         first, so that the views in its requests can name them. Encoded once: a commit that
         is tried again sends the same rows."""
         if self._plain is None:

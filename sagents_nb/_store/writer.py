@@ -25,7 +25,7 @@ from .._base.errors import StoreError
 
 if TYPE_CHECKING:
     from .protocol import SessionRows, Step, Store
-    from .sqlite.writer_process import PlainStep
+    from .sqlite.writes import PlainStep
 
 log = logging.getLogger("sagents_nb")
 

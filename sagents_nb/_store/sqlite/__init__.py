@@ -1,1 +1,1 @@
-"""The built-in SQLite store and the writer process that commits its steps."""
+"""The built-in SQLite store and the SQL that writes to it."""

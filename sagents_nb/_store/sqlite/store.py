@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import sqlite3
-import subprocess
-import sys
 import threading
 import weakref
 from collections.abc import Callable, Iterator, Sequence
@@ -26,7 +23,17 @@ from ..protocol import (
     TaskRow,
 )
 from ..writer import later
-from .writer_process import PlainSession, PlainStep, receive, send, tune, write
+from .writes import (
+    Conflict,
+    PlainSession,
+    PlainStep,
+    create_session,
+    failure,
+    fork_session,
+    transaction,
+    tune,
+    write_steps,
+)
 
 log = logging.getLogger("sagents_nb")
 
@@ -34,7 +41,6 @@ APP = "sagents_nb"
 SCHEMA_VERSION = 2
 SQLITE_MAGIC = b"SQLite format 3\x00"
 MEMORY = ":memory:"
-WRITER_SCRIPT = str(Path(__file__).with_name("writer_process.py"))
 
 LIVE_TASKS_INDEX = (
     "CREATE UNIQUE INDEX tasks_live ON tasks (session, parent, agent, prompt) WHERE retired IS NULL"
@@ -84,11 +90,10 @@ MIGRATIONS: dict[int, Migration] = {1: _live_tasks_unique}
 class SQLiteStore:
     """Durable sessions in one SQLite file (WAL mode: a crash never corrupts it).
 
-    A file store commits steps and creates sessions through a writer process of its own (see
-    `_store_sqlite_writer`), started when the store is opened to write (`create=True`, as
-    `store=` does) or at its first write, and stopped by `close()` (or when the store is
-    garbage, or this process ends; a closed store refuses to be used); reads go through this
-    process's own connection.
+    One connection reads and writes (in turns, under a lock): the journal's steps are
+    committed by the store thread (`_store/writer.py`), in groups; reads run on the caller's
+    thread. `close()` closes it (so does the store becoming garbage; a closed store refuses to
+    be used).
 
     Args:
         path: the file; `":memory:"` keeps the store in this process only (fork and export
@@ -105,23 +110,13 @@ class SQLiteStore:
         new = self.path == MEMORY or _check_file(Path(self.path), create)
         self._db = self._connect(new, create)
         self._file = _identity(self.path)
-        file = self.path != MEMORY and not self.read_only
-        self._writer = _WriterProcess(self.path) if file else None
         # Sessions hold their store in reference cycles, so the garbage collector drops it at
         # any moment; closing checkpoints and syncs the file, so it is left to the store thread.
-        self._closer = weakref.finalize(self, later, _Closer(self._db, self._writer))
+        self._closer = weakref.finalize(self, later, self._db.close)
         self._closer.atexit = False
-        if create:  # opened to write: start it while the session gets going
-            self.start_writer()
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r})"
-
-    def start_writer(self) -> None:
-        """Start the writer process now rather than at the first write (a file store)."""
-        with self._lock:
-            if self._writer is not None and self._closer.alive:
-                self._writer.start()
 
     def serves(self, path: str) -> bool:
         """Whether this store is open on the file now at `path`: not closed, not replaced,
@@ -241,24 +236,24 @@ class SQLiteStore:
 
     def create(self, rows: SessionRows) -> None:
         """Add a new session with its rows in one transaction."""
-        self._write(("create", _plain_session(rows)))
+        self._write(create_session, _plain_session(rows))
 
     def fork(self, source: str, seq: int, info: StoredSession) -> None:
         """Add session `info` with `source`'s rows as of event `seq`, copied inside the file."""
         stored = (info.id, info.agent, info.created, info.parent, info.fork_seq)
-        self._write(("fork", source, seq, stored))
+        self._write(fork_session, source, seq, stored)
 
     def commit(self, session_id: str, steps: Sequence[Step]) -> None:
         """Write steps in order, in one transaction."""
         self.commit_plain(session_id, [_plain_step(step) for step in steps])
 
     def commit_plain(self, session_id: str, steps: list[PlainStep]) -> None:
-        """`commit` for steps already as plain data (see `_store_sqlite_writer`): the journal
+        """`commit` for steps already as plain data (see `sqlite/writes.py`): the journal
         encodes its steps so, without building the `Step` rows first."""
-        self._write(("commit", session_id, steps))
+        self._write(write_steps, session_id, steps)
 
-    def _write(self, request: tuple[Any, ...]) -> None:
-        """Carry out a write request: by the writer process for a file, else here."""
+    def _write(self, writes: Callable[..., None], *args: Any) -> None:
+        """Run `writes(db, *args)` in one transaction; a refusal is a `StoreError`."""
         with self._lock:
             self._check_open()
             if self.read_only:
@@ -267,21 +262,16 @@ class SQLiteStore:
                     "written or forked into it; copy the file to a writable folder, or pass "
                     "another file as store="
                 )
-            writer, answer = self._writer, None
-            if writer is not None:
-                request = writer.unsent(self._db, request)
-                if writer.available:
-                    answer = writer.write(request)
-                if answer is None:  # it cannot serve: check what it took along did not land
-                    request = writer.unsent(self._db, request)
-            status, detail = answer if answer is not None else write(self._db, request)
-        if status == "conflict":
-            raise StoreError(detail)
-        if status != "ok":
-            raise StoreError(
-                f"writing to {self.path} failed ({detail}); check the disk space and the file's "
-                "permissions"
-            )
+            try:
+                with transaction(self._db):
+                    writes(self._db, *args)
+            except Conflict as exc:
+                raise StoreError(str(exc)) from None
+            except Exception as exc:  # e.g. sqlite3.Error: the store goes on serving
+                raise StoreError(
+                    f"writing to {self.path} failed ({failure(exc)}); check the disk space and "
+                    "the file's permissions"
+                ) from exc
 
     def load(self, session_id: str) -> SessionRows:
         """The session's whole record."""
@@ -344,15 +334,14 @@ class SQLiteStore:
         return [StoredSession(*r) for r in rows]
 
     def close(self) -> None:
-        """Stop the writer process and close the connection (the file stays consistent
-        whether or not this is called)."""
+        """Close the connection (the file stays consistent whether or not this is called)."""
         with self._lock:
             closer = self._closer.detach()
             if closer is not None:
                 closer[2][0]()
 
     def _check_open(self) -> None:
-        """Refuse use after `close()` (a write would start a writer process nobody stops)."""
+        """Refuse use after `close()`."""
         if not self._closer.alive:
             raise StoreError(
                 f"{self!r} was closed; open the file again with sn.SQLiteStore({self.path!r}) "
@@ -377,8 +366,8 @@ _opening = threading.Lock()
 
 def open_file(path: str | os.PathLike[str], *, create: bool) -> SQLiteStore:
     """The store for a file path given as `store=`: sessions given the same file share one
-    `SQLiteStore` (one connection, one writer process) while any of them lives, as long as
-    the file is the one it opened."""
+    `SQLiteStore` (one connection) while any of them lives, as long as the file is the one it
+    opened."""
     if str(path) == MEMORY:
         return SQLiteStore(path, create=create)
     key = os.path.realpath(path)
@@ -386,8 +375,6 @@ def open_file(path: str | os.PathLike[str], *, create: bool) -> SQLiteStore:
         store = _open.get(key)
         if store is None or not store.serves(key):
             store = _open[key] = SQLiteStore(path, create=create)
-        elif create:
-            store.start_writer()
         return store
 
 
@@ -419,7 +406,7 @@ def _check_file(path: Path, create: bool) -> bool:
 
 
 def _plain_session(rows: SessionRows) -> PlainSession:
-    """A new session as the writer takes it: plain data (see `_store_sqlite_writer`)."""
+    """A new session as `create_session` takes it: plain data (see `sqlite/writes.py`)."""
     info = rows.info
     return (
         (info.id, info.agent, info.created, info.parent, info.fork_seq),
@@ -431,7 +418,7 @@ def _plain_session(rows: SessionRows) -> PlainSession:
 
 
 def _plain_step(step: Step) -> PlainStep:
-    """A step as the writer takes it: plain data (see `_store_sqlite_writer`)."""
+    """A step as `write_steps` takes it: plain data (see `sqlite/writes.py`)."""
     return (
         [(e.seq, e.run, e.type, e.path, e.body) for e in step.events],
         [(m.path, m.transcript, m.seq, m.messages, m.replace) for m in step.messages],
@@ -439,153 +426,6 @@ def _plain_step(step: Step) -> PlainStep:
         [t.values() for t in step.tasks],
         step.retired,
     )
-
-
-class _Closer:
-    """Closes a store's connection and stops its writer process; refers to neither store nor
-    session, so it can run as the store's finalizer on the store thread."""
-
-    def __init__(self, db: sqlite3.Connection, writer: _WriterProcess | None) -> None:
-        self.db, self.writer = db, writer
-
-    def __call__(self) -> None:
-        if self.writer is not None:
-            self.writer.stop()
-        self.db.close()
-
-
-class _WriterProcess:
-    """The child process that commits a file store's steps (`_store_sqlite_writer`)."""
-
-    STOP_SECONDS = 10.0
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.available = True
-        """False once the process could not start or serve: the store then writes itself."""
-        self._answered = False
-        self._process: subprocess.Popen[bytes] | None = None
-        self._pid = 0
-        self._unsure: tuple[str, int, int] | None = None
-        """(session, last event seq, last message number) of a request whose process died
-        before it answered: it may or may not have committed."""
-
-    def write(self, request: tuple[Any, ...]) -> tuple[str, str] | None:
-        """Send `request` and wait for the answer. A process that dies is started again with
-        the next request; None when it cannot serve (it never answered: the store then
-        writes itself, `available` turns False)."""
-        try:
-            process = self._started()
-        except OSError:
-            return None
-        try:
-            send(process.stdin, request)  # type: ignore[arg-type]
-            answer = receive(process.stdout)  # type: ignore[arg-type]
-        except (OSError, EOFError, ValueError):
-            fresh = not self._answered
-            self.stop()
-            if request[0] == "commit":
-                self._unsure = (request[1], *_last_rows(request[2]))
-            if fresh:
-                self.available = False
-                log.warning(
-                    "the store writer for %s stopped before it answered (exit code %s); "
-                    "writing from this process",
-                    self.path,
-                    process.returncode,
-                )
-                return None
-            return "failed", (
-                f"its writer process stopped (exit code {process.returncode}); the write is "
-                "tried again with the next step"
-            )
-        self._answered = True
-        return answer
-
-    def unsent(self, db: sqlite3.Connection, request: tuple[Any, ...]) -> tuple[Any, ...]:
-        """`request` without what a request whose process died before answering did write."""
-        if request[0] != "commit":
-            return request
-        return ("commit", request[1], self._unsent(db, request[1], request[2]))
-
-    def _unsent(self, db: sqlite3.Connection, sid: str, steps: list[PlainStep]) -> list[PlainStep]:
-        """`steps` without the events and messages that a request whose process died did
-        commit (nodes and tasks are written again: replacing them is harmless)."""
-        if self._unsure is None or self._unsure[0] != sid:
-            return steps
-        _, event, message = self._unsure
-        self._unsure = None
-        landed = db.execute(
-            "SELECT (SELECT count(*) FROM events WHERE session = ? AND seq = ?), "
-            "(SELECT count(*) FROM messages WHERE session = ? AND n = ?)",
-            (sid, event, sid, message),
-        ).fetchone()
-        if not any(landed):
-            return steps
-        return [
-            (
-                [e for e in events if e[0] > event],
-                [m for m in messages if not m[3] or m[3][-1][0] > message],
-                nodes,
-                tasks,
-                retired,
-            )
-            for events, messages, nodes, tasks, retired in steps
-        ]
-
-    def start(self) -> None:
-        """Start the process if it is not running (and it can be started)."""
-        if self.available:
-            with contextlib.suppress(OSError):
-                self._started()
-
-    def _started(self) -> subprocess.Popen[bytes]:
-        process = self._process
-        if process is not None and process.poll() is None and self._pid == os.getpid():
-            return process
-        if process is not None and self._pid != os.getpid():  # in a forked copy of the
-            for pipe in (process.stdin, process.stdout):  # process: the original keeps it
-                if pipe is not None:
-                    pipe.close()
-            self._process = None
-        self.stop()
-        try:
-            # its own session: a kernel interrupt (SIGINT to the process group) is not for it
-            self._process = subprocess.Popen(
-                [sys.executable, "-I", "-S", WRITER_SCRIPT, self.path],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                start_new_session=True,
-            )
-        except OSError as exc:
-            self.available = False
-            log.warning(
-                "cannot start the store writer for %s (%s); writing from this process",
-                self.path,
-                exc,
-            )
-            raise
-        self._pid = os.getpid()
-        self._answered = False
-        return self._process
-
-    def stop(self) -> None:
-        """Close its stdin, so that it commits what it has and ends; wait for it."""
-        process, self._process = self._process, None
-        if process is None:
-            return
-        for pipe in (process.stdin, process.stdout):
-            if pipe is not None:
-                try:
-                    pipe.close()
-                except OSError:
-                    pass
-        try:
-            process.wait(self.STOP_SECONDS)
-        except subprocess.TimeoutExpired:
-            log.error("the store writer for %s did not stop; killing it", self.path)
-            process.kill()
-            process.wait()
 
 
 def _is_read_only(exc: sqlite3.DatabaseError, path: str) -> bool:
@@ -611,10 +451,3 @@ def _identity(path: str) -> tuple[int, int] | None:
     except (OSError, ValueError):
         return None
     return found.st_dev, found.st_ino
-
-
-def _last_rows(steps: list[PlainStep]) -> tuple[int, int]:
-    """The last event seq and message number in `steps` (0 when none)."""
-    event = max((e[0] for events, *_ in steps for e in events), default=0)
-    message = max((m[3][-1][0] for _, messages, *_ in steps for m in messages if m[3]), default=0)
-    return event, message

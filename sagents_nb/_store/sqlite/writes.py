@@ -1,22 +1,14 @@
-"""The SQL that writes steps to a store file, and the writer process that runs it.
+"""The SQL that writes to a store file: a step, a new session, a fork, each in one transaction.
 
-`SQLiteStore` commits a file store's steps through a child process running this file as a
-script (`python -I writer_process.py <file>`): SQLite's work (binding rows, the B-trees,
-the commit, a checkpoint now and then) then runs beside the kernel's process instead of
-taking turns with the run for its GIL. The process reads framed requests on stdin, commits
-each in one transaction and answers on stdout; it ends when stdin closes (its store closed,
-or the kernel died: what it had received is still committed).
-
-This module imports only the standard library, so the process starts fast.
-
-Requests cross the pipe as plain data (`marshal`): `("commit", session id, steps)`,
-`("create", session)` or `("fork", source id, seq, info)` (a fork copied in the file). A step is `(events, messages, nodes, tasks, retired)` with `events`
-[(seq, run, type, path, body)] (a body is JSON text, or the event's fields when they are all
-plain values: the JSON is then made here, off the kernel's GIL), `messages` [(path, transcript, seq, [(n, body)], replace)],
-`nodes` [(path, part, seq, body)], `tasks` [(parent, agent, prompt, child, seq, status, text,
-settled, retired)] and `retired` [(parent, agent, prompt, seq)]: the fields of `_store.Step`'s
-rows, in order. A new session is `((id, agent, created, parent, fork_seq), events, messages,
-nodes, tasks)` with `messages` [(n, path, transcript, added, removed, body)].
+`SQLiteStore` runs it on its own connection, on the store thread (`_store/writer.py`). Rows
+arrive as plain data (tuples, not `Step` objects: the journal encodes its steps so): a step is
+`(events, messages, nodes, tasks, retired)` with `events` [(seq, run, type, path, body)] (a body
+is JSON text, or the event's fields when they are all plain values: the JSON is then made here,
+on the store thread), `messages` [(path, transcript, seq, [(n, body)], replace)], `nodes` [(path,
+part, seq, body)], `tasks` [(parent, agent, prompt, child, seq, status, text, settled, retired)]
+and `retired` [(parent, agent, prompt, seq)]: the fields of `_store.Step`'s rows, in order. A new
+session is `((id, agent, created, parent, fork_seq), events, messages, nodes, tasks)` with
+`messages` [(n, path, transcript, added, removed, body)].
 """
 
 from __future__ import annotations
@@ -24,18 +16,11 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
-import marshal
-import os
 import sqlite3
-import struct
-import sys
-from collections.abc import Sequence
-from typing import Any, BinaryIO
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 CHECKPOINT_PAGES = 8192
-NICENESS = 10
-"""The writer process's scheduling priority, below the kernel's (0): when the CPUs are busy,
-the run goes first and the writer catches up."""
 
 PlainStep = tuple[list[Any], list[Any], list[Any], list[Any], list[Any]]
 PlainSession = tuple[tuple[Any, ...], list[Any], list[Any], list[Any], list[Any]]
@@ -56,7 +41,6 @@ _RETIRE_TASK = """
 UPDATE tasks SET retired = ?
 WHERE session = ? AND parent = ? AND agent = ? AND prompt = ? AND retired IS NULL
 """
-_HEADER = struct.Struct("<I")
 _dumps = json.JSONEncoder(separators=(",", ":")).encode
 """ASCII JSON: a lone surrogate in model text comes out escaped, which SQLite's UTF-8 takes."""
 
@@ -193,50 +177,17 @@ def _multi_row(insert: str, width: int, count: int, then: str) -> str:
     return f"{insert} VALUES " + ", ".join([row] * count) + then
 
 
-# the pipe between a store and its writer process
-
-
-def send(pipe: BinaryIO, message: Any) -> None:
-    """Write one framed message (`marshal`: plain data only)."""
-    blob = marshal.dumps(message)
-    pipe.write(_HEADER.pack(len(blob)) + blob)
-    pipe.flush()
-
-
-def receive(pipe: BinaryIO) -> Any:
-    """Read one framed message; EOFError if the other end closed (or died mid-message)."""
-    head = pipe.read(_HEADER.size)
-    if len(head) < _HEADER.size:
-        raise EOFError
-    (size,) = _HEADER.unpack(head)
-    blob = pipe.read(size)
-    if len(blob) < size:
-        raise EOFError
-    return marshal.loads(blob)
-
-
-def write(db: sqlite3.Connection, request: tuple[Any, ...]) -> tuple[str, str]:
-    """Carry out `request` in one transaction; the answer: ("ok", ""), ("conflict", message)
-    or ("failed", the SQLite error)."""
+@contextlib.contextmanager
+def transaction(db: sqlite3.Connection) -> Iterator[None]:
+    """One write transaction: committed when the block ends, rolled back if it raises."""
+    db.execute("BEGIN IMMEDIATE")
     try:
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            if request[0] == "create":
-                create_session(db, request[1])
-            elif request[0] == "fork":
-                fork_session(db, *request[1:])
-            else:
-                write_steps(db, request[1], request[2])
-            db.execute("COMMIT")
-        except BaseException:
-            if db.in_transaction:  # SQLite rolls back by itself on some errors (a full disk)
-                db.execute("ROLLBACK")
-            raise
-    except Conflict as exc:
-        return "conflict", str(exc)
-    except Exception as exc:  # e.g. sqlite3.Error: the process goes on serving
-        return "failed", failure(exc)
-    return "ok", ""
+        yield
+        db.execute("COMMIT")
+    except BaseException:
+        if db.in_transaction:  # SQLite rolls back by itself on some errors (a full disk)
+            db.execute("ROLLBACK")
+        raise
 
 
 def failure(exc: Exception) -> str:
@@ -247,31 +198,3 @@ def failure(exc: Exception) -> str:
     if name.startswith("SQLITE_READONLY"):
         return f"the file is read-only ({exc})"
     return f"{type(exc).__name__}: {exc}"
-
-
-def serve(path: str, requests: BinaryIO, answers: BinaryIO) -> None:
-    """The writer process: carry out each request and answer, until EOF."""
-    db = sqlite3.connect(path, isolation_level=None, timeout=30)
-    try:
-        tune(db)
-        while True:
-            try:
-                request = receive(requests)
-            except EOFError:
-                return
-            send(answers, write(db, request))
-    finally:
-        db.close()
-
-
-def _lower_priority() -> None:
-    """Yield the CPU to the kernel's run when both want it: the writer is background work,
-    and with a core each the two still run side by side."""
-    if hasattr(os, "nice"):
-        with contextlib.suppress(OSError):
-            os.nice(NICENESS)
-
-
-if __name__ == "__main__":
-    _lower_priority()
-    serve(sys.argv[1], sys.stdin.buffer, sys.stdout.buffer)
