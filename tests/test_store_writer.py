@@ -100,11 +100,13 @@ def test_a_slow_disk_holds_up_no_run_until_a_call_returns(
     """A commit is blocked from a worker's first model call until the run's last one: a run
     that waited for the disk between those would never get there (the disk never frees)."""
     writing, disk, armed = threading.Event(), threading.Event(), threading.Event()
+    stuck: list[str] = []
     real = _store_sqlite.write_steps
 
     def slow(con: sqlite3.Connection, sid: str, steps: Any) -> None:
         writing.set()
-        assert disk.wait(30), "the run never finished its turns while the disk was slow"
+        if not disk.wait(10):  # a failure here would only be logged: note it for the test
+            stuck.append("the run never finished its turns while the disk was slow")
         real(con, sid, steps)
 
     def handler(req: sn.ChatRequest) -> sn.Reply | str:
@@ -122,6 +124,7 @@ def test_a_slow_disk_holds_up_no_run_until_a_call_returns(
     monkeypatch.setattr(_store_sqlite, "write_steps", slow)
     armed.set()
     assert session.send("again").result().text.startswith("boss done")
+    assert not stuck
     assert writing.is_set() and disk.is_set()
     assert stored(session, db) == stored(session, None)
     store.close()
