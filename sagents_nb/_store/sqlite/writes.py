@@ -21,6 +21,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 CHECKPOINT_PAGES = 8192
+BUSY_SECONDS = 30
 
 PlainStep = tuple[list[Any], list[Any], list[Any], list[Any], list[Any]]
 PlainSession = tuple[tuple[Any, ...], list[Any], list[Any], list[Any], list[Any]]
@@ -52,8 +53,10 @@ class Conflict(Exception):
 def tune(db: sqlite3.Connection) -> None:
     """A writing connection's settings. WAL commits survive a killed process; fsync happens
     at checkpoints, which a larger threshold makes rare (a checkpoint costs milliseconds, a
-    commit microseconds)."""
+    commit microseconds). A commit waits up to `BUSY_SECONDS` for another process writing
+    the same file (another kernel) before it fails and is retried with the next step."""
     db.execute("PRAGMA synchronous=NORMAL")
+    db.execute(f"PRAGMA busy_timeout={BUSY_SECONDS * 1000}")
     db.execute(f"PRAGMA wal_autocheckpoint={CHECKPOINT_PAGES}")
     db.execute(f"PRAGMA journal_size_limit={4096 * CHECKPOINT_PAGES}")
 
