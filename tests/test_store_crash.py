@@ -287,7 +287,8 @@ def test_killed_while_a_tool_runs_reuses_the_calls_that_had_finished(tmp_path: P
     result = session.resume().result(timeout=20)
     assert result.text == "tools done: value-7 | slow-8"
     assert len(llm.exchanges) == 1  # only the final answer
-    assert log.read_text().split() == ["lookup", "7", "slow", "8"]  # lookup did not run again
+    # the two calls run at once: either may log first
+    assert sorted(log.read_text().splitlines()) == ["lookup 7", "slow 8"]  # lookup did not run again
 
 
 def test_killed_inside_a_blocking_sync_model_call(tmp_path: Path) -> None:
@@ -330,7 +331,8 @@ def test_killed_while_paused_resumes_from_the_pause(tmp_path: Path) -> None:
     run.resume()
     assert run.result(timeout=20).text == "tools done: value-7 | slow-8"
     assert len(llm.exchanges) == 1  # the reply with the calls was not asked again
-    assert log.read_text().split() == ["lookup", "7", "slow", "8"]
+    # the two calls run at once: either may log first
+    assert sorted(log.read_text().splitlines()) == ["lookup 7", "slow 8"]
 
 
 def test_an_approval_pending_in_a_child_survives_a_kill_and_is_asked_again(tmp_path: Path) -> None:
