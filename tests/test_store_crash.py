@@ -288,7 +288,10 @@ def test_killed_while_a_tool_runs_reuses_the_calls_that_had_finished(tmp_path: P
     assert result.text == "tools done: value-7 | slow-8"
     assert len(llm.exchanges) == 1  # only the final answer
     # the two calls run at once: either may log first
-    assert sorted(log.read_text().splitlines()) == ["lookup 7", "slow 8"]  # lookup did not run again
+    assert sorted(log.read_text().splitlines()) == [
+        "lookup 7",
+        "slow 8",
+    ]  # lookup did not run again
 
 
 def test_killed_inside_a_blocking_sync_model_call(tmp_path: Path) -> None:
