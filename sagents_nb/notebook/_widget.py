@@ -221,7 +221,7 @@ class LiveView(anywidget.AnyWidget):
                 return (id(exchanges), 0)
             last = exchanges[-1]
             return (id(exchanges), len(exchanges), id(last), last.status, last.duration)
-        if tab == "events":
+        if tab in ("events", "timing"):  # both show the whole session
             return projector.version
         node = projector.nodes.get(path or "")
         return node.version if node is not None else projector.version
