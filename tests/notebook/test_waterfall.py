@@ -284,3 +284,39 @@ def test_a_live_run_has_open_bars_up_to_its_newest_event() -> None:
     assert rows["root"]["segments"][0][2] is None
     (model,) = [r for r in shown["rows"] if r["kind"] == "model"]
     assert model["end"] is None and model["status"] == "running"
+
+
+def test_token_rollup_from_python_takes_a_result_run_session_or_events() -> None:
+    from sagents_nb.notebook import NodeTokens, token_rollup
+
+    session = fan_out_session()
+    first = session.send("go")
+    result = first.result()
+    session.send("again").result()
+    rows = token_rollup(result)
+    assert all(isinstance(row, NodeTokens) for row in rows)
+    assert rows == token_rollup(first) == token_rollup(session, run=1)
+    assert rows == token_rollup(list(session.events), run=1)
+    assert token_rollup(session) == token_rollup(session, run=2) != rows
+    assert [r.path for r in token_rollup(result, node="lead/review.1")] == ["lead/review.1"]
+    assert rows[0].to_dict()["subtree_prompt_tokens"] == result.usage.prompt_tokens
+    assert token_rollup([]) == []
+    try:
+        token_rollup(session, run=7)
+    except ValueError as exc:
+        assert "no run 7" in str(exc) and "runs: 1, 2" in str(exc)
+    else:
+        raise AssertionError("run=7 was accepted")
+
+
+def test_the_result_tree_tells_a_nodes_own_usage_and_its_subtrees_cost() -> None:
+    session = fan_out_session()
+    result = session.send("go").result()
+    lead = result.tree
+    own = [e.usage for e in result.events if e.type == "model_response" and e.path == "lead"]
+    assert lead.own_usage.prompt_tokens == sum(u.prompt_tokens for u in own if u)
+    assert lead.own_usage.completion_tokens == sum(u.completion_tokens for u in own if u)
+    assert lead.own_usage.total_tokens + sum(c.usage.total_tokens for c in lead.children) == (
+        lead.usage.total_tokens
+    )
+    assert lead.subtree_cost_usd is None  # the mock endpoint reports usage, not cost
