@@ -320,3 +320,26 @@ def test_the_result_tree_tells_a_nodes_own_usage_and_its_subtrees_cost() -> None
         lead.usage.total_tokens
     )
     assert lead.subtree_cost_usd is None  # the mock endpoint reports usage, not cost
+
+
+def test_the_static_rendering_lists_tokens_by_node() -> None:
+    from sagents_nb.notebook import token_rollup, view
+    from sagents_nb.notebook._export import static_view
+
+    session = fan_out_session()
+    result = session.send("go").result()
+    shown = view(result)
+    try:
+        static = static_view(shown)
+    finally:
+        shown.close()
+    lead, explore, _ = token_rollup(result)
+    text = static["text/plain"]
+    assert "Tokens by node, run 1 (reported; own / with the subtree)" in text
+    assert (
+        f"lead: {lead.prompt_tokens} prompt + {lead.completion_tokens} completion / "
+        f"{lead.subtree_prompt_tokens} + {lead.subtree_completion_tokens}"
+    ) in text
+    assert f"    lead/explore.1: {explore.prompt_tokens} prompt" in text
+    assert "$" not in text  # no cost reported, none shown
+    assert f"<td>{lead.subtree_prompt_tokens}</td>" in static["text/html"]
