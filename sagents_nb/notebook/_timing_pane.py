@@ -5,7 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from ._projector import Projector
-from ._waterfall import ROWS, token_rollup, waterfall
+from ._waterfall import token_rollup, waterfall
+
+TOKEN_ROWS = 60
+"""Nodes the token table lists at most (its sums cover every node)."""
 
 
 def timing_pane(projector: Projector, chosen: str | None, run: int | None) -> dict[str, Any]:
@@ -28,6 +31,6 @@ def timing_pane(projector: Projector, chosen: str | None, run: int | None) -> di
         "node": top,
         "runs": numbers,
         "waterfall": waterfall(timing, top),
-        "tokens": [row.to_dict() for row in tokens[:ROWS]],
-        "tokens_more": max(0, len(tokens) - ROWS),
+        "tokens": [row.to_dict() for row in tokens[:TOKEN_ROWS]],
+        "tokens_more": max(0, len(tokens) - TOKEN_ROWS),
     }

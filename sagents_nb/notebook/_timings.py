@@ -248,7 +248,7 @@ def _task_spawned(run: RunTiming, event: TaskSpawned) -> None:
     child = run.node(event.child)
     child.agent, child.status = event.agent, "spawned"
     label = event.display_text or event.prompt
-    child.tasks.append(run.span("task", _clip(label, 200), event.ts))
+    child.tasks.append(run.span("task", _clip(label, 120), event.ts))
     if event.child in parent.linked:
         return  # a resident child's next task: its row is placed already
     parent.linked.add(event.child)

@@ -162,14 +162,15 @@ def _open(
 def waterfall(run: RunTiming, top: str | None = None, budget: int = ROWS) -> dict[str, Any]:
     """The waterfall of `top`'s subtree (the root's by default) in `run`, as rows for the front
     end: at most `budget` of them, the shallowest nodes opened first, the rest shown as one row
-    each (and the top node's children past the budget as one row together)."""
+    each (and the top node's children past the budget as one row together). Times are whole
+    microseconds since the run's start (compact in JSON, and cheaper than rounding)."""
     top = top if top in run.nodes else run.root
     base = run.start
     now = run.end if run.end is not None else run.last
     out: dict[str, Any] = {
         "run": run.number,
         "status": run.status,
-        "span": round(now - base, 3),
+        "span": int((now - base) * 1e6),
         "top": top,
         "rows": [],
         "folded": 0,
@@ -182,8 +183,8 @@ def waterfall(run: RunTiming, top: str | None = None, budget: int = ROWS) -> dic
     more: list[str] = []
     given = 0
 
-    def rel(value: float | None) -> float | None:
-        return None if value is None else round(value - base, 3)
+    def rel(value: float | None) -> int | None:
+        return None if value is None else int((value - base) * 1e6)
 
     def add_child(path: str, depth: int) -> None:
         nonlocal given
@@ -238,7 +239,7 @@ def waterfall(run: RunTiming, top: str | None = None, budget: int = ROWS) -> dic
                 "depth": 1,
                 "label": f"{len(more)} more children",
                 "status": "folded",
-                "start": rel(min(task.start for task in tasks)) if tasks else 0.0,
+                "start": rel(min(task.start for task in tasks)) if tasks else 0,
                 "end": None if None in ends or not tasks else rel(max(e or 0.0 for e in ends)),
                 "title": f"{len(more)} more children of {top}: select one in the tree to see it",
             }
@@ -253,7 +254,7 @@ def _parent(path: str) -> str:
 
 
 def _span_row(
-    entry: Span | _Group, depth: int, rel: Callable[[float | None], float | None]
+    entry: Span | _Group, depth: int, rel: Callable[[float | None], int | None]
 ) -> dict[str, Any]:
     if isinstance(entry, Span):
         return {

@@ -54,13 +54,14 @@ def test_bars_nest_inside_their_node_and_the_call_that_spawned_a_child() -> None
     events = stamped(list(session.events))
     rows = waterfall(fold(events).runs[1])["rows"]
 
-    def seq(kind: type[Event], **match: Any) -> float:
+    def seq(kind: type[Event], **match: Any) -> int:
+        """When the matching event happened, in microseconds after 1000 s (as times are sent)."""
         event = next(
             e
             for e in events
             if type(e) is kind and all(getattr(e, k) == v for k, v in match.items())
         )
-        return event.seq
+        return event.seq * 1_000_000
 
     # one row per model call, tool call and child, as the events tell them
     kinds = [row["kind"] for row in rows]
@@ -74,7 +75,7 @@ def test_bars_nest_inside_their_node_and_the_call_that_spawned_a_child() -> None
     # times are relative to the run's start, as injected
     lead = rows[0]
     start = seq(RunStarted)
-    assert lead["segments"][0][:3] == [0.0, 0.0, seq(RunFinished) - start]
+    assert lead["segments"][0][:3] == [0, 0, seq(RunFinished) - start]
     explore = next(r for r in rows if r.get("path") == "lead/explore.1")
     spawned = seq(TaskSpawned, child="lead/explore.1") - start
     finished = seq(TaskFinished, child="lead/explore.1") - start
@@ -280,7 +281,8 @@ def test_a_live_run_has_open_bars_up_to_its_newest_event() -> None:
     running = events[: events.index(next(e for e in events if e.type == "model_request")) + 1]
     shown = waterfall(fold(running).runs[1])
     rows = {r["key"]: r for r in shown["rows"]}
-    assert shown["status"] == "running" and shown["span"] == running[-1].ts - running[0].ts
+    assert shown["status"] == "running"
+    assert shown["span"] == (running[-1].ts - running[0].ts) * 1_000_000
     assert rows["root"]["segments"][0][2] is None
     (model,) = [r for r in shown["rows"] if r["kind"] == "model"]
     assert model["end"] is None and model["status"] == "running"

@@ -892,7 +892,7 @@ function render({ model, el }) {
     const top = (state.tokens || [])[0];
     return html`<div class="sn-timing">
       <div class="sn-wf-head">
-        ${pick} <span>run ${fall.run} ${status(fall.status)} · ${seconds(fall.span)}</span>
+        ${pick} <span>run ${fall.run} ${status(fall.status)} · ${seconds(fall.span / 1e6)}</span>
         ${top ? html`<span class="sn-meta">${tokenSummary(top)}</span>` : nothing}
         ${fall.folded
           ? html`<span class="sn-meta">
@@ -930,7 +930,9 @@ function render({ model, el }) {
     const right = 12;
     const rowHeight = 18;
     const axis = 20;
-    const span = Math.max(fall.span || 0, 0.001);
+    // times arrive in whole microseconds since the run's start
+    const span = Math.max((fall.span || 0) / 1e6, 0.001);
+    const at = (us) => (us === null || us === undefined ? null : us / 1e6);
     const x = (t) => labels + ((t ?? span) / span) * (width - labels - right);
     const height = axis + rowsIn.length * rowHeight + 4;
     const step = tickStep(span);
@@ -952,17 +954,19 @@ function render({ model, el }) {
       const kind = token(item.kind);
       const bars =
         item.kind === "node"
-          ? (item.segments || []).map(([start, began, end, state, what]) => {
+          ? (item.segments || []).map(([startUs, beganUs, endUs, state, what]) => {
+              const [start, began, end] = [at(startUs), at(beganUs), at(endUs)];
               const hover = `${item.path}: ${what}\n${during(start, end)}\n${state}`;
               const queued = began === null ? end : began;
               return svg`${queued !== start ? bar(start, queued, "sn-wf-queued", `queued · ${hover}`) : nothing}
                 ${began !== null ? bar(began, end, `sn-wf-bar sn-wf-node sn-wf-${token(state)}`, hover) : nothing}`;
             })
           : bar(
-              item.start,
-              item.end,
+              at(item.start),
+              at(item.end),
               `sn-wf-bar sn-wf-${kind} sn-wf-${token(item.status)}`,
-              `${item.label}\n${during(item.start, item.end)} · ${item.status}${item.title ? `\n${item.title}` : ""}`,
+              `${item.label}\n${during(at(item.start), at(item.end))} · ${item.status}` +
+                (item.title ? `\n${item.title}` : ""),
             );
       const open = item.kind === "node" ? () => focus({ node: item.path }) : null;
       return svg`<g class=${`sn-wf-row sn-wf-row-${kind}`} data-key=${item.key} data-kind=${item.kind}
