@@ -345,3 +345,25 @@ def test_the_static_rendering_lists_tokens_by_node() -> None:
     assert f"    lead/explore.1: {explore.prompt_tokens} prompt" in text
     assert "$" not in text  # no cost reported, none shown
     assert f"<td>{lead.subtree_prompt_tokens}</td>" in static["text/html"]
+
+
+def test_a_pause_is_a_bar_from_the_pause_to_the_decision() -> None:
+    def handler(request: sn.ChatRequest) -> Any:
+        if not request.tool_results:
+            return sn.reply(tool_calls=[sn.call("read_file", path="README.md")])
+        return "fini"
+
+    session = sn.Session(sn.Agent("solo", tools=[read_file]), llm=sn.mock_llm(handler))
+    run = session.send("lis-le", pause_on=("tool",))
+    run.wait()
+    paused = waterfall(fold(list(session.events)).runs[1])["rows"]
+    (pause,) = [r for r in paused if r["kind"] == "pause"]
+    assert pause["label"] == "paused before tool read_file" and pause["end"] is None
+    run.reject("pas maintenant")
+    run.result()
+    rows = waterfall(fold(stamped(list(session.events))).runs[1])["rows"]
+    (pause,) = [r for r in rows if r["kind"] == "pause"]
+    assert pause["status"] == "reject" and pause["title"] == "pas maintenant"
+    assert pause["start"] < pause["end"]
+    (tool,) = [r for r in rows if r["kind"] == "tool"]
+    assert tool["status"] == "denied" and tool["start"] >= pause["end"] - 1_000_000
