@@ -1,9 +1,10 @@
 """What the Timing tab costs a run while it is open: a 200-child delegation on the mock endpoint,
-viewed with the default tab and with the Timing tab, and the size of one Timing pane.
+viewed with the default tab, with the Timing tab, and with the Timing tab rebuilt at every update
+(no `REBUILD_INTERVAL`), and the size of one Timing pane.
 
 No front end: this measures the kernel side (folding the timings, building and serialising the
-throttled pane updates). Variants alternate (default, timing, timing, default, ...) so drift hits
-both alike; process CPU time decides, wall time is printed beside it.
+throttled pane updates). Variants rotate, a different one first each round, so drift hits all
+alike; process CPU time decides, wall time is printed beside it.
 
     .venv/bin/python benchmarks/timing_tab.py [--repeats 5] [--children 200]
 """
@@ -17,7 +18,9 @@ import time
 from typing import Any
 
 import sagents_nb as sn
-from sagents_nb.notebook import view
+from sagents_nb.notebook import _timing_pane, view
+
+VARIANTS = ("transcript", "timing", "timing, every update")
 
 
 @sn.tool
@@ -44,8 +47,19 @@ def handler(children: int) -> Any:
     return answer
 
 
-def one_run(children: int, tab: str) -> tuple[float, float, int]:
-    """Run once with a view on `tab`; CPU and wall seconds, and the last pane's bytes."""
+def one_run(children: int, variant: str) -> tuple[float, float, int]:
+    """Run once with a view on `variant`'s tab; CPU and wall seconds, and the last pane's bytes."""
+    tab, _, every = variant.partition(", ")
+    interval = _timing_pane.REBUILD_INTERVAL
+    if every:
+        _timing_pane.REBUILD_INTERVAL = 0.0
+    try:
+        return _timed_run(children, tab)
+    finally:
+        _timing_pane.REBUILD_INTERVAL = interval
+
+
+def _timed_run(children: int, tab: str) -> tuple[float, float, int]:
     worker = sn.Agent("w", does="looks up", tools=[lookup])
     lead = sn.Agent("lead", does="delegates", team=[worker])
     session = sn.Session(lead, llm=sn.mock_llm(handler(children)))
@@ -68,19 +82,20 @@ def main() -> None:
     parser.add_argument("--children", type=int, default=200, help="children the lead spawns")
     options = parser.parse_args()
     one_run(5, "timing")  # warm up imports, the loop thread and the mock
-    samples: dict[str, list[tuple[float, float, int]]] = {"transcript": [], "timing": []}
+    samples: dict[str, list[tuple[float, float, int]]] = {name: [] for name in VARIANTS}
     for repeat in range(options.repeats):
-        order = ("transcript", "timing") if repeat % 2 == 0 else ("timing", "transcript")
-        for tab in order:
-            samples[tab].append(one_run(options.children, tab))
-    for tab, runs in samples.items():
+        shift = repeat % len(VARIANTS)
+        for variant in VARIANTS[shift:] + VARIANTS[:shift]:
+            samples[variant].append(one_run(options.children, variant))
+    base = statistics.median(s[0] for s in samples["transcript"])
+    for variant, runs in samples.items():
         cpu = statistics.median(s[0] for s in runs)
         wall = statistics.median(s[1] for s in runs)
-        print(f"{tab:>10} tab: {cpu:.3f} s CPU, {wall:.3f} s wall, last pane {runs[-1][2]} bytes")
-    ratio = statistics.median(s[0] for s in samples["timing"]) / statistics.median(
-        s[0] for s in samples["transcript"]
-    )
-    print(f"Timing tab open: {ratio:.3f}x CPU of the default tab (median of {options.repeats})")
+        print(
+            f"{variant:>20}: {cpu:.3f} s CPU ({cpu / base:.2f}x the default tab), "
+            f"{wall:.3f} s wall, last pane {runs[-1][2]} bytes"
+        )
+    print(f"medians of {options.repeats} runs each")
 
 
 if __name__ == "__main__":

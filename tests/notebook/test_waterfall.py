@@ -367,3 +367,41 @@ def test_a_pause_is_a_bar_from_the_pause_to_the_decision() -> None:
     assert pause["start"] < pause["end"]
     (tool,) = [r for r in rows if r["kind"] == "tool"]
     assert tool["status"] == "denied" and tool["start"] >= pause["end"] - 1_000_000
+
+
+def test_while_a_run_streams_the_timing_pane_is_rebuilt_at_a_bounded_rate() -> None:
+    from sagents_nb.notebook._timing_pane import REBUILD_INTERVAL, TimingStamp
+
+    now = [100.0]
+    stamp = TimingStamp(clock=lambda: now[0])
+    events = synthetic_fan_out(3, 2)
+    projector = Projector()
+    projector.fold(events[0])
+    first, waiting = stamp(projector)
+    assert (first, waiting) == (projector.version, False)
+    projector.fold(events[1])
+    now[0] += REBUILD_INTERVAL / 2
+    assert stamp(projector) == (first, True)  # a newer state waits: ask again later
+    now[0] += REBUILD_INTERVAL / 2
+    assert stamp(projector) == (projector.version, False)
+    assert stamp(projector) == (projector.version, False)  # nothing new: nothing waits
+    for event in events[2:]:  # the run finishes: its last state is drawn at once
+        projector.fold(event)
+    assert stamp(projector) == (projector.version, False)
+
+
+def test_following_the_run_does_not_rebuild_the_timing_pane() -> None:
+    from sagents_nb.notebook import view
+
+    session = fan_out_session()
+    session.send("go").result()
+    live = view(session)
+    try:
+        live.projector.fold(StatusChanged(path="lead/review.1", status="running", seq=10**6, run=1))
+        assert live.projector.followed() == "lead/review.1"
+        live.focus.tab = "timing"
+        assert live._pane_node() == "lead"  # the root's waterfall, whichever node is newest
+        live.focus.tab = "transcript"
+        assert live._pane_node() == "lead/review.1"
+    finally:
+        live.close()
