@@ -111,3 +111,58 @@ def test_the_timing_tab_draws_one_row_per_call_and_child_with_escaped_labels(
         "tool",
         "model",
     ]
+
+
+LIVE_TEAM = '''
+import time
+import sagents_nb as sn
+from sagents_nb.notebook import view
+
+@sn.tool
+def slow_read(path: str) -> str:
+    """Read a file slowly.
+
+    Args:
+        path: which file.
+    """
+    time.sleep(0.15)
+    return "contenu 内容"
+
+def handler(request):
+    if "task" in request.tools:
+        if request.last["role"] == "user":
+            return sn.reply(tool_calls=[sn.call("task", agent="reader", prompt=f"fichier {i}")
+                                        for i in range(6)])
+        return "tout lu"
+    if len(request.tool_results) < 3:
+        return sn.reply(tool_calls=[sn.call("slow_read", path="a.txt")])
+    return "lu"
+
+reader = sn.Agent("reader", does="reads", tools=[slow_read])
+session = sn.Session(sn.Agent("lead", does="delegates", team=[reader]), llm=sn.mock_llm(handler))
+live = view(session)
+live
+'''
+
+SEND = """
+run = session.send("lis tout")
+"""
+
+
+def test_the_timing_tab_follows_a_streaming_run_to_its_last_state(page: Any, lab: Lab) -> None:
+    open_notebook(page, lab.notebook("timing-live.ipynb", LIVE_TEAM, SEND))
+    run_cell(page, 0)
+    view = page.locator(".sagents-view")
+    view.get_by_role("tab", name="Timing").click()
+    view.locator('.sn-pane[data-tab="timing"]').wait_for()
+    run_cell(page, 1)
+    head = view.locator(".sn-wf-head")
+    head.locator(".sn-status", has_text="running").wait_for()
+    head.locator(".sn-status", has_text="done").wait_for(timeout=60_000)
+    chart = view.locator("svg.sn-waterfall")
+    # the last state, whole: 6 children with 3 slow reads and 4 model calls each, and the lead's
+    assert chart.locator('g.sn-wf-row[data-kind="node"]').count() == 7
+    assert chart.locator('g.sn-wf-row[data-kind="tool"]').count() == 6 + 6 * 3
+    assert chart.locator('g.sn-wf-row[data-kind="model"]').count() == 2 + 6 * 4
+    assert chart.locator("rect.sn-wf-open").count() == 0  # nothing left drawn as still going
+    assert view.locator("table.sn-tokens tbody tr").count() == 7
