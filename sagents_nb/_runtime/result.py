@@ -32,6 +32,25 @@ class TreeNode:
     cost_usd: float | None = None
     """What a CLI child's own runs cost, as the CLI reported it (list price); None for others."""
 
+    @property
+    def own_usage(self) -> Usage:
+        """Usage of this node's own model calls (`usage` less its children's)."""
+        below = Usage()
+        for child in self.children:
+            below = below + child.usage
+        return Usage(
+            prompt_tokens=self.usage.prompt_tokens - below.prompt_tokens,
+            completion_tokens=self.usage.completion_tokens - below.completion_tokens,
+            total_tokens=self.usage.total_tokens - below.total_tokens,
+        )
+
+    @property
+    def subtree_cost_usd(self) -> float | None:
+        """The costs CLIs reported in this subtree, summed; None when none reported one (an
+        OpenAI-compatible endpoint reports usage, not cost)."""
+        costs = [node.cost_usd for node in self.walk() if node.cost_usd is not None]
+        return sum(costs) if costs else None
+
     def walk(self) -> list[TreeNode]:
         """This node and every node below it, depth first."""
         nodes = [self]

@@ -54,6 +54,9 @@ def _focus(view: LiveView, message: dict[str, Any]) -> None:
             focus.types = [str(t) for t in message["types"]]
         if "node_only" in message:
             focus.node_only = bool(message["node_only"])
+        if "run" in message:
+            run = message["run"]
+            focus.run = run if isinstance(run, int) and not isinstance(run, bool) else None
         if isinstance(message.get("opened"), list):
             opened = [seq for seq in message["opened"] if isinstance(seq, int)]
             focus.opened = sorted(set(opened))[-ROWS:]

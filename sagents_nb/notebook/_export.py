@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._context_pane import context_pane
 from ._render import clip, tree_state
+from ._waterfall import token_rollup
 
 if TYPE_CHECKING:
     from ._widget import LiveView
@@ -27,6 +28,8 @@ _COLOURS = {
     "cancelled": "#57606a",
 }
 STATIC_TYPES = ("text/plain", "text/html")
+_TOKEN_ROWS = 50
+"""Nodes the static token table lists at most."""
 _shown: weakref.WeakSet[LiveView] = weakref.WeakSet()
 _hooked = False
 
@@ -89,12 +92,46 @@ def static_view(view: LiveView) -> dict[str, str]:
                 f"{_e(shown)}</span></li>"
             )
         context = f"<div><b>{_e(title)}</b><ol>{''.join(items)}</ol></div>"
+    tokens = _token_table(view, run.get("number"), lines)
     head = _e(lines[0]) + (f" · run {run['number']} <b>{_e(run['status'])}</b>" if run else "")
     body = (
         '<div class="sagents-static" style="font-family:monospace;font-size:12px">'
-        f"<div>{head}</div>{''.join(rows)}{answer}{context}</div>"
+        f"<div>{head}</div>{''.join(rows)}{answer}{context}{tokens}</div>"
     )
     return {"text/plain": "\n".join(lines), "text/html": body}
+
+
+def _token_table(view: LiveView, number: int | None, lines: list[str]) -> str:
+    """The run's tokens per node (own and subtree, reported) and reported costs, as text lines
+    added to `lines` and an escaped HTML table."""
+    projector = view.projector
+    with projector.lock:
+        projector.timings.update(projector.events)
+        run = projector.timings.runs.get(number) if number is not None else None
+        nodes = token_rollup(run) if run is not None else []
+    if not nodes:
+        return ""
+    title = f"Tokens by node, run {number} (reported; own / with the subtree)"
+    lines.append(f"\n{title}")
+    cells = []
+    for node in nodes[:_TOKEN_ROWS]:
+        cost = f" · ${node.subtree_cost_usd:.4f} reported" if node.subtree_cost_usd else ""
+        own = f"{node.prompt_tokens} prompt + {node.completion_tokens} completion"
+        below = f"{node.subtree_prompt_tokens} + {node.subtree_completion_tokens}"
+        lines.append(f"  {'  ' * node.depth}{node.path}: {own} / {below}{cost}")
+        cells.append(
+            f'<tr><td style="padding-left:{node.depth * 1.2}em">{_e(node.path)}</td>'
+            f"<td>{node.prompt_tokens}</td><td>{node.completion_tokens}</td>"
+            f"<td>{node.subtree_prompt_tokens}</td><td>{node.subtree_completion_tokens}</td>"
+            f"<td>{_e(cost.removeprefix(' · ') or '—')}</td></tr>"
+        )
+    if len(nodes) > _TOKEN_ROWS:
+        lines.append(f"  … {len(nodes) - _TOKEN_ROWS} more nodes")
+    head = "".join(
+        f"<th>{name}</th>"
+        for name in ("node", "prompt", "completion", "subtree prompt", "subtree completion", "cost")
+    )
+    return f"<div><b>{_e(title)}</b><table><tr>{head}</tr>{''.join(cells)}</table></div>"
 
 
 def show(view: LiveView, bundle: dict[str, Any], metadata: dict[str, Any]) -> None:

@@ -22,8 +22,9 @@ from ._log_panes import events_pane, headline, wire_pane
 from ._projector import Projector
 from ._render import ROWS, as_json, calls_state, clip
 from ._state import Mark, NodeState, ToolCard
+from ._timing_pane import timing_pane
 
-TABS = ("transcript", "context", "tools", "compaction", "wire", "events")
+TABS = ("transcript", "context", "tools", "compaction", "wire", "events", "timing")
 
 
 @dataclass
@@ -40,6 +41,8 @@ class Focus:
     node_only: bool = False
     opened: list[int] = field(default_factory=list)
     """Events whose JSON the person opened in the log."""
+    run: int | None = None
+    """The run the Timing tab shows; None: the newest one with the node in it."""
 
     def key(self) -> tuple[Any, ...]:
         return (
@@ -49,6 +52,7 @@ class Focus:
             tuple(self.types),
             self.node_only,
             tuple(self.opened),
+            self.run,
         )
 
 
@@ -68,6 +72,8 @@ def pane_state(
         pane.update(events_pane(projector, set(focus.types), only, json_cache, focus.opened))
     elif focus.tab == "wire":
         pane.update(wire_pane(exchanges, node))
+    elif focus.tab == "timing":
+        pane.update(timing_pane(projector, chosen, focus.run))
     elif node is None:
         pane["empty"] = "nothing has happened yet"
     else:

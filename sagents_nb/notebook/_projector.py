@@ -42,6 +42,7 @@ from ..events import (
     WindowTrim,
 )
 from ._state import Mark, NodeState, PendingState, RunState, ToolCard, Turn
+from ._timings import Timings
 
 if TYPE_CHECKING:
     from .._runtime.result import TreeNode
@@ -101,6 +102,8 @@ class Projector:
         """Events received and not folded yet, oldest first."""
         self.receive = self.inbox.append
         """Queue an event for the next `catch_up` (from any thread)."""
+        self.timings = Timings()
+        """The runs' spans and tokens, folded from `events` only when the Timing tab is drawn."""
 
     def fold(self, event: Event) -> None:
         """Add one event to the view state (after any still in the inbox)."""

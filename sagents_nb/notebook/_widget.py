@@ -26,6 +26,7 @@ from ._render import tree_state
 from ._state import PendingState
 from ._target import Target
 from ._throttle import Throttle
+from ._timing_pane import TimingStamp
 
 if TYPE_CHECKING:
     from .. import Result, Run, Session
@@ -96,6 +97,7 @@ class LiveView(anywidget.AnyWidget):
         self._notice: dict[str, Any] = {"id": 0, "text": "", "error": False}
         self._json_cache: dict[int, str] = {}
         self._pane_stamp: tuple[Any, ...] | None = None
+        self._timing_stamp = TimingStamp()
         self._ready = False
         self._throttle = Throttle(self._push, rate=rate)
         self.target.attach(self.projector, self._throttle.request)
@@ -212,7 +214,10 @@ class LiveView(anywidget.AnyWidget):
 
     def _pane_node(self) -> str | None:
         projector, chosen = self.projector, self.focus.node
-        return chosen if chosen in projector.nodes else projector.followed()
+        if chosen in projector.nodes:
+            return chosen
+        # the Timing tab shows the root's run unless a node is chosen: following moves nothing
+        return projector.root if self.focus.tab == "timing" else projector.followed()
 
     def _pane_version(self, exchanges: Any, path: str | None) -> Any:
         projector, tab = self.projector, self.focus.tab
@@ -223,6 +228,11 @@ class LiveView(anywidget.AnyWidget):
             return (id(exchanges), len(exchanges), id(last), last.status, last.duration)
         if tab == "events":
             return projector.version
+        if tab == "timing":
+            version, waiting = self._timing_stamp(projector)
+            if waiting:
+                self._throttle.request()  # so the newest state is drawn after the interval
+            return version
         node = projector.nodes.get(path or "")
         return node.version if node is not None else projector.version
 

@@ -13,6 +13,7 @@ const TABS = [
   ["compaction", "Compaction"],
   ["wire", "Wire"],
   ["events", "Events"],
+  ["timing", "Timing"],
 ];
 const ACTIVE = new Set(["running", "spawned", "paused", "waiting"]);
 const SHOWN = { spawned: "queued" };
@@ -555,7 +556,7 @@ function render({ model, el }) {
   }
 
   function paneView(head, state) {
-    const draw = { transcript, context, tools, compaction, wire, events }[state.tab] || transcript;
+    const draw = { transcript, context, tools, compaction, wire, events, timing }[state.tab] || transcript;
     const title = state.node
       ? html`<div class="sn-pane-title">
           ${state.node}${state.chosen ? "" : html` <span class="sn-meta">(following the run)</span>`}
@@ -868,6 +869,184 @@ function render({ model, el }) {
       ${kept.length ? html`<div class="sn-label">kept open</div>` : nothing}
       ${repeat([...kept, ...current], (row) => row.seq, eventRow)}
     </div>`;
+  }
+
+  // Timing: the run's spans on one time axis (as trace viewers draw them), then each node's
+  // tokens, own and with its subtree, and cost where a CLI reported one.
+  function timing(state) {
+    const fall = state.waterfall;
+    if (!fall) return html`<div class="sn-empty">${state.empty || "no runs timed yet"}</div>`;
+    const runs = state.runs || [];
+    const pick = runs.length > 1
+      ? html`<label class="sn-select"
+          >run
+          <select
+            class="sn-wf-run"
+            ?disabled=${!!ui.dead}
+            @change=${(e) => send({ action: "focus", run: Number(e.target.value) })}
+          >
+            ${runs.map((n) => html`<option value=${n} .selected=${n === fall.run}>${n}</option>`)}
+          </select></label
+        >`
+      : nothing;
+    const top = (state.tokens || [])[0];
+    return html`<div class="sn-timing">
+      <div class="sn-wf-head">
+        ${pick} <span>run ${fall.run} ${status(fall.status)} · ${seconds(fall.span / 1e6)}</span>
+        ${top ? html`<span class="sn-meta">${tokenSummary(top)}</span>` : nothing}
+        ${fall.folded
+          ? html`<span class="sn-meta">
+              · ${fall.folded} nodes folded into their parents' rows (select one to see its own)</span
+            >`
+          : nothing}
+      </div>
+      ${waterfallChart(fall)} ${tokenTable(state.tokens || [], state.tokens_more || 0)}
+    </div>`;
+  }
+
+  function tokenSummary(row) {
+    return (
+      `${amount(row.subtree_prompt_tokens)} prompt + ${amount(row.subtree_completion_tokens)} ` +
+      `completion tokens (reported)${row.subtree_unreported ? `, ${row.subtree_unreported} calls unreported` : ""}` +
+      (row.subtree_cost_usd !== null ? ` · ${cost(row.subtree_cost_usd)} (reported)` : "")
+    );
+  }
+
+  function cost(value) {
+    return value < 0.01 ? `$${value.toFixed(4)}` : `$${value.toFixed(2)}`;
+  }
+
+  // An axis step of 1, 2 or 5 times a power of ten, for about six ticks.
+  function tickStep(span) {
+    const rough = span / 6;
+    const power = 10 ** Math.floor(Math.log10(rough));
+    return [1, 2, 5, 10].map((m) => m * power).find((step) => step >= rough) || rough;
+  }
+
+  function waterfallChart(fall) {
+    const rowsIn = fall.rows || [];
+    const width = 760;
+    const labels = 230;
+    const right = 12;
+    const rowHeight = 18;
+    const axis = 20;
+    // times arrive in whole microseconds since the run's start
+    const span = Math.max((fall.span || 0) / 1e6, 0.001);
+    const at = (us) => (us === null || us === undefined ? null : us / 1e6);
+    const x = (t) => labels + ((t ?? span) / span) * (width - labels - right);
+    const height = axis + rowsIn.length * rowHeight + 4;
+    const step = tickStep(span);
+    const ticks = [];
+    for (let t = 0; t <= span + step / 1000 && ticks.length < 30; t += step) ticks.push(t);
+    const bar = (start, end, cls, hover) => {
+      const left = x(start);
+      return svg`<rect class=${end === null ? `${cls} sn-wf-open` : cls} x=${left} width=${Math.max(1.5, x(end) - left)}
+        height=${rowHeight - 6}><title>${hover}</title></rect>`;
+    };
+    const during = (start, end) =>
+      `${seconds(start)} → ${end === null ? "now" : seconds(end)} (${seconds((end ?? span) - start)}` +
+      `${end === null ? " so far" : ""})`;
+    const row = (item, i) => {
+      const y = axis + i * rowHeight;
+      const indent = 4 + Math.min(item.depth, 12) * 10;
+      const room = Math.max(4, Math.floor((labels - indent - 4) / 6.5));
+      const label = item.label.length > room ? `${item.label.slice(0, room - 1)}…` : item.label;
+      const kind = token(item.kind);
+      const bars =
+        item.kind === "node"
+          ? (item.segments || []).map(([startUs, beganUs, endUs, state, what]) => {
+              const [start, began, end] = [at(startUs), at(beganUs), at(endUs)];
+              const hover = `${item.path}: ${what}\n${during(start, end)}\n${state}`;
+              const queued = began === null ? end : began;
+              return svg`${queued !== start ? bar(start, queued, "sn-wf-queued", `queued · ${hover}`) : nothing}
+                ${began !== null ? bar(began, end, `sn-wf-bar sn-wf-node sn-wf-${token(state)}`, hover) : nothing}`;
+            })
+          : bar(
+              at(item.start),
+              at(item.end),
+              `sn-wf-bar sn-wf-${kind} sn-wf-${token(item.status)}`,
+              `${item.label}\n${during(at(item.start), at(item.end))} · ${item.status}` +
+                (item.title ? `\n${item.title}` : ""),
+            );
+      const open = item.kind === "node" ? () => focus({ node: item.path }) : null;
+      return svg`<g class=${`sn-wf-row sn-wf-row-${kind}`} data-key=${item.key} data-kind=${item.kind}
+          transform=${`translate(0 ${y})`}>
+        <text class=${open ? "sn-wf-label sn-wf-link" : "sn-wf-label"} x=${indent} y=${rowHeight - 7}
+          @click=${open || nothing}>${label}<title>${item.title || item.label}</title></text>
+        <g transform="translate(0 2)">${bars}</g>
+      </g>`;
+    };
+    return html`<div class="sn-wf-box">
+      <svg class="sn-waterfall" viewBox=${`0 0 ${width} ${height}`} width=${width} height=${height} role="img">
+        <title>run ${fall.run}: model calls, tool calls, pauses and children on one time axis</title>
+        ${ticks.map(
+          (t) => svg`<line class="sn-wf-tick" x1=${x(t)} y1=${axis - 4} x2=${x(t)} y2=${height}></line>
+            <text class="sn-axis-label" x=${x(t) + 2} y=${axis - 8}>${seconds(t)}</text>`,
+        )}
+        ${repeat(rowsIn, (item) => item.key, row)}
+      </svg>
+      <div class="sn-legend">
+        <span class="sn-key sn-wf-key-node">node's task</span>
+        <span class="sn-key sn-wf-key-queued">queued</span>
+        <span class="sn-key sn-wf-key-model">model call</span>
+        <span class="sn-key sn-wf-key-tool">tool call</span>
+        <span class="sn-key sn-wf-key-pause">paused</span>
+      </div>
+    </div>`;
+  }
+
+  function tokenTable(rowsIn, more) {
+    if (!rowsIn.length) return nothing;
+    const figure = (value, what) => html`<td class="sn-num" title=${`${value} ${what}`}>${amount(value)}</td>`;
+    const estimate = (row) =>
+      row.unreported
+        ? html`<span class="sn-meta" title=${`${row.unreported} model calls reported no usage; their views were estimated at ${row.estimated_prompt_tokens} tokens`}
+            >+ ~${amount(row.estimated_prompt_tokens)} est.</span
+          >`
+        : nothing;
+    const costCell = (row) => {
+      if (row.subtree_cost_usd === null)
+        return html`<td class="sn-meta" title="no cost reported: endpoints report usage, not prices">—</td>`;
+      const partial = row.priced < row.spent ? ` (${row.priced} of ${row.spent} nodes reported one)` : "";
+      return html`<td class="sn-num" title=${`as the CLI reported it, at list price${partial}`}>
+        ${row.cost_usd !== null ? cost(row.cost_usd) : "—"} / ${cost(row.subtree_cost_usd)}${partial ? " *" : ""}
+      </td>`;
+    };
+    return html`<table class="sn-tokens">
+      <thead>
+        <tr>
+          <th>node</th>
+          <th title="model calls · tool calls">calls</th>
+          <th title="reported by the endpoint or CLI, this node's own calls">own prompt</th>
+          <th title="reported by the endpoint or CLI, this node's own calls">own completion</th>
+          <th title="reported, this node and every node below it">subtree prompt</th>
+          <th title="reported, this node and every node below it">subtree completion</th>
+          <th title="reported by a CLI only (own / subtree)">cost</th>
+        </tr>
+      </thead>
+      <tbody>
+        ${repeat(
+          rowsIn,
+          (row) => row.path,
+          (row) => html`<tr data-path=${row.path}>
+            <td style=${`padding-left:${4 + Math.min(row.depth, 12) * 10}px`}>
+              <button class="sn-link" ?disabled=${!!ui.dead} @click=${() => focus({ node: row.path })}>
+                ${row.path.slice(row.path.lastIndexOf("/") + 1)}
+              </button>
+            </td>
+            <td class="sn-num">${row.model_calls} · ${row.tool_calls}</td>
+            <td class="sn-num" title=${`${row.prompt_tokens} prompt tokens (reported)`}>
+              ${amount(row.prompt_tokens)} ${estimate(row)}
+            </td>
+            ${figure(row.completion_tokens, "completion tokens (reported)")}
+            ${figure(row.subtree_prompt_tokens, "prompt tokens (reported), with the subtree")}
+            ${figure(row.subtree_completion_tokens, "completion tokens (reported), with the subtree")}
+            ${costCell(row)}
+          </tr>`,
+        )}
+      </tbody>
+      ${more ? html`<caption class="sn-earlier">${more} more nodes not listed</caption>` : nothing}
+    </table>`;
   }
 
   // A kernel restart or shutdown leaves this page's copy of the widget without a kernel: say so
