@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 from .._base.errors import StoreError
 from .._store.protocol import EventRow, MessageRow, NodeRow, SessionRows, StoredSession, TaskRow
-from .._store.sqlite.store import SCHEMA_VERSION
 from .restore import require_journal, restore
 
 if TYPE_CHECKING:
@@ -19,6 +18,10 @@ if TYPE_CHECKING:
     from .session import Session
 
 FORMAT = "sagents_nb.session"
+SCHEMA = 2
+"""The export's own version: its records are a store's rows, each text whole. (The file store's
+schema 3 keeps long texts apart; an export carries them in their rows, as schema 2 did, so
+exports go on reading in either direction.)"""
 
 
 def export_jsonl(session: Session, path: str | os.PathLike[str]) -> Path:
@@ -30,7 +33,7 @@ def export_jsonl(session: Session, path: str | os.PathLike[str]) -> Path:
     lines: list[dict[str, Any]] = [
         {
             "format": FORMAT,
-            "schema": SCHEMA_VERSION,
+            "schema": SCHEMA,
             "session": {
                 "id": info.id,
                 "agent": info.agent,
@@ -108,10 +111,10 @@ def read_jsonl(path: Path) -> SessionRows:
             f"{path} is not a sagents_nb session export (its first line should name the format "
             f"{FORMAT!r}); pass a file written by session.export_jsonl(...)"
         )
-    if header.get("schema", 0) > SCHEMA_VERSION:
+    if header.get("schema", 0) > SCHEMA:
         raise StoreError(
             f"{path} was exported by a newer sagents_nb (schema {header['schema']}; this version "
-            f"reads {SCHEMA_VERSION}); upgrade sagents_nb to import it"
+            f"reads {SCHEMA}); upgrade sagents_nb to import it"
         )
     rows = SessionRows(StoredSession(**header["session"]))
     for number, line in enumerate(lines[1:], start=2):

@@ -12,7 +12,7 @@ import types
 import typing
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from pydantic.fields import FieldInfo
 from pydantic_core import to_jsonable_python
@@ -627,7 +627,7 @@ class PendingStep:
         return Step(
             self.seq,
             [
-                EventRow(seq, run, kind, path, body_text(body))
+                EventRow(seq, run, kind, path, cast(str, body_text(body)))  # JSON text or fields
                 for seq, run, kind, path, body in events
             ],
             [MessageWrite(*write) for write in messages],

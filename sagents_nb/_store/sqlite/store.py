@@ -23,6 +23,8 @@ from ..protocol import (
     TaskRow,
 )
 from ..writer import later
+from .texts import SCHEMA as TEXTS_SCHEMA
+from .texts import Cutter, Texts, add_texts_table, keep
 from .writes import (
     Conflict,
     PlainSession,
@@ -38,7 +40,7 @@ from .writes import (
 log = logging.getLogger("sagents_nb")
 
 APP = "sagents_nb"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 SQLITE_MAGIC = b"SQLite format 3\x00"
 MEMORY = ":memory:"
 
@@ -72,6 +74,7 @@ CREATE TABLE tasks (
 );
 CREATE INDEX tasks_key ON tasks (session, parent, agent, prompt, retired);
 {LIVE_TASKS_INDEX};
+{TEXTS_SCHEMA};
 """
 
 Migration = Callable[[sqlite3.Connection], None]
@@ -83,7 +86,7 @@ def _live_tasks_unique(db: sqlite3.Connection) -> None:
     db.execute(LIVE_TASKS_INDEX)
 
 
-MIGRATIONS: dict[int, Migration] = {1: _live_tasks_unique}
+MIGRATIONS: dict[int, Migration] = {1: _live_tasks_unique, 2: add_texts_table}
 """`MIGRATIONS[v]` upgrades a store from schema `v` to `v + 1`; all run in one transaction."""
 
 
@@ -236,7 +239,8 @@ class SQLiteStore:
 
     def create(self, rows: SessionRows) -> None:
         """Add a new session with its rows in one transaction."""
-        self._write(create_session, _plain_session(rows))
+        cutter = Cutter()
+        self._write(create_session, cutter.session(_plain_session(rows)), texts=cutter.found)
 
     def fork(self, source: str, seq: int, info: StoredSession) -> None:
         """Add session `info` with `source`'s rows as of event `seq`, copied inside the file."""
@@ -250,10 +254,15 @@ class SQLiteStore:
     def commit_plain(self, session_id: str, steps: list[PlainStep]) -> None:
         """`commit` for steps already as plain data (see `sqlite/writes.py`): the journal
         encodes its steps so, without building the `Step` rows first."""
-        self._write(write_steps, session_id, steps)
+        cutter = Cutter()
+        steps = [cutter.step(step) for step in steps]
+        self._write(write_steps, session_id, steps, texts=cutter.found)
 
-    def _write(self, writes: Callable[..., None], *args: Any) -> None:
-        """Run `writes(db, *args)` in one transaction; a refusal is a `StoreError`."""
+    def _write(
+        self, writes: Callable[..., None], *args: Any, texts: dict[bytes, str] | None = None
+    ) -> None:
+        """Run `writes(db, *args)` in one transaction, after the long `texts` its rows refer
+        to (see `texts.py`); a refusal is a `StoreError`."""
         with self._lock:
             self._check_open()
             if self.read_only:
@@ -264,6 +273,8 @@ class SQLiteStore:
                 )
             try:
                 with transaction(self._db):
+                    if texts:
+                        keep(self._db, texts)
                     writes(self._db, *args)
             except Conflict as exc:
                 raise StoreError(str(exc)) from None
@@ -318,6 +329,7 @@ class SQLiteStore:
                     where,
                 )
             ]
+            _whole(db, events, messages, nodes, tasks)
         sid, agent, created, parent, fork_seq = found
         last = events[-1].seq if events else 0
         info = StoredSession(sid, agent, created, parent, fork_seq, last)
@@ -403,6 +415,26 @@ def _check_file(path: Path, create: bool) -> bool:
             "session was saved to, or a new file name"
         )
     return not head
+
+
+def _whole(
+    db: sqlite3.Connection,
+    events: list[EventRow],
+    messages: list[MessageRow],
+    nodes: list[NodeRow],
+    tasks: list[TaskRow],
+) -> None:
+    """Put the long texts back into rows that refer to them (their values are BLOBs)."""
+    texts = Texts(db)
+    for rows in (events, messages, nodes):
+        for row in rows:
+            body: str | bytes = row.body  # a BLOB reads as bytes
+            if type(body) is bytes:
+                row.body = texts.body(body)
+    for task in tasks:
+        text: str | bytes | None = task.text
+        if type(text) is bytes:
+            task.text = texts.text(text)
 
 
 def _plain_session(rows: SessionRows) -> PlainSession:

@@ -92,9 +92,9 @@ def write_steps(db: sqlite3.Connection, sid: str, steps: Sequence[PlainStep]) ->
         insert_rows(db, "INSERT INTO messages", added)
 
 
-def body_text(body: str | dict[str, Any]) -> str:
-    """An event's body as JSON text."""
-    return body if isinstance(body, str) else _dumps(body)
+def body_text(body: str | bytes | dict[str, Any]) -> str | bytes:
+    """An event's body as JSON text (bytes: one with long texts kept apart, see `texts.py`)."""
+    return body if isinstance(body, (str, bytes)) else _dumps(body)
 
 
 def create_session(db: sqlite3.Connection, session: PlainSession) -> None:
