@@ -6,14 +6,15 @@ a child's answer four times. So on the way into the file every string of `MIN_CH
 in a row's JSON body (at any depth), and a task's outcome text, goes to the `texts` table, keyed
 by the BLAKE2b hash of its UTF-8, and the row keeps a reference:
 
-- a body with references is a BLOB: its JSON with each such string replaced by `REF` + the
-  hash in hex (`"\\u0000\\u0000<32 hex digits>"` in the JSON text);
+- a body with references is a BLOB: its JSON text with each such string's JSON (`literal`)
+  replaced by `reference(hash)`, `"\\u0000\\u0000<the hash in 32 hex digits>"`;
 - a task's `text` is a BLOB: the hash itself.
 
-A TEXT value is what it always was, so rows written before schema 3 read as they did; reads
-(`Texts.body`, `Texts.text`) put the strings back, so the rows a store returns are whole. Texts
-are immutable and shared by every session and fork in the file: one is written before the rows
-that refer to it, and never changed.
+Reading (`Texts`) puts each literal back, so the rows a store returns are the rows it was given,
+to the byte: a cut is checked so before it is kept, and a body that would not come back the
+same (e.g. one holding a string that looks like a reference) stays whole. A TEXT value is what
+it always was, so rows written before schema 3 read as they did. Texts are immutable and shared
+by every session and fork in the file; one is written before the rows that refer to it.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import hashlib
 import json
 import re
 import sqlite3
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from pydantic_core import PydanticSerializationError, to_json
@@ -34,16 +36,22 @@ shorter texts stay in their rows."""
 
 SCHEMA = "CREATE TABLE texts (hash BLOB PRIMARY KEY, text TEXT NOT NULL)"
 
-REF = "\x00\x00"
-"""What a reference in a body starts with (then the hash in hex): a text of its own would
-need two NULs before 32 hex digits, and a body holding such a string is kept whole."""
-
 _REFS = re.compile(r'"\\u0000\\u0000([0-9a-f]{32})"')
 
 
 def add_texts_table(db: sqlite3.Connection) -> None:
     """Schema 3: long texts are kept once, in `texts` (rows written before keep theirs)."""
     db.execute(SCHEMA)
+
+
+def reference(key: bytes) -> str:
+    """What a body holds in place of the literal of the text with hash `key`."""
+    return f'"\\u0000\\u0000{key.hex()}"'
+
+
+def literal(text: str) -> str:
+    """A text's JSON, as the journal's serializers write it."""
+    return to_json(text).decode()
 
 
 class Cutter:
@@ -79,26 +87,30 @@ class Cutter:
     def body(self, body: str | dict[str, Any]) -> str | dict[str, Any] | bytes:
         """`body` (JSON text, or an event's plain fields) as stored: with references in place
         of its long strings, else unchanged."""
-        if type(body) is str:
-            if len(body) < MIN_CHARS:
+        if type(body) is dict:
+            if not any(map(_long, body.values())):
                 return body
-            data = json.loads(body)
-        elif type(body) is dict and any(map(_long, body.values())):
-            data = body
+            try:
+                text = to_json(body).decode()  # the JSON the writer would make, in UTF-8
+            except PydanticSerializationError:  # a lone surrogate: the writer escapes it
+                return body
+        elif type(body) is str and len(body) >= MIN_CHARS:
+            text = body
         else:
             return body
-        found: dict[bytes, str] = {}
-        cuts = [0]
-        data = _cut(data, found, cuts)
-        if not found:
-            return body
-        try:
-            skeleton = to_json(data).decode()
-        except (PydanticSerializationError, UnicodeEncodeError):  # a lone surrogate: kept whole
-            return body
-        if len(_REFS.findall(skeleton)) != cuts[0]:  # a text of its own looks like a reference
-            return body
-        self.found.update(found)
+        cut: dict[str, tuple[str, str]] = {}
+        skeleton = text
+        for string in sorted(set(_long_strings(json.loads(text))), key=len, reverse=True):
+            key = _key(string)
+            if key is None:
+                continue
+            found = literal(string)
+            if found in skeleton:
+                skeleton = skeleton.replace(found, reference(key))
+                cut[key.hex()] = (string, found)
+        if not cut or _whole(skeleton, lambda hex: cut[hex][1] if hex in cut else "") != text:
+            return body  # nothing to cut, or it would not read back the same
+        self.found.update((bytes.fromhex(hex), string) for hex, (string, _) in cut.items())
         return skeleton.encode()
 
     def task(self, task: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -117,55 +129,48 @@ def keep(db: sqlite3.Connection, texts: dict[bytes, str]) -> None:
 
 class Texts:
     """Puts stored texts back into the rows read from one connection (each text read and
-    JSON-encoded once)."""
+    turned into its literal once)."""
 
     def __init__(self, db: sqlite3.Connection) -> None:
         self.db = db
-        self._texts: dict[bytes, str] = {}
         self._literals: dict[str, str] = {}
 
     def body(self, stored: bytes) -> str:
         """A body stored with references, whole again."""
-        return _REFS.sub(self._literal, stored.decode())
+        return _whole(stored.decode(), self._literal)
 
-    def text(self, stored: str | bytes | None) -> str | None:
-        """A task's text, whole again."""
-        return self._text(stored) if isinstance(stored, bytes) else stored
+    def text(self, stored: bytes) -> str:
+        """A task's text stored as a reference, whole again."""
+        found = self.db.execute("SELECT text FROM texts WHERE hash = ?", (stored,)).fetchone()
+        if found is None:
+            raise sqlite3.DatabaseError(
+                f"the text {stored.hex()} a row refers to is missing from the texts table"
+            )
+        return str(found[0])
 
-    def _literal(self, ref: re.Match[str]) -> str:
-        key = ref[1]
-        literal = self._literals.get(key)
-        if literal is None:
-            literal = self._literals[key] = to_json(self._text(bytes.fromhex(key))).decode()
-        return literal
-
-    def _text(self, key: bytes) -> str:
-        text = self._texts.get(key)
-        if text is None:
-            found = self.db.execute("SELECT text FROM texts WHERE hash = ?", (key,)).fetchone()
-            if found is None:
-                raise sqlite3.DatabaseError(
-                    f"the text {key.hex()} a row refers to is missing from the texts table"
-                )
-            text = self._texts[key] = found[0]
-        return text
+    def _literal(self, hex: str) -> str:
+        found = self._literals.get(hex)
+        if found is None:
+            found = self._literals[hex] = literal(self.text(bytes.fromhex(hex)))
+        return found
 
 
-def _cut(value: Any, found: dict[bytes, str], cuts: list[int]) -> Any:
-    """`value` with each long string (not a key) replaced by its reference, noted in `found`
-    and counted in `cuts`."""
+def _whole(skeleton: str, literal_of: Callable[[str], str]) -> str:
+    """`skeleton` with each reference replaced by `literal_of(its hash in hex)`."""
+    return _REFS.sub(lambda ref: literal_of(ref[1]), skeleton)
+
+
+def _long_strings(value: Any) -> Iterator[str]:
+    """The strings of `MIN_CHARS` or more in JSON data (values, not keys)."""
     if type(value) is str:
-        key = _key(value) if len(value) >= MIN_CHARS else None
-        if key is None:
-            return value
-        found[key] = value
-        cuts[0] += 1
-        return REF + key.hex()
-    if type(value) is dict:
-        return {k: _cut(v, found, cuts) for k, v in value.items()}
-    if type(value) is list:
-        return [_cut(v, found, cuts) for v in value]
-    return value
+        if len(value) >= MIN_CHARS:
+            yield value
+    elif type(value) is dict:
+        for item in value.values():
+            yield from _long_strings(item)
+    elif type(value) is list:
+        for item in value:
+            yield from _long_strings(item)
 
 
 def _long(value: object) -> bool:
@@ -177,7 +182,7 @@ def _long(value: object) -> bool:
 
 def _key(text: str) -> bytes | None:
     """The text's hash; None if UTF-8 cannot encode it (a lone surrogate: such text stays in
-    its row, which keeps it as the journal repaired it)."""
+    its row, as the journal made it)."""
     try:
         return hashlib.blake2b(text.encode(), digest_size=16).digest()
     except UnicodeEncodeError:
