@@ -62,6 +62,8 @@ class Cutter:
         self.found: dict[bytes, str] = {}
 
     def step(self, step: PlainStep) -> PlainStep:
+        if _short_only(step):  # the common case: nothing to rebuild
+            return step
         events, messages, nodes, tasks, retired = step
         return (
             [(*e[:4], self.body(e[4])) for e in events],
@@ -87,17 +89,15 @@ class Cutter:
     def body(self, body: str | dict[str, Any]) -> str | dict[str, Any] | bytes:
         """`body` (JSON text, or an event's plain fields) as stored: with references in place
         of its long strings, else unchanged."""
-        if type(body) is dict:
-            if not any(map(_long, body.values())):
-                return body
+        if not _may_cut(body):
+            return body
+        if isinstance(body, dict):
             try:
                 text = to_json(body).decode()  # the JSON the writer would make, in UTF-8
             except PydanticSerializationError:  # a lone surrogate: the writer escapes it
                 return body
-        elif type(body) is str and len(body) >= MIN_CHARS:
-            text = body
         else:
-            return body
+            text = body
         cut: dict[str, tuple[str, str]] = {}
         skeleton = text
         for string in sorted(set(_long_strings(json.loads(text))), key=len, reverse=True):
@@ -115,7 +115,7 @@ class Cutter:
 
     def task(self, task: tuple[Any, ...]) -> tuple[Any, ...]:
         text = task[6]
-        key = _key(text) if type(text) is str and len(text) >= MIN_CHARS else None
+        key = _key(text) if _long_task(task) else None
         if key is None:
             return task
         self.found[key] = text
@@ -173,11 +173,36 @@ def _long_strings(value: Any) -> Iterator[str]:
             yield from _long_strings(item)
 
 
-def _long(value: object) -> bool:
-    """A plain event's field holds a string to keep apart."""
-    if type(value) is str:
-        return len(value) >= MIN_CHARS
-    return type(value) is list and any(type(v) is str and len(v) >= MIN_CHARS for v in value)
+def _may_cut(body: object) -> bool:
+    """Whether a body may hold a string to keep apart: JSON text long enough, or plain fields
+    with such a string (or list of strings)."""
+    if type(body) is str:
+        return len(body) >= MIN_CHARS
+    if type(body) is not dict:
+        return False
+    for value in body.values():
+        if type(value) is str:
+            if len(value) >= MIN_CHARS:
+                return True
+        elif type(value) is list and any(type(v) is str and len(v) >= MIN_CHARS for v in value):
+            return True
+    return False
+
+
+def _short_only(step: PlainStep) -> bool:
+    """Whether no row of `step` may hold a string to keep apart."""
+    events, messages, nodes, tasks, _ = step
+    return not (
+        any(_may_cut(e[4]) for e in events)
+        or any(_may_cut(body) for write in messages for _, body in write[3])
+        or any(_may_cut(n[3]) for n in nodes)
+        or any(map(_long_task, tasks))
+    )
+
+
+def _long_task(task: tuple[Any, ...]) -> bool:
+    text = task[6]
+    return type(text) is str and len(text) >= MIN_CHARS
 
 
 def _key(text: str) -> bytes | None:
