@@ -265,3 +265,25 @@ def test_a_schema_2_file_upgrades_with_every_row_intact(tmp_path: Path) -> None:
     same_session(again, old)
     same_session(again.fork(), again)
     store.close()
+
+
+def test_long_instructions_in_every_request_are_stored_once(tmp_path: Path) -> None:
+    """A system prompt is in every model request's view (not a stored message): kept once."""
+    instructions = "Tu es un assistant précis. あなたは正確です。你很准确。🙂\n" * 20
+    agent = sn.Agent("helper", instructions=instructions, tools=[read_file])
+    db = tmp_path / "runs.db"
+
+    def reply(req: sn.ChatRequest) -> sn.Reply | str:
+        if len(req.tool_results) < 3:
+            return sn.reply(tool_calls=[sn.call("read_file", name=f"f{len(req.tool_results)}")])
+        return "fini / 完了"
+
+    session = sn.Session(agent, llm=sn.mock_llm(reply), store=db)
+    session.send("go").result()
+    session.flush()
+    views = [e for e in session.events if e.type == "model_request"]
+    assert len(views) == 4 and all(instructions in e.messages[0].content for e in views)
+    system = views[0].messages[0].content
+    assert texts_in(db).count(system) == 1
+    again = sn.Session.open(db, session.id, agent=agent)
+    same_session(again, session)
