@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
+import time
 from pathlib import Path
 
 import pytest
@@ -170,6 +171,10 @@ def test_a_long_text_with_a_lone_surrogate_is_stored_repaired(tmp_path: Path) ->
     db = tmp_path / "runs.db"
     session = sn.Session(sn.Agent("writer"), llm=sn.script(broken), store=db)
     assert session.send("go").result().text == broken
+    for _ in range(500):  # the note is emitted on the loop once the step was encoded
+        if any(e.type == "error" for e in session.events):
+            break
+        time.sleep(0.01)
     session.flush()
     repaired = broken.replace("\udc80", "\ufffd")
     assert texts_in(db) == [repaired]

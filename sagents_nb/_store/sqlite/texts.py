@@ -14,7 +14,8 @@ Reading (`Texts`) puts each literal back, so the rows a store returns are the ro
 to the byte: a cut is checked so before it is kept, and a body that would not come back the
 same (e.g. one holding a string that looks like a reference) stays whole. A TEXT value is what
 it always was, so rows written before schema 3 read as they did. Texts are immutable and shared
-by every session and fork in the file; one is written before the rows that refer to it.
+by every session and fork in the file; one is written in the transaction of the first rows that
+refer to it, before them.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ def literal(text: str) -> str:
 
 class Cutter:
     """Takes the long texts out of the rows of one write (`step`, `session`); `found` holds
-    them by hash, to be written (`keep`) before the rows."""
+    them by hash, to be written (`keep`) before the rows, in their transaction."""
 
     def __init__(self) -> None:
         self.found: dict[bytes, str] = {}
