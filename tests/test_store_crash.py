@@ -240,7 +240,7 @@ def test_killed_mid_delegation_reopens_and_resumes_without_redoing_work(tmp_path
     assert [(e.child, e.text) for e in finished] == [("boss/worker.1", "A done")]
     tree = session.tree
     assert tree.find("boss/worker.1").status == "done"
-    assert tree.find("boss/worker.2").status == "running"
+    assert tree.find("boss/worker.2").status == "incomplete"  # cut mid-task; nothing runs now
     worker_b = session.node("boss/worker.2")
     assert [m.content for m in worker_b.history if m.role == "tool"] == ["value-2"]
     assert [r.status for r in session.runs] == ["incomplete"]

@@ -4,6 +4,7 @@ settings; the original stays as it was."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -164,7 +165,17 @@ def test_a_fork_at_any_event_has_the_transcripts_of_that_moment(tmp_path: Path) 
         assert got == {path: live[path] for path in got}, what
         if seq in requests:  # the tree as the request was made
             assert got == live, what
-            assert fork.tree.to_dict() == seen[seq][1], what
+            assert fork.tree.to_dict() == cut(seen[seq][1]), what
+
+
+def cut(tree: dict[str, Any]) -> dict[str, Any]:
+    """A tree as a fork cut mid-run has it: what was in flight is `incomplete`, not running."""
+    active = tree["status"] in ("running", "paused", "waiting", "spawned")
+    return {
+        **tree,
+        "status": "incomplete" if active else tree["status"],
+        "children": [cut(child) for child in tree["children"]],
+    }
 
 
 def test_a_fork_keeps_the_sessions_settings(tmp_path: Path) -> None:
@@ -187,3 +198,43 @@ def test_a_fork_keeps_the_sessions_settings(tmp_path: Path) -> None:
         1234,
     )
     assert fork.durability == "turn"
+
+
+def test_a_fork_taken_at_a_pause_is_incomplete_until_resumed(tmp_path: Path) -> None:
+    @sn.tool
+    def transfer(amount: int, to: str) -> str:
+        """Transfer money.
+
+        Args:
+            amount: how much.
+            to: to whom.
+        """
+        return f"envoyé {amount} à {to}"
+
+    def model(req: sn.ChatRequest) -> sn.Reply | str:
+        if req.last["role"] == "user":
+            return sn.reply(tool_calls=[sn.call("transfer", amount=1000, to="Mallory 🦹")])
+        return f"Résultat : {req.tool_results[-1]}"
+
+    bank = sn.Agent("bank", tools=[transfer])
+    session = sn.Session(bank, llm=sn.mock_llm(model), store=tmp_path / "runs.db")
+    run = session.send("payer — 支払い", pause_on={"tool"})
+    assert run.wait(timeout=10) == "paused"
+    fork = session.fork(at=session.events[-1].seq)
+    # nothing runs in the fork: its run and the node it cut say so, as does a reopen
+    assert [r.status for r in fork.runs] == ["incomplete"]
+    assert fork.runs[0].result().text.startswith(f"forked from session {session.id} at event")
+    assert fork.tree.status == "incomplete" and fork.bus.statuses == {"bank": "incomplete"}
+    again = sn.Session.open(tmp_path / "runs.db", fork.id, agent=bank, llm=sn.mock_llm(model))
+    assert again.tree.status == "incomplete" and "forked from" in again.runs[0].result().text
+    assert run.status == "paused" and session.tree.status == "paused"  # the original waits on
+
+    resumed = fork.resume()
+    assert resumed.wait(timeout=10) == "paused"  # where it paused: the decision is asked again
+    assert resumed.paused_at is not None and resumed.paused_at.name == "transfer"
+    assert fork.tree.status == "paused"
+    resumed.edit(amount=10, to="Alice")
+    assert resumed.result(timeout=10).text == "Résultat : envoyé 10 à Alice"
+    assert fork.tree.status == "done"
+    run.reject("non")
+    assert "rejected" in run.result(timeout=10).text

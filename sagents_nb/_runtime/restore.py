@@ -48,6 +48,9 @@ INTERRUPTED = (
     "committed step"
 )
 
+ACTIVE = frozenset({"running", "paused", "waiting", "spawned"})
+"""Node statuses that only a run in flight can have; nothing runs in a session just restored."""
+
 
 def open_session(
     cls: type[Session], store: object, session_id: str, agent: Agent, options: dict[str, Any]
@@ -180,6 +183,8 @@ def restore(
         events = stored.events()
         statuses = stored.statuses()
         runs = _restore_runs(session, rows, events)
+        if runs and runs[-1].status == "incomplete" and not _finished(rows):
+            statuses.update(_settle_cut_nodes(root))
     except (ValueError, KeyError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
         raise StoreError(
             f"session {rows.info.id!r} could not be read back ({type(exc).__name__}: {exc}); "
@@ -361,7 +366,8 @@ def _restore_runs(session: Session, rows: SessionRows, events: EventLog) -> list
             if isinstance(end, RunFinished):
                 result = Result(end.text, end.status, end.turns, end.usage, [], tree, number)
             else:
-                result = Result(INTERRUPTED, "incomplete", 0, session.run_usage, [], tree, number)
+                text = _interrupted_text(rows)
+                result = Result(text, "incomplete", 0, session.run_usage, [], tree, number)
         result.events = events[first:last]
         run = Run(session, number)
         run._first, run._last = first, last
@@ -371,6 +377,38 @@ def _restore_runs(session: Session, rows: SessionRows, events: EventLog) -> list
         run._stop.set()
         runs.append(run)
     return runs
+
+
+def _finished(rows: SessionRows) -> bool:
+    """Whether the stored session's last run ended (its events end in a `run_finished`)."""
+    for row in reversed(rows.events):
+        if row.type == "run_finished":
+            return True
+        if row.type == "run_started":
+            return False
+    return True
+
+
+def _interrupted_text(rows: SessionRows) -> str:
+    """How an unfinished run came to stop: a fork cut it at its branching event, else the
+    process stopped."""
+    info = rows.info
+    if info.parent is not None and rows.events and rows.events[-1].seq == info.fork_seq:
+        return (
+            f"forked from session {info.parent} at event {info.fork_seq}, before this run "
+            "finished; session.resume() on the fork continues it from there"
+        )
+    return INTERRUPTED
+
+
+def _settle_cut_nodes(root: Node) -> dict[str, str]:
+    """Nodes the cut run left running, paused, waiting or queued are `incomplete` now: nothing
+    runs until `session.resume()`, which sets each one running again as it goes on."""
+    changed = {}
+    for node in root.walk():
+        if node.status in ACTIVE and (node.status != "spawned" or node.parent is not None):
+            node.status = changed[node.path] = "incomplete"
+    return changed
 
 
 def load_node(node: Node, state: dict[str, Any], kind_state: dict[str, Any] | None) -> None:
