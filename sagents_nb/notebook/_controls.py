@@ -9,6 +9,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from .. import kinds
+from .._runtime.pausing import PAUSE_ACTIONS
 from ._panes import TABS
 from ._render import ROWS
 
@@ -74,6 +75,9 @@ def _run_control(view: LiveView, action: str) -> None:
     run = _controlled_run(view)
     if run is None:
         return
+    if run.done and action in ("step", "resume") and view.target.resumable():
+        _continue_cut_run(view, action)
+        return
     if run.done:
         view.notify(f"run {run.number} has already finished ({run.status})", error=True)
         return
@@ -84,6 +88,18 @@ def _run_control(view: LiveView, action: str) -> None:
             "resume": f"run {run.number}: resumed to the end",
             "cancel": f"run {run.number}: cancel requested",
         }[action]
+    )
+
+
+def _continue_cut_run(view: LiveView, action: str) -> None:
+    """Resume (or Step) on a fork taken mid-run, or a session reopened after a crash: the cut
+    run goes on from its last committed step (`session.resume()`), pausing where it paused."""
+    session = view.target.session
+    assert session is not None
+    run = session.resume(pause_on=PAUSE_ACTIONS if action == "step" else ())
+    view.notify(
+        f"run {run.number}: continues from where it was cut"
+        + (" — it will pause before its next action" if action == "step" else "")
     )
 
 
@@ -181,8 +197,9 @@ def _fork(view: LiveView, seq: Any) -> None:
     except Exception as exc:
         view.notify(f"Fork here at event {seq} failed: {exc}", error=True)
         return
-    view.forks.append(forked)
+    index = len(view.forks)
+    view.show_fork(forked, int(seq))
     view.notify(
-        f"forked at event {seq}: new session {forked.id}, kept in this view's `.forks` "
-        "(show it with sagents_nb.notebook.view(v.forks[-1]))"
+        f"forked at event {seq}: session {forked.id}, shown below; in Python it is this "
+        f"view's .forks[{index}] (its live view: .fork_views[{index}])"
     )

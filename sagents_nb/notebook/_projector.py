@@ -223,6 +223,18 @@ class Projector:
         run.tokens = event.usage.total_tokens
         self.node(event.path)
 
+    def run_cut(self, number: int, status: str, text: str) -> None:
+        """Run `number` stopped without a `run_finished` (a fork or reopen cut it): it ends
+        as `status`, and its open pauses end as `interrupted`."""
+        with self.lock:
+            self.catch_up()
+            self.version += 1
+            for pause_id, pending in list(self.pending.items()):
+                if pending.run == number:
+                    self._end_pause(pause_id, "interrupted", text)
+            run = self.runs.setdefault(number, RunState(number))
+            run.status, run.text = status, text
+
     # turns
 
     @handles(ContextBuilt)
@@ -337,7 +349,9 @@ class Projector:
         if card is not None:
             if card.status == "pending":
                 # its tool_call_started or _finished follows unless the run stopped
-                card.status = "cancelled" if decision == "cancelled" else "running"
+                card.status = {"cancelled": "cancelled", "interrupted": "incomplete"}.get(
+                    decision, "running"
+                )
             card.notes += (f"{decision} at a pause{f': {reason}' if reason else ''}",)
 
     # delegation

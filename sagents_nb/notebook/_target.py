@@ -8,6 +8,7 @@ from typing import Any
 from .. import Agent, Result, Run, Session, kinds
 from .._base.loop import on_library_thread, run_sync
 from .._runtime.agent import member_agent
+from .._runtime.resume import interrupted_run
 from ..events import Event
 from ._projector import Projector
 
@@ -74,6 +75,7 @@ class Target:
             for event in list(session.events):
                 projector.fold(event)
             projector.apply_tree(session.tree)
+            self._settle_cut_runs(projector)
             self._unsubscribe = session.subscribe(listen)
 
         if on_library_thread():
@@ -84,6 +86,24 @@ class Target:
                 start()
 
             run_sync(start_on_loop(), what="sagents_nb.notebook.view()")
+
+    def _settle_cut_runs(self, projector: Projector) -> None:
+        """A reopened or forked session's run cut mid-way has no `run_finished` in its log;
+        its `Run` says how it stands (`incomplete`), and the view says the same."""
+        assert self.session is not None
+        for run in self.session.runs:
+            state = projector.runs.get(run.number)
+            if run.done and run._result is not None and state is not None:
+                if state.status in ("running", "paused"):
+                    projector.run_cut(run.number, run.status, run._result.text)
+
+    def resumable(self) -> bool:
+        """Whether the session has a cut run that `session.resume()` continues (a fork taken
+        mid-run, or a session reopened after its process stopped)."""
+        session = self.session
+        if session is None or any(not run.done for run in session.runs):
+            return False
+        return bool(session.stored_queue) or interrupted_run(session) is not None
 
     def detach(self) -> None:
         """Stop following the session."""

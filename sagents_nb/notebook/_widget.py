@@ -88,8 +88,11 @@ class LiveView(anywidget.AnyWidget):
         self.preprocessors = dict(preprocessors or {})
         self.kinds_seen: dict[str, dict[str, Any]] = {}
         """Kind objects each agent has had, by name, to switch back to."""
-        self.forks: list[Any] = []
-        """Sessions forked from this view's `Fork here` buttons."""
+        self.forks: list[Session] = []
+        """Sessions forked from this view's `Fork here` buttons, oldest first."""
+        self.fork_views: list[LiveView] = []
+        """Their live views, shown below this one (`forks[i]` is `fork_views[i]`'s session)."""
+        self._fork_seqs: list[int] = []
         self.display_id = f"sagents-view-{uuid.uuid4().hex}"
         """The display id of the view's static output (the same one each time it is shown)."""
         self.published: str | None = None
@@ -99,6 +102,7 @@ class LiveView(anywidget.AnyWidget):
         self._pane_stamp: tuple[Any, ...] | None = None
         self._timing_stamp = TimingStamp()
         self._ready = False
+        self._rate = rate
         self._throttle = Throttle(self._push, rate=rate)
         self.target.attach(self.projector, self._throttle.request)
         header, tree, pane = self._render()
@@ -153,6 +157,23 @@ class LiveView(anywidget.AnyWidget):
         self._notice = {"id": self._notice["id"] + 1, "text": text, "error": error}
         self.refresh()
 
+    def show_fork(self, forked: Session, seq: int) -> LiveView:
+        """Keep `forked` (branched at event `seq`) and show its own live view below this one."""
+        fork_view = LiveView(forked, preprocessors=self.preprocessors, rate=self._rate)
+        self.forks.append(forked)
+        self.fork_views.append(fork_view)
+        self._fork_seqs.append(seq)
+        self.refresh(now=True)
+        return fork_view
+
+    def _fork_refs(self) -> list[dict[str, Any]]:
+        return [
+            {"model": fork.model_id, "id": session.id, "seq": seq, "index": index}
+            for index, (fork, session, seq) in enumerate(
+                zip(self.fork_views, self.forks, self._fork_seqs, strict=True)
+            )
+        ]
+
     def preprocessor_options(self) -> dict[str, Any]:
         """The preprocessor selector's choices, by name: every one the session has had, and
         those given to the view."""
@@ -164,6 +185,8 @@ class LiveView(anywidget.AnyWidget):
         """Stop following the session and close the widget and its layout."""
         # also called by ipywidgets' __del__, possibly on a view whose __init__ failed
         throttle, target = getattr(self, "_throttle", None), getattr(self, "target", None)
+        for fork_view in getattr(self, "fork_views", ()):
+            fork_view.close()
         if throttle is not None:
             throttle.close()
         if target is not None:
@@ -254,6 +277,8 @@ class LiveView(anywidget.AnyWidget):
             "events": len(projector.events),
             "seq": projector.events[-1].seq if projector.events else 0,
             "fork": session is not None and session.store is not None,
+            "resumable": live and target.resumable(),
+            "forks": self._fork_refs(),
             "notice": self._notice,
         }
 

@@ -269,7 +269,8 @@ def test_fork_here_branches_a_durable_session() -> None:
     [forked] = widget.forks
     assert isinstance(forked, sn.Session) and forked.id != session.id
     assert [e.seq for e in forked.events] == [1, 2, 3]
-    wait_until(lambda: f"forked at event 3: new session {forked.id}" in notice(widget))
+    wait_until(lambda: f"forked at event 3: session {forked.id}, shown below" in notice(widget))
+    assert "this view's .forks[0]" in notice(widget)
 
 
 def test_fork_here_explains_what_a_session_without_a_store_needs(

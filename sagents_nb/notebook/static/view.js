@@ -156,6 +156,7 @@ function render({ model, el }) {
           ${tree(head, pane, live)}
           <div class="sn-main">${tabs()} ${paneView(head, pane)}</div>
         </div>
+        ${forks(head)}
       </div>`,
       el,
     );
@@ -184,12 +185,14 @@ function render({ model, el }) {
   function controls(state, live) {
     const run = state.run;
     const open = live && run && (run.status === "running" || run.status === "paused");
+    // a fork taken mid-run (or a session reopened after a crash): Step and Resume continue it
+    const cut = live && Boolean(state.resumable);
     const button = (label, action, hint) =>
       html`<button
         class="sn-button"
         data-action=${action}
-        title=${hint}
-        ?disabled=${!open}
+        title=${cut && action !== "cancel" ? `${hint} (continues the cut run: session.resume())` : hint}
+        ?disabled=${!open && !(cut && action !== "cancel")}
         @click=${() => send({ action })}
       >
         ${label}
@@ -1049,6 +1052,49 @@ function render({ model, el }) {
     </table>`;
   }
 
+  // Sessions forked with "Fork here", each shown right below by its own live view (a widget
+  // of its own, made by the kernel): its element is made once and kept across redraws.
+  const forkSlots = new Map(); // model id -> { el, view }
+  function forkSlot(fork) {
+    let slot = forkSlots.get(fork.model);
+    if (slot) return slot.el;
+    slot = { el: document.createElement("div"), view: null };
+    slot.el.className = "sn-forked-view";
+    forkSlots.set(fork.model, slot);
+    const manager = model.widget_manager;
+    Promise.resolve()
+      .then(() => manager.get_model(fork.model))
+      .then((child) => manager.create_view(child))
+      .then((view) => {
+        slot.view = view;
+        slot.el.appendChild(view.el);
+      })
+      .catch((error) => {
+        slot.el.textContent =
+          `the fork's view could not be shown here (${error && error.message ? error.message : error}); ` +
+          `show it with sagents_nb.notebook.view(...) on this view's .forks[${fork.index}]`;
+      });
+    return slot.el;
+  }
+
+  function forks(state) {
+    const list = state.forks || [];
+    if (!list.length) return nothing;
+    return html`<div class="sn-forks">
+      ${repeat(
+        list,
+        (fork) => fork.model,
+        (fork) => html`<div class="sn-forked" data-fork=${fork.id}>
+          <div class="sn-forked-title">
+            ${pill("fork", "fork")} branched at event ${fork.seq} · session ${fork.id} ·
+            <span class="sn-meta">in Python: this view's <code>.forks[${fork.index}]</code></span>
+          </div>
+          ${forkSlot(fork)}
+        </div>`,
+      )}
+    </div>`;
+  }
+
   // A kernel restart or shutdown leaves this page's copy of the widget without a kernel: say so
   // instead of offering buttons that would throw "Cannot send".
   const onLive = () => disconnect("the kernel restarted or shut down");
@@ -1061,6 +1107,7 @@ function render({ model, el }) {
   draw();
   return () => {
     cancelAnimationFrame(frame);
+    for (const slot of forkSlots.values()) if (slot.view) slot.view.remove();
     model.off("change:header", schedule);
     model.off("change:tree", schedule);
     model.off("change:pane", schedule);

@@ -1,0 +1,92 @@
+"""Fork here in the live view: the fork gets a live view of its own, shown below, and reads as
+what it is (a run cut mid-way, continued by Resume), not as a run still going."""
+
+from __future__ import annotations
+
+import pytest
+
+import sagents_nb as sn
+from sagents_nb.notebook import LiveView, view
+
+from .conftest import wait_until
+from .test_view import click, notice, run_status
+
+pytestmark = pytest.mark.timeout(30)
+
+
+@sn.tool
+def transfer(amount: int, to: str) -> str:
+    """Transfer money.
+
+    Args:
+        amount: how much.
+        to: to whom.
+    """
+    return f"envoyé {amount} à {to}"
+
+
+def bank_model(request: sn.ChatRequest) -> sn.Reply | str:
+    if request.last["role"] == "user":
+        return sn.reply(tool_calls=[sn.call("transfer", amount=1000, to="Mallory 🦹")])
+    return f"Résultat : {request.tool_results[-1]}"
+
+
+def paused_bank() -> tuple[sn.Session, sn.Run]:
+    session = sn.Session(
+        sn.Agent("bank", tools=[transfer]), llm=sn.mock_llm(bank_model), store=":memory:"
+    )
+    run = session.send("payer — 支払い", pause_on={"tool"})
+    assert run.wait(timeout=10) == "paused"
+    return session, run
+
+
+def test_fork_here_at_a_pause_shows_an_incomplete_fork_that_resume_continues() -> None:
+    session, run = paused_bank()
+    widget = view(session)
+    paused = next(e for e in session.events if e.type == "paused")
+    click(widget, action="fork", seq=paused.seq)
+    [forked] = widget.forks
+    [fork_view] = widget.fork_views
+    assert isinstance(fork_view, LiveView) and fork_view.target.session is forked
+    wait_until(lambda: widget.header["forks"], what="the fork in the header")
+    [ref] = widget.header["forks"]
+    assert ref == {"model": fork_view.model_id, "id": forked.id, "seq": paused.seq, "index": 0}
+    wait_until(lambda: "shown below" in notice(widget), what="the fork's notice")
+    assert "this view's .forks[0]" in notice(widget)
+
+    # the fork's own view: cut at the pause, so incomplete, with no decision to take there
+    assert run_status(fork_view) == "incomplete"
+    assert fork_view.header["pending"] == []
+    assert fork_view.header["resumable"] is True
+    assert fork_view.tree["status"] == "incomplete"
+    assert "forked from session" in fork_view.header["run"]["text"]
+    assert run_status(widget) == "paused" and widget.header["resumable"] is False
+
+    click(fork_view, action="resume")  # goes on from the cut, pausing where it paused
+    wait_until(lambda: fork_view.header["pending"], what="the fork to pause again")
+    wait_until(lambda: "continues from where it was cut" in notice(fork_view), what="notice")
+    assert fork_view.header["resumable"] is False and run_status(fork_view) == "paused"
+    click(fork_view, action="approve", pause_id=fork_view.header["pending"][0]["pause_id"])
+    wait_until(lambda: run_status(fork_view) == "done", what="the fork to finish")
+    assert forked.runs[-1].result().text == "Résultat : envoyé 1000 à Mallory 🦹"
+    assert run.status == "paused"  # the original still waits
+    widget.close()
+    assert fork_view.comm is None  # closed with the view that showed it
+    run.cancel()
+
+
+def test_a_reopened_session_cut_mid_run_is_incomplete_and_resumable() -> None:
+    session, run = paused_bank()
+    assert session.store is not None
+    cut = session.fork()  # stored cut at the pause, as a crash there would leave it
+    reopened = sn.Session.open(
+        session.store, cut.id, agent=session.agent, llm=sn.mock_llm(bank_model)
+    )
+    widget = view(reopened)
+    assert run_status(widget) == "incomplete" and widget.header["pending"] == []
+    assert widget.header["resumable"] is True
+    click(widget, action="step")
+    wait_until(lambda: widget.header["pending"], what="the reopened run to pause")
+    wait_until(lambda: "pause before its next action" in notice(widget), what="the notice")
+    widget.close()
+    run.cancel()
