@@ -13,6 +13,7 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 from ._context_pane import context_pane
+from ._decision_pane import decision_lines
 from ._render import clip, tree_state
 from ._waterfall import token_rollup
 
@@ -43,6 +44,7 @@ def static_view(view: LiveView) -> dict[str, str]:
         tree = tree_state(view.projector)
         root = view.projector.nodes.get(view.projector.root or "")
         detail = context_pane(root, None)["detail"] if root is not None else None
+        decided = decision_lines(view.projector.decisions)
     run = header.get("run") or {}
     lines, rows = [f"sagents_nb · {header['title']}"], []
     if run:
@@ -93,10 +95,16 @@ def static_view(view: LiveView) -> dict[str, str]:
             )
         context = f"<div><b>{_e(title)}</b><ol>{''.join(items)}</ol></div>"
     tokens = _token_table(view, run.get("number"), lines)
+    decisions = ""
+    if decided:
+        lines.append("\nDecisions at pauses")
+        lines.extend(f"  {line}" for line in decided)
+        items = "".join(f'<li style="white-space:pre-wrap">{_e(line)}</li>' for line in decided)
+        decisions = f"<div><b>Decisions at pauses</b><ol>{items}</ol></div>"
     head = _e(lines[0]) + (f" · run {run['number']} <b>{_e(run['status'])}</b>" if run else "")
     body = (
         '<div class="sagents-static" style="font-family:monospace;font-size:12px">'
-        f"<div>{head}</div>{''.join(rows)}{answer}{context}{tokens}</div>"
+        f"<div>{head}</div>{''.join(rows)}{answer}{context}{tokens}{decisions}</div>"
     )
     return {"text/plain": "\n".join(lines), "text/html": body}
 

@@ -18,13 +18,14 @@ from ..events import (
     ToolCallFinished,
 )
 from ._context_pane import context_pane
+from ._decision_pane import decisions_pane, transcript_decision
 from ._log_panes import events_pane, headline, wire_pane
 from ._projector import Projector
 from ._render import ROWS, as_json, calls_state, clip
 from ._state import Mark, NodeState, ToolCard
 from ._timing_pane import timing_pane
 
-TABS = ("transcript", "context", "tools", "compaction", "wire", "events", "timing")
+TABS = ("transcript", "context", "tools", "compaction", "wire", "events", "timing", "decisions")
 
 
 @dataclass
@@ -74,6 +75,8 @@ def pane_state(
         pane.update(wire_pane(exchanges, node))
     elif focus.tab == "timing":
         pane.update(timing_pane(projector, chosen, focus.run))
+    elif focus.tab == "decisions":
+        pane.update(decisions_pane(projector.decisions))
     elif node is None:
         pane["empty"] = "nothing has happened yet"
     else:
@@ -127,6 +130,9 @@ def transcript_row(projector: Projector, event: Event) -> dict[str, Any]:
         case ToolCallFinished():
             row.update(role="tool", text=clip(event.result), call_id=event.call_id)
             row.update(name=event.name, status=event.status)
+            decided = transcript_decision(projector.decisions, event.call_id)
+            if decided is not None:
+                row["decided"] = decided
         case ErrorOccurred():
             row.update(role="error", text=clip(f"{event.error_type}: {event.message}"))
         case MessageRefused():

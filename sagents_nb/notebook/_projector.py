@@ -41,6 +41,7 @@ from ..events import (
     ToolCallStarted,
     WindowTrim,
 )
+from ._decisions import DecisionLog
 from ._state import Mark, NodeState, PendingState, RunState, ToolCard, Turn
 from ._timings import Timings
 
@@ -97,6 +98,8 @@ class Projector:
         self.llm: str | None = None
         self.version = 0
         self.preprocessed: dict[int, MessagePreprocessed] = {}
+        self.decisions = DecisionLog()
+        """Every pause and how it ended, kept after the run (the Decisions tab)."""
         """Each run's preprocessed input, by run number."""
         self.inbox: list[Event] = []
         """Events received and not folded yet, oldest first."""
@@ -283,6 +286,7 @@ class Projector:
         turn, node.asking = node.asking, None
         if turn is None:
             return
+        self.decisions.responded(event)
         turn.reply, turn.usage, turn.duration = event.message, event.usage, event.duration
         node.storage.append(event.message)
         node.transcript.append(event)
@@ -301,6 +305,7 @@ class Projector:
         card = self._card(node, event.call_id, event.name, event.arguments, event.seq)
         card.arguments, card.status = event.arguments, "running"
         card.display_text = event.display_text
+        self.decisions.started(event)
 
     @handles(ToolCallFinished)
     def _tool_call_finished(self, event: ToolCallFinished) -> None:
@@ -323,6 +328,7 @@ class Projector:
             event.arguments,
             event.run,
         )
+        self.decisions.paused(event)
         run = self.runs.get(event.run)
         if run is not None:
             run.status = "paused"
@@ -340,6 +346,7 @@ class Projector:
         pending = self.pending.pop(pause_id, None)
         if pending is None:
             return
+        self.decisions.ended(pause_id, decision, reason)
         run = self.runs.get(pending.run)
         if run is not None and run.status == "paused":
             if not any(other.run == pending.run for other in self.pending.values()):

@@ -249,7 +249,7 @@ class LiveView(anywidget.AnyWidget):
                 return (id(exchanges), 0)
             last = exchanges[-1]
             return (id(exchanges), len(exchanges), id(last), last.status, last.duration)
-        if tab == "events":
+        if tab in ("events", "decisions"):
             return projector.version
         if tab == "timing":
             version, waiting = self._timing_stamp(projector)

@@ -14,6 +14,7 @@ const TABS = [
   ["wire", "Wire"],
   ["events", "Events"],
   ["timing", "Timing"],
+  ["decisions", "Decisions"],
 ];
 const ACTIVE = new Set(["running", "spawned", "paused", "waiting"]);
 const SHOWN = { spawned: "queued" };
@@ -559,7 +560,7 @@ function render({ model, el }) {
   }
 
   function paneView(head, state) {
-    const draw = { transcript, context, tools, compaction, wire, events, timing }[state.tab] || transcript;
+    const draw = { transcript, context, tools, compaction, wire, events, timing, decisions }[state.tab] || transcript;
     const title = state.node
       ? html`<div class="sn-pane-title">
           ${state.node}${state.chosen ? "" : html` <span class="sn-meta">(following the run)</span>`}
@@ -593,7 +594,65 @@ function render({ model, el }) {
       ${row.sent_as
         ? html`<details class="sn-sent-as"><summary>sent to the model as</summary>${pre(row.sent_as)}</details>`
         : nothing}
+      ${row.decided ? decided(row.decided) : nothing}
     </div>`;
+  }
+
+  // What was decided at the pause before a tool call; an edit shows the model's arguments
+  // against those the call ran with.
+  function decided(state) {
+    return html`<div class="sn-decided sn-decided-${token(state.decision)}">
+      ${pill(`${state.decision} at a pause`, `verdict-${state.decision}`)}
+      ${state.reason ? html`<span class="sn-reason-text">${state.reason}</span>` : nothing}
+      ${state.edited !== null && state.edited !== undefined ? argumentsDiff(state) : nothing}
+    </div>`;
+  }
+
+  function argumentsDiff(state) {
+    return html`<table class="sn-diff">
+        <tr><th>argument</th><th>the model's</th><th>edited to</th></tr>
+        ${(state.diff || []).map(
+          ([key, change, before, after]) => html`<tr class="sn-diff-${token(change)}">
+            <th>${key} <span class="sn-meta">${change}</span></th>
+            <td class="sn-diff-before">${before}</td>
+            <td class="sn-diff-after">${after}</td>
+          </tr>`,
+        )}
+      </table>
+      <details class="sn-diff-whole">
+        <summary>whole arguments: original and edited</summary>
+        <div class="sn-columns">
+          <div class="sn-column"><div class="sn-column-title">original</div>${pre(state.arguments)}</div>
+          <div class="sn-column"><div class="sn-column-title">edited</div>${pre(state.edited)}</div>
+        </div>
+      </details>`;
+  }
+
+  // Every pause of the session and how it ended, kept after the run (e.g. under Run All).
+  function decisions(state) {
+    const entries = state.decisions || [];
+    if (!entries.length) return html`<div class="sn-empty">no pauses yet: send with pause_on=... to step</div>`;
+    const entry = (e) => html`<li class="sn-decision-entry sn-decided-${token(e.decision)}" data-pause=${e.seq}>
+      <div>
+        ${pill(e.decision, `verdict-${e.decision}`)} <b>${e.what}</b>
+        <span class="sn-meta"> run ${e.run} · event ${e.seq}</span>
+        <button class="sn-link" ?disabled=${!!ui.dead} @click=${() => focus({ node: e.path, tab: "transcript" })}>
+          open ${e.path}
+        </button>
+      </div>
+      ${e.reason ? html`<div class="sn-reason-text">reason: ${e.reason}</div>` : nothing}
+      ${e.edited !== null && e.edited !== undefined
+        ? argumentsDiff(e)
+        : e.arguments !== null && e.arguments !== undefined
+          ? html`<details><summary>arguments</summary>${pre(e.arguments)}</details>`
+          : nothing}
+      ${e.reply !== null && e.reply !== undefined
+        ? html`<div class="sn-label">reply used instead of calling the model</div>${pre(e.reply)}`
+        : nothing}
+    </li>`;
+    return html`<ol class="sn-timeline sn-decisions">
+      ${earlier(state.earlier, "pauses")} ${repeat(entries, (e) => `${e.run}.${e.seq}`, entry)}
+    </ol>`;
   }
 
   // Rows of an append-only list, keyed by their position in the whole list.
