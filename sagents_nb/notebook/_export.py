@@ -99,8 +99,8 @@ def static_view(view: LiveView) -> dict[str, str]:
     if decided:
         lines.append("\nDecisions at pauses")
         lines.extend(f"  {line}" for line in decided)
-        items = "".join(f'<li style="white-space:pre-wrap">{_e(line)}</li>' for line in decided)
-        decisions = f"<div><b>Decisions at pauses</b><ol>{items}</ol></div>"
+        entries = "".join(f'<li style="white-space:pre-wrap">{_e(line)}</li>' for line in decided)
+        decisions = f"<div><b>Decisions at pauses</b><ol>{entries}</ol></div>"
     head = _e(lines[0]) + (f" · run {run['number']} <b>{_e(run['status'])}</b>" if run else "")
     body = (
         '<div class="sagents-static" style="font-family:monospace;font-size:12px">'
