@@ -100,6 +100,8 @@ def decision_lines(log: DecisionLog) -> list[str]:
         if entry.edited is not None:
             changes = arguments_diff(entry.arguments or {}, entry.edited)
             line += " · " + "; ".join(_change(row) for row in changes)
+        elif entry.arguments is not None:
+            line += f" · arguments {clip(_dumps(entry.arguments), 1000)}"
         if entry.reply is not None:
             line += f" · reply used: {entry.reply}"
         lines.append(clip(line, 4000))

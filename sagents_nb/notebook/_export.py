@@ -101,10 +101,20 @@ def static_view(view: LiveView) -> dict[str, str]:
         lines.extend(f"  {line}" for line in decided)
         entries = "".join(f'<li style="white-space:pre-wrap">{_e(line)}</li>' for line in decided)
         decisions = f"<div><b>Decisions at pauses</b><ol>{entries}</ol></div>"
+    forks = ""
+    for index, (fork_view, seq) in enumerate(zip(view.fork_views, view._fork_seqs, strict=True)):
+        title = f"fork {index} (this view's .forks[{index}]), branched at event {seq}"
+        nested = static_view(fork_view)
+        lines.append(f"\n{title}")
+        lines.extend(f"  {line}" for line in nested["text/plain"].splitlines())
+        forks += (
+            f'<div style="margin:6px 0 0 1.2em;padding-left:6px;border-left:3px solid #8250df">'
+            f"<b>{_e(title)}</b>{nested['text/html']}</div>"
+        )
     head = _e(lines[0]) + (f" · run {run['number']} <b>{_e(run['status'])}</b>" if run else "")
     body = (
         '<div class="sagents-static" style="font-family:monospace;font-size:12px">'
-        f"<div>{head}</div>{''.join(rows)}{answer}{context}{tokens}{decisions}</div>"
+        f"<div>{head}</div>{''.join(rows)}{answer}{context}{tokens}{decisions}{forks}</div>"
     )
     return {"text/plain": "\n".join(lines), "text/html": body}
 

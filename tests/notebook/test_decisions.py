@@ -143,6 +143,7 @@ def test_a_view_of_a_fork_cut_at_a_pause_shows_it_interrupted_then_asked_again()
     assert shown == ["interrupted", "reject"]
     widget.close()
     run.cancel()
+    assert run.wait(timeout=10) == "cancelled"
 
 
 def test_the_static_rendering_lists_the_decisions_escaped() -> None:

@@ -7,6 +7,7 @@ import pytest
 
 import sagents_nb as sn
 from sagents_nb.notebook import LiveView, view
+from sagents_nb.notebook._export import static_view
 
 from .conftest import wait_until
 from .test_view import click, notice, run_status
@@ -73,6 +74,7 @@ def test_fork_here_at_a_pause_shows_an_incomplete_fork_that_resume_continues() -
     widget.close()
     assert fork_view.comm is None  # closed with the view that showed it
     run.cancel()
+    assert run.wait(timeout=10) == "cancelled"
 
 
 def test_a_reopened_session_cut_mid_run_is_incomplete_and_resumable() -> None:
@@ -90,3 +92,21 @@ def test_a_reopened_session_cut_mid_run_is_incomplete_and_resumable() -> None:
     wait_until(lambda: "pause before its next action" in notice(widget), what="the notice")
     widget.close()
     run.cancel()
+    assert run.wait(timeout=10) == "cancelled"
+
+
+def test_the_static_rendering_includes_each_fork_below() -> None:
+    session, run = paused_bank()
+    widget = view(session)
+    paused = next(e for e in session.events if e.type == "paused")
+    click(widget, action="fork", seq=paused.seq)
+    static = static_view(widget)
+    text, page = static["text/plain"], static["text/html"]
+    forked = widget.forks[0]
+    assert f"fork 0 (this view's .forks[0]), branched at event {paused.seq}" in text
+    assert f"  sagents_nb · session {forked.id} · bank" in text
+    assert "  run 1 incomplete" in text and "interrupted" in text
+    assert f"session {forked.id}" in page and "Mallory 🦹" in page and "interrupted" in page
+    widget.close()
+    run.cancel()
+    assert run.wait(timeout=10) == "cancelled"
