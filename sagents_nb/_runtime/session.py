@@ -353,7 +353,8 @@ class Session:
 
         The fork holds the transcripts and node state as of that event, and uses this
         session's agent kinds, preprocessor and endpoint as they are now; this session is
-        untouched. A fork taken mid-run continues with `fork.resume()`.
+        untouched. A fork taken mid-run continues with `fork.resume()` (pausing where the run
+        paused); until then its run, and every node the cut left in flight, is `incomplete`.
         """
         from .restore import fork_session
 
