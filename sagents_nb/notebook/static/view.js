@@ -476,7 +476,8 @@ function render({ model, el }) {
     event.preventDefault();
     if (next) {
       ui.cursor = next.id;
-      const items = [...el.querySelectorAll('.sn-tree-rows [role="treeitem"]')];
+      // this view's rows only: a fork's own view is nested in `el`
+      const items = [...event.currentTarget.querySelectorAll('[role="treeitem"]')];
       const target = items.find((node) => node.dataset.path === next.id);
       if (target) {
         // the one tab stop moves now, not at the next frame: a Tab pressed at once leaves the tree
