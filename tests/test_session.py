@@ -339,3 +339,17 @@ def test_cancel_at_a_pause_ends_the_pause_in_the_event_stream() -> None:
     paused, ended = _pause_ends(session)
     assert len(paused) == 2 and ended == {pause_id: "cancelled" for pause_id in paused}
     assert run.pending == []
+
+
+def test_a_pending_call_reads_in_its_own_script() -> None:
+    llm = sn.mock_llm(
+        lambda req: (
+            sn.reply(tool_calls=[sn.call("weather", city="Zürich 🥝 東京")])
+            if req.last["role"] == "user"
+            else "done"
+        )
+    )
+    run = sn.Session(sn.Agent("a", tools=[weather]), llm=llm).send("x", pause_on={"tool"})
+    assert run.wait(10) == "paused"
+    assert 'weather({"city": "Zürich 🥝 東京"})' in str(run.pending[0])
+    run.cancel()

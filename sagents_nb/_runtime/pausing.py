@@ -71,4 +71,4 @@ class PendingAction:
     def __str__(self) -> str:
         if self.action == "model":
             return f"model request from {self.path} ({len(self.messages or [])} messages)"
-        return f"{self.action} call {self.name}({json.dumps(self.arguments)}) from {self.path}"
+        return f"{self.action} call {self.name}({json.dumps(self.arguments, ensure_ascii=False)}) from {self.path}"
