@@ -6,7 +6,7 @@ from collections import Counter
 from typing import Any
 
 from .._base.messages import Message
-from ._paging import buckets, merged_markers, zoom_range
+from ._paging import CHART_MARKERS, buckets, merged_markers, zoom_range
 from ._projector import CHARTED
 from ._render import ROWS, message_parts, message_state
 from ._state import NodeState, Stored, Turn
@@ -24,6 +24,7 @@ def context_pane(
     first, last = zoom_range(len(turns), zoom)
     cuts = buckets(first, last)
     size = cuts[0][1] - cuts[0][0] + 1 if cuts else 1
+    spacing = max(size, -(-(last - first + 1) // CHART_MARKERS))  # turns one marker stands for
     markers = [
         {"at": m.at, "type": m.type, "title": m.title, "seq": m.seq}
         for m in node.timeline
@@ -35,7 +36,7 @@ def context_pane(
         "kind": node.kind,
         "chart": [chart_point(turns, start, end) for start, end in cuts],
         "range": {"first": first, "last": last, "turns": len(turns), "zoomed": zoom is not None},
-        "markers": merged_markers(markers, first, last, size),
+        "markers": merged_markers(markers, first, last, spacing),
         "legend": [[kind, label] for kind, label in CHARTED.items()],
         "index": index,
         "following": wanted is None,

@@ -121,7 +121,7 @@ def test_the_chart_of_1000_turns_is_bounded_and_zooms(page: Any, lab: Lab) -> No
     chart.wait_for()
     dots, markers = chart.locator("circle.sn-dot").count(), chart.locator("line.sn-marker").count()
     assert 0 < dots <= 300, dots
-    assert 0 < markers <= 600, markers
+    assert 0 < markers <= 120, markers  # a sink at every turn: merged, not a solid block
     assert "of 1001" in view.locator(".sn-chart-range").inner_text()
     merged = chart.locator("line.sn-marker title", has_text="more").first.text_content()
     assert "sunk to cold storage" in merged, merged

@@ -7,7 +7,14 @@ from typing import Any
 
 import sagents_nb as sn
 from sagents_nb.notebook._controls import handle_message
-from sagents_nb.notebook._paging import CHART_POINTS, PAGE, buckets, merged_markers, page_of
+from sagents_nb.notebook._paging import (
+    CHART_MARKERS,
+    CHART_POINTS,
+    PAGE,
+    buckets,
+    merged_markers,
+    page_of,
+)
 from sagents_nb.notebook._panes import Focus, pane_state
 from sagents_nb.notebook._projector import Projector
 
@@ -106,13 +113,16 @@ def test_the_chart_of_1000_turns_draws_a_bounded_number_of_marks_and_zooms() -> 
     pane = pane_state(projector, focus, [], {})
     assert pane["range"] == {"first": 0, "last": 1000, "turns": 1001, "zoomed": False}
     assert len(pane["chart"]) <= CHART_POINTS
-    assert len(pane["markers"]) <= 2 * CHART_POINTS
+    assert len(pane["markers"]) <= CHART_MARKERS + 1  # one type: cold_sink
     sinks = sum(1 for m in projector.nodes["counter"].timeline if m.type == "cold_sink")
     assert sum(m["count"] for m in pane["markers"]) == sinks > 900
     focus.zoom = (300, 349)
     zoomed = pane_state(projector, focus, [], {})
     assert [p["index"] for p in zoomed["chart"]] == list(range(300, 350))
     assert all(300 <= m["at"] <= 350 and m["count"] == 1 for m in zoomed["markers"])
+    focus.zoom = (277, 389)  # 113 turns: a sink at each, two turns a marker
+    dense = pane_state(projector, focus, [], {})["markers"]
+    assert len(dense) <= 113 // 2 + 2 and max(m["count"] for m in dense) == 2
 
 
 class FakeView:
