@@ -6,6 +6,7 @@ from collections import Counter
 from typing import Any
 
 from .._base.messages import Message
+from ._paging import CHART_MARKERS, buckets, merged_markers, zoom_range
 from ._projector import CHARTED
 from ._render import ROWS, message_parts, message_state
 from ._state import NodeState, Stored, Turn
@@ -14,19 +15,16 @@ IN_VIEW = (None, "in view", "summary")
 """Storage marks of items the view did send."""
 
 
-def context_pane(node: NodeState, wanted: int | None) -> dict[str, Any]:
-    """The context-size chart of every turn, and the view beside the storage of one turn."""
+def context_pane(
+    node: NodeState, wanted: int | None, zoom: tuple[int, int] | None = None
+) -> dict[str, Any]:
+    """The context-size chart of the turns in `zoom` (all when None), and the view beside the
+    storage of one turn."""
     turns = node.turn_log
-    chart = [
-        {
-            "turn": t.number,
-            "view_tokens": t.view_tokens,
-            "storage_tokens": t.storage_tokens,
-            "view_messages": t.view_count,
-            "storage_messages": t.storage_count,
-        }
-        for t in turns
-    ]
+    first, last = zoom_range(len(turns), zoom)
+    cuts = buckets(first, last)
+    size = cuts[0][1] - cuts[0][0] + 1 if cuts else 1
+    spacing = max(size, -(-(last - first + 1) // CHART_MARKERS))  # turns one marker stands for
     markers = [
         {"at": m.at, "type": m.type, "title": m.title, "seq": m.seq}
         for m in node.timeline
@@ -36,13 +34,33 @@ def context_pane(node: NodeState, wanted: int | None) -> dict[str, Any]:
     detail = turn_detail(node, turns[index]) if turns else None
     return {
         "kind": node.kind,
-        "chart": chart,
-        "markers": markers,
+        "chart": [chart_point(turns, start, end) for start, end in cuts],
+        "range": {"first": first, "last": last, "turns": len(turns), "zoomed": zoom is not None},
+        "markers": merged_markers(markers, first, last, spacing),
         "legend": [[kind, label] for kind, label in CHARTED.items()],
         "index": index,
         "following": wanted is None,
         "detail": detail,
     }
+
+
+def chart_point(turns: list[Turn], start: int, end: int) -> dict[str, Any]:
+    """One point of the chart: the turns `start..end` (indices), drawn at their largest view."""
+    top = max(turns[start : end + 1], key=_view_tokens)
+    return {
+        "index": start,
+        "span": end - start + 1,
+        "turn": turns[start].number,
+        "last_turn": turns[end].number,
+        "view_tokens": top.view_tokens,
+        "storage_tokens": max(t.storage_tokens for t in turns[start : end + 1]),
+        "view_messages": top.view_count,
+        "storage_messages": top.storage_count,
+    }
+
+
+def _view_tokens(turn: Turn) -> int:
+    return turn.view_tokens
 
 
 def _key(item: Stored) -> tuple[Any, ...]:

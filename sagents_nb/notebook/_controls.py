@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import kinds
 from .._runtime.pausing import PAUSE_ACTIONS
-from ._panes import TABS
+from ._panes import TABS, Focus
 from ._render import ROWS
 
 if TYPE_CHECKING:
@@ -61,7 +61,24 @@ def _focus(view: LiveView, message: dict[str, Any]) -> None:
         if isinstance(message.get("opened"), list):
             opened = [seq for seq in message["opened"] if isinstance(seq, int)]
             focus.opened = sorted(set(opened))[-ROWS:]
+        _page_focus(focus, message)
     view.refresh(now=True)
+
+
+def _page_focus(focus: Focus, message: dict[str, Any]) -> None:
+    """Which page of the list and which range of the chart: another node, tab or filter shows
+    its newest page again, another node its whole chart."""
+    if {"node", "tab", "types", "node_only"} & message.keys() and "start" not in message:
+        focus.start = None
+    if "node" in message and "zoom" not in message:
+        focus.zoom = None
+    if "start" in message:
+        start = message["start"]
+        focus.start = start if isinstance(start, int) and start >= 0 else None
+    if "zoom" in message:
+        zoom = message["zoom"]
+        ok = isinstance(zoom, list) and len(zoom) == 2 and all(isinstance(i, int) for i in zoom)
+        focus.zoom = (min(zoom), max(zoom)) if ok else None
 
 
 def _controlled_run(view: LiveView) -> Run | None:

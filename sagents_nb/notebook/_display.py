@@ -14,7 +14,7 @@ def view(
     obj: Session | Run | Result,
     *,
     preprocessors: dict[str, Any] | None = None,
-    rate: float = 20.0,
+    rate: float = 10.0,
 ) -> LiveView:
     """The live view of a session, run or result, as a widget.
 
@@ -24,7 +24,8 @@ def view(
         preprocessors: more named preprocessors the session's selector offers, e.g.
             `{"mentions": sn.Mentions(docs)}`; `none` and every preprocessor the session has
             had (by name) are always offered.
-        rate: front-end updates per second at most; the last state is always sent.
+        rate: front-end updates per second at most while a run streams; the last state is
+            always sent, and the answer to a click goes out at once.
 
     Returns:
         A `LiveView` widget; display it, or leave it as a cell's last expression.

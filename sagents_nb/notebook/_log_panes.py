@@ -10,6 +10,7 @@ from pydantic import BaseModel
 
 from .._base.messages import Message
 from ..events import Event
+from ._paging import PAGE, page_of
 from ._projector import Projector
 from ._render import ROWS, as_json, clip
 from ._state import NodeState
@@ -18,8 +19,11 @@ EXCHANGES = 20
 COMMON_FIELDS = frozenset({"type", "seq", "ts", "path", "run"})
 
 
-def wire_pane(exchanges: Sequence[Any] | None, node: NodeState | None) -> dict[str, Any]:
-    """The node's recent exchanges with the endpoint: request and response JSON (keys redacted)."""
+def wire_pane(
+    exchanges: Sequence[Any] | None, node: NodeState | None, start: int | None = None
+) -> dict[str, Any]:
+    """A page of the node's exchanges with the endpoint (the newest unless `start` says where):
+    request and response JSON (keys redacted)."""
     if exchanges is None:
         return {"exchanges": [], "earlier": 0, "note": "a finished result keeps no wire log"}
     # An exchange is the node's when its body matches one of the node's requests: same model,
@@ -37,7 +41,7 @@ def wire_pane(exchanges: Sequence[Any] | None, node: NodeState | None) -> dict[s
         key = (body.get("model"), tools, len(messages))
         if messages and messages[-1] in sent.get(key, ()):
             mine.append((index, exchange))
-    recent = mine[-EXCHANGES:]
+    recent, page = page_of(mine, start, EXCHANGES)
     rows = []
     for index, exchange in recent:
         data = exchange.to_dict()
@@ -60,7 +64,7 @@ def wire_pane(exchanges: Sequence[Any] | None, node: NodeState | None) -> dict[s
         if others
         else None
     )
-    return {"exchanges": rows, "earlier": len(mine) - len(recent), "note": note}
+    return {"exchanges": rows, "earlier": page["start"], "page": page, "note": note}
 
 
 def events_pane(
@@ -69,23 +73,16 @@ def events_pane(
     path: str | None,
     json_cache: dict[int, str],
     opened: Sequence[int] = (),
+    start: int | None = None,
 ) -> dict[str, Any]:
-    """The newest events of the given types (all when empty), of the node at `path` if given.
+    """A page of the events of the given types (all when empty), of the node at `path` if
+    given: the newest, unless `start` says where the page begins.
 
     Only the events in `opened` (those the person opened) carry their JSON, in the window or
     not: a pane of 200 events with their JSON is ~800 KB, sent at every update of a run.
     `json_cache` keeps each event's JSON text by seq: events never change once emitted.
     """
-    rows: list[Event] = []
-    for event in reversed(projector.events):
-        if types and event.type not in types:
-            continue
-        if path is not None and event.path != path:
-            continue
-        rows.append(event)
-        if len(rows) == ROWS:
-            break
-    rows.reverse()
+    rows, page = _events_page(projector, types, path, start)
     wanted = set(opened)
     shown = {event.seq for event in rows}
     kept = [_event(projector, seq) for seq in sorted(wanted - shown)]
@@ -96,7 +93,33 @@ def events_pane(
         "rows": [event_row(event, json_cache, event.seq in wanted) for event in rows],
         "kept": [event_row(event, json_cache, True) for event in kept if event is not None],
         "total": len(projector.events),
+        "page": page,
     }
+
+
+def _events_page(
+    projector: Projector, types: set[str], path: str | None, start: int | None
+) -> tuple[Sequence[Event], dict[str, Any]]:
+    """The page of matching events; the newest page is found from the end, without going
+    through the whole log at each update of a long run."""
+    events = projector.events
+    if not types and path is None:
+        return page_of(events, start)
+    if start is not None or path is not None:
+        return page_of([e for e in events if _matches(e, types, path)], start)
+    rows: list[Event] = []
+    for event in reversed(events):
+        if _matches(event, types, path):
+            rows.append(event)
+            if len(rows) == PAGE:
+                break
+    rows.reverse()
+    total = sum(projector.counts[name] for name in types)
+    return rows, {"start": total - len(rows), "total": total, "size": PAGE, "following": True}
+
+
+def _matches(event: Event, types: set[str], path: str | None) -> bool:
+    return (not types or event.type in types) and (path is None or event.path == path)
 
 
 def _event(projector: Projector, seq: int) -> Event | None:

@@ -20,8 +20,9 @@ from ..events import (
 from ._context_pane import context_pane
 from ._decision_pane import decisions_pane, transcript_decision
 from ._log_panes import events_pane, headline, wire_pane
+from ._paging import page_of
 from ._projector import Projector
-from ._render import ROWS, as_json, calls_state, clip
+from ._render import as_json, calls_state, clip
 from ._state import Mark, NodeState, ToolCard
 from ._timing_pane import timing_pane
 
@@ -44,6 +45,10 @@ class Focus:
     """Events whose JSON the person opened in the log."""
     run: int | None = None
     """The run the Timing tab shows; None: the newest one with the node in it."""
+    start: int | None = None
+    """Where the page of the pane's list begins; None follows the newest rows."""
+    zoom: tuple[int, int] | None = None
+    """The range of turn indices the context chart shows; None shows every turn."""
 
     def key(self) -> tuple[Any, ...]:
         return (
@@ -54,6 +59,8 @@ class Focus:
             self.node_only,
             tuple(self.opened),
             self.run,
+            self.start,
+            self.zoom,
         )
 
 
@@ -70,9 +77,10 @@ def pane_state(
     node = projector.nodes.get(path) if path else None
     if focus.tab == "events":
         only = path if focus.node_only else None
-        pane.update(events_pane(projector, set(focus.types), only, json_cache, focus.opened))
+        types = set(focus.types)
+        pane.update(events_pane(projector, types, only, json_cache, focus.opened, focus.start))
     elif focus.tab == "wire":
-        pane.update(wire_pane(exchanges, node))
+        pane.update(wire_pane(exchanges, node, focus.start))
     elif focus.tab == "timing":
         pane.update(timing_pane(projector, chosen, focus.run))
     elif focus.tab == "decisions":
@@ -88,25 +96,29 @@ def node_pane(projector: Projector, node: NodeState, focus: Focus) -> dict[str, 
     """A pane about one node: transcript, context, tool calls or compaction timeline."""
     match focus.tab:
         case "context":
-            return context_pane(node, focus.turn)
+            return context_pane(node, focus.turn, focus.zoom)
         case "tools":
-            return _last(tools_state(node.cards.values()), "cards")
+            cards, page = page_of(list(node.cards.values()), focus.start)
+            return {"cards": tools_state(cards), "earlier": page["start"], "page": page}
         case "compaction":
-            return _last([mark_state(mark) for mark in node.timeline], "entries")
+            marks, page = page_of(node.timeline, focus.start)
+            entries = [mark_state(mark) for mark in marks]
+            return {"entries": entries, "earlier": page["start"], "page": page}
         case _:
-            return transcript_pane(projector, node)
+            return transcript_pane(projector, node, focus.start)
 
 
-def _last(items: list[dict[str, Any]], name: str) -> dict[str, Any]:
-    return {name: items[-ROWS:], "earlier": max(0, len(items) - ROWS)}
-
-
-def transcript_pane(projector: Projector, node: NodeState) -> dict[str, Any]:
-    """The node's conversation as a person reads it, and any text still streaming."""
+def transcript_pane(
+    projector: Projector, node: NodeState, start: int | None = None
+) -> dict[str, Any]:
+    """One page of the node's conversation as a person reads it (the newest unless `start`
+    says where), and any text still streaming."""
     streaming = "".join(node.streaming) if node.asking is not None else ""
+    events, page = page_of(node.transcript, start)
     return {
-        "entries": [transcript_row(projector, e) for e in node.transcript[-ROWS:]],
-        "earlier": max(0, len(node.transcript) - ROWS),
+        "entries": [transcript_row(projector, e) for e in events],
+        "earlier": page["start"],
+        "page": page,
         "streaming": clip(streaming),
     }
 

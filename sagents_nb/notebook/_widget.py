@@ -80,7 +80,7 @@ class LiveView(anywidget.AnyWidget):
         obj: Session | Run | Result,
         *,
         preprocessors: dict[str, Any] | None = None,
-        rate: float = 20.0,
+        rate: float = 10.0,
     ) -> None:
         self.target = Target(obj)
         self.projector = Projector()

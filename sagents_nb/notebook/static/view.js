@@ -85,6 +85,7 @@ function render({ model, el }) {
     opened: new Set(), // seqs of the events whose JSON the person opened
     cursor: null, // the tree row that holds the keyboard focus (the tree's one tab stop)
     rows: [], // the tree rows on screen, in order, for the arrow keys
+    brush: null, // a range of turns being dragged across the context chart
   };
   // ids for aria-controls / aria-labelledby, unique on the page
   const uid = `sn-${Math.random().toString(36).slice(2, 10)}`;
@@ -656,6 +657,44 @@ function render({ model, el }) {
     </ol>`;
   }
 
+  // Long lists come a page at a time (the kernel sends only the page shown): older and newer
+  // pages, and back to the newest rows, which then follow the run.
+  function listPager(state, what) {
+    const page = state.page;
+    if (!page) return earlier(state.earlier, what);
+    if (page.total <= page.size) return nothing;
+    const go = (start) => send({ action: "focus", start });
+    const first = page.start;
+    const last = Math.min(page.total, first + page.size);
+    const off = !!ui.dead;
+    return html`<div
+      class="sn-pager"
+      data-start=${first}
+      data-total=${page.total}
+      data-following=${page.following ? "true" : "false"}
+    >
+      <button class="sn-button sn-oldest" ?disabled=${off || first <= 0} @click=${() => go(0)}>« oldest</button>
+      <button
+        class="sn-button sn-older"
+        ?disabled=${off || first <= 0}
+        @click=${() => go(Math.max(0, first - page.size))}
+      >
+        ◀ older
+      </button>
+      <span class="sn-meta sn-page-at">${what} ${first + 1}–${last} of ${page.total}</span>
+      <button
+        class="sn-button sn-newer"
+        ?disabled=${off || last >= page.total}
+        @click=${() => go(last + page.size >= page.total ? null : last)}
+      >
+        newer ▶
+      </button>
+      <button class="sn-button sn-newest" ?disabled=${off || page.following} @click=${() => go(null)}>
+        newest »
+      </button>
+    </div>`;
+  }
+
   // Rows of an append-only list, keyed by their position in the whole list.
   function rows(items, skipped, draw) {
     return repeat(
@@ -668,7 +707,7 @@ function render({ model, el }) {
   function transcript(state) {
     const entries = state.entries || [];
     return html`<div class="sn-transcript">
-      ${earlier(state.earlier, "messages")} ${rows(entries, state.earlier || 0, message)}
+      ${listPager(state, "messages")} ${rows(entries, state.earlier || 0, message)}
       ${state.streaming
         ? html`<div class="sn-msg sn-streaming">${pill("streaming", "running")}${state.streaming}</div>`
         : nothing}
@@ -687,8 +726,9 @@ function render({ model, el }) {
         ${earlier(more, "items")} ${rows(items, more || 0, message)}
       </div>`;
     const sent = detail.view.length + detail.view_earlier;
+    const turns = state.range ? state.range.turns : chartRows.length;
     return html`<div class="sn-context">
-      ${chart(chartRows, state.markers || [], state.legend || [], state.index, go)}
+      ${chart(chartRows, state.markers || [], state.legend || [], state.index, go, state.range)}
       <div class="sn-turn-nav">
         <button
           class="sn-button"
@@ -699,12 +739,12 @@ function render({ model, el }) {
         >
           ◀
         </button>
-        <span> turn ${detail.turn} (${state.index + 1} of ${chartRows.length}) </span>
+        <span> turn ${detail.turn} (${state.index + 1} of ${turns}) </span>
         <button
           class="sn-button"
           aria-label="next turn"
           title="next turn"
-          ?disabled=${state.index >= chartRows.length - 1}
+          ?disabled=${state.index >= turns - 1}
           @click=${() => go(state.index + 1)}
         >
           ▶
@@ -751,39 +791,89 @@ function render({ model, el }) {
     );
   }
 
-  function chart(chartRows, markers, keys, index, go) {
+  // The kernel sends at most a few hundred points (each the largest turn of its bucket) and one
+  // marker per type and bucket, over the range of turns zoomed into: drag across the chart to
+  // zoom, or use the buttons.
+  function chart(chartRows, markers, keys, index, go, range) {
     const width = 640;
     const height = 150;
     const pad = 34;
+    const span = range || { first: 0, last: chartRows.length - 1, turns: chartRows.length, zoomed: false };
     const top = chartRows.reduce((m, r) => Math.max(m, r.view_tokens, r.storage_tokens), 1);
+    const first = span.first;
+    const wide = Math.max(1, span.last - span.first);
     const n = chartRows.length;
-    const x = (i) => (n === 1 ? width / 2 : pad + (i * (width - 2 * pad)) / (n - 1));
+    const x = (i) => (span.last === span.first ? width / 2 : pad + ((i - first) * (width - 2 * pad)) / wide);
     const y = (v) => height - pad + 10 - (v * (height - pad - 10)) / top;
+    const at = (r) => r.index ?? chartRows.indexOf(r);
     const line = (key, cls) =>
-      svg`<polyline class=${cls} points=${chartRows.map((r, i) => `${x(i)},${y(r[key])}`).join(" ")}></polyline>`;
+      svg`<polyline class=${cls} points=${chartRows.map((r) => `${x(at(r))},${y(r[key])}`).join(" ")}></polyline>`;
     const marks = markers.map((mark) => {
-      const at = Math.min(n - 1, Math.max(0, mark.at - 0.5));
-      const position = n === 1 ? x(0) : pad + (at * (width - 2 * pad)) / (n - 1);
+      const position = x(Math.min(span.last, Math.max(first, mark.at - 0.5)));
+      const count = mark.count || 1;
+      const title = count > 1 ? `${mark.title} and ${count - 1} more (events ${mark.seq}–${mark.last_seq})` : `${mark.title} (event ${mark.seq})`;
       return svg`<line class="sn-marker sn-marker-${token(mark.type)}" x1=${position} y1="8" x2=${position} y2=${y(0)}
-        ><title>${mark.title} (event ${mark.seq})</title></line>`;
+        stroke-width=${count > 1 ? 3 : 2}><title>${title}</title></line>`;
     });
-    const dots = chartRows.map(
-      (r, i) =>
-        svg`<circle class=${i === index ? "sn-dot sn-dot-selected" : "sn-dot"} cx=${x(i)} cy=${y(r.view_tokens)}
-          r=${i === index ? 4 : 2.5} @click=${() => go(i)}
-          ><title>${`turn ${r.turn}: view ${r.view_tokens} tokens (${r.view_messages} messages), ` +
-          `storage ${r.storage_tokens} tokens (${r.storage_messages} messages)`}</title></circle>`,
-    );
+    const dots = chartRows.map((r) => {
+      const i = at(r);
+      const chosen = i <= index && index < i + (r.span || 1);
+      const turnsText = (r.span || 1) > 1 ? `turns ${r.turn}–${r.last_turn} (largest)` : `turn ${r.turn}`;
+      return svg`<circle class=${chosen ? "sn-dot sn-dot-selected" : "sn-dot"} cx=${x(i)} cy=${y(r.view_tokens)}
+          r=${chosen ? 4 : n > 120 ? 1.5 : 2.5} @click=${() => go(i)}
+          ><title>${`${turnsText}: view ${r.view_tokens} tokens (${r.view_messages} messages), ` +
+          `storage ${r.storage_tokens} tokens (${r.storage_messages} messages)`}</title></circle>`;
+    });
+    const zoom = (from, to) => send({ action: "focus", zoom: from === null ? null : [from, to] });
+    const toIndex = (event) => {
+      const box = event.currentTarget.getBoundingClientRect();
+      const vx = ((event.clientX - box.left) * width) / Math.max(1, box.width);
+      return Math.round(first + ((vx - pad) * wide) / (width - 2 * pad));
+    };
+    const brushing = ui.brush;
+    const down = (event) => {
+      if (event.button !== 0 || ui.dead) return;
+      ui.brush = { from: toIndex(event), to: toIndex(event) };
+    };
+    const move = (event) => {
+      if (!ui.brush) return;
+      ui.brush = { ...ui.brush, to: toIndex(event) };
+      schedule();
+    };
+    const up = () => {
+      const brush = ui.brush;
+      ui.brush = null;
+      if (brush && Math.abs(brush.to - brush.from) >= 2) zoom(Math.min(brush.from, brush.to), Math.max(brush.from, brush.to));
+      schedule();
+    };
+    const around = (half) => {
+      const middle = Math.min(span.turns - 1, Math.max(0, index));
+      zoom(Math.max(0, middle - half), Math.min(span.turns - 1, middle + half));
+    };
+    const shownTurns = span.last - span.first + 1;
     return html`<div class="sn-chart-box">
-      <svg class="sn-chart" viewBox=${`0 0 ${width} ${height}`} role="img">
+      <svg class="sn-chart" viewBox=${`0 0 ${width} ${height}`} role="img"
+        @pointerdown=${down} @pointermove=${move} @pointerup=${up} @pointerleave=${up}>
         <title>context size per turn: view sent (solid) and storage (dashed), in tokens</title>
         <line class="sn-axis" x1=${pad} y1=${y(0)} x2=${width - pad} y2=${y(0)}></line>
         <text class="sn-axis-label" x="2" y=${y(top) + 4}>${amount(top)}</text>
         <text class="sn-axis-label" x="2" y=${y(0)}>0</text>
         <text class="sn-axis-label" x=${pad} y=${height - 4}>turn ${chartRows[0].turn}</text>
-        <text class="sn-axis-label" x=${width - pad - 40} y=${height - 4}>turn ${chartRows[n - 1].turn}</text>
+        <text class="sn-axis-label" x=${width - pad - 40} y=${height - 4}>turn ${chartRows[n - 1].last_turn ?? chartRows[n - 1].turn}</text>
         ${line("storage_tokens", "sn-line-storage")} ${line("view_tokens", "sn-line-view")} ${marks} ${dots}
+        ${brushing
+          ? svg`<rect class="sn-brush" x=${Math.min(x(brushing.from), x(brushing.to))} y="8"
+              width=${Math.abs(x(brushing.to) - x(brushing.from))} height=${y(0) - 8}></rect>`
+          : nothing}
       </svg>
+      <div class="sn-chart-zoom">
+        <span class="sn-meta sn-chart-range">turns ${first + 1}–${span.last + 1} of ${span.turns}${n < shownTurns ? ` · ${n} points` : ""}</span>
+        <button class="sn-button sn-zoom-in" ?disabled=${!!ui.dead || shownTurns <= 8}
+          @click=${() => around(Math.max(2, Math.floor(shownTurns / 4)))}>zoom in</button>
+        <button class="sn-button sn-zoom-out" ?disabled=${!!ui.dead || !span.zoomed}
+          @click=${() => (shownTurns * 2 >= span.turns ? zoom(null) : around(shownTurns))}>zoom out</button>
+        <button class="sn-button sn-zoom-all" ?disabled=${!!ui.dead || !span.zoomed} @click=${() => zoom(null)}>whole run</button>
+      </div>
       <div class="sn-legend">
         <span class="sn-key sn-key-view">view</span>
         <span class="sn-key sn-key-storage">storage</span>
@@ -812,7 +902,7 @@ function render({ model, el }) {
       ${(c.notes || []).map((note) => html`<div class="sn-note">${note}</div>`)}
     </div>`;
     return html`<div class="sn-cards">
-      ${earlier(state.earlier, "calls")} ${repeat(cards, (c) => c.call_id, card)}
+      ${listPager(state, "calls")} ${repeat(cards, (c) => c.call_id, card)}
     </div>`;
   }
 
@@ -830,7 +920,7 @@ function render({ model, el }) {
         : nothing}
     </li>`;
     return html`<ol class="sn-timeline">
-      ${earlier(state.earlier, "entries")} ${repeat(entries, (e) => e.seq, entry)}
+      ${listPager(state, "entries")} ${repeat(entries, (e) => e.seq, entry)}
     </ol>`;
   }
 
@@ -852,7 +942,7 @@ function render({ model, el }) {
     </details>`;
     return html`<div class="sn-wire">
       ${state.note ? html`<div class="sn-earlier">${state.note}</div>` : nothing}
-      ${earlier(state.earlier, "exchanges")} ${repeat(exchanges, (row) => row.index, exchange)}
+      ${listPager(state, "exchanges")} ${repeat(exchanges, (row) => row.index, exchange)}
     </div>`;
   }
 
@@ -926,6 +1016,7 @@ function render({ model, el }) {
         >
         <span class="sn-meta"> showing ${current.length} of ${state.total}</span>
       </div>
+      ${listPager(state, "events")}
       ${head.live && !head.fork
         ? html`<div class="sn-earlier">Fork here needs a durable session: sn.Session(agent, store=...)</div>`
         : nothing}
