@@ -215,8 +215,9 @@ def _fork(view: LiveView, seq: Any) -> None:
         view.notify(f"Fork here at event {seq} failed: {exc}", error=True)
         return
     index = len(view.forks)
-    view.show_fork(forked, int(seq))
+    # the notice first, so that it arrives with the fork's view (which is pushed at once)
     view.notify(
         f"forked at event {seq}: session {forked.id}, shown below; in Python it is this "
         f"view's .forks[{index}] (its live view: .fork_views[{index}])"
     )
+    view.show_fork(forked, int(seq))

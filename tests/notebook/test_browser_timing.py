@@ -125,7 +125,7 @@ def slow_read(path: str) -> str:
     Args:
         path: which file.
     """
-    time.sleep(0.15)
+    time.sleep(0.5)  # long enough for the tab to draw the run while it runs
     return "contenu 内容"
 
 def handler(request):
