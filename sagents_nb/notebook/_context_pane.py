@@ -6,12 +6,14 @@ from collections import Counter
 from typing import Any
 
 from .._base.messages import Message
+from ._context_diff import diff_state, forgotten_state
 from ._projector import CHARTED
 from ._render import ROWS, message_parts, message_state
 from ._state import NodeState, Stored, Turn
 
 IN_VIEW = (None, "in view", "summary")
 """Storage marks of items the view did send."""
+NATIVE_NOTE = "a coding CLI keeps this child's context itself: there is no view to show or compare"
 
 
 def context_pane(node: NodeState, wanted: int | None) -> dict[str, Any]:
@@ -42,6 +44,9 @@ def context_pane(node: NodeState, wanted: int | None) -> dict[str, Any]:
         "index": index,
         "following": wanted is None,
         "detail": detail,
+        "changes": diff_state(node, index) if turns else None,
+        "forgotten": forgotten_state(node, index) if turns else None,
+        "note": None if turns or node.kind != "native" else NATIVE_NOTE,
     }
 
 
