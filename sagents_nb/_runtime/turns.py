@@ -125,7 +125,9 @@ async def _turns(node: Node) -> Outcome:
         kind.prepare(node)
         view = kind.build_context(node, node.input_text)
         if node.notices:
-            view = [*view, system("\n".join(node.notices))]
+            noted = View([*view, system("\n".join(node.notices))])
+            noted.runs = getattr(view, "runs", None)  # the notice goes last: the runs hold
+            view = noted
             node.notices.clear()
         tools = _turn_tools(node, kind)
         completion = await call_model(node, view, tools, stream=kind.stream)
@@ -293,7 +295,7 @@ async def call_model(
                 view_tokens=view_tokens,
                 storage_tokens=node.context_tokens(),
                 hidden=len(node.history) - in_storage,
-                from_storage=storage_runs(view, node.history),
+                from_storage=_runs(view, node.history),
             )
         )
     node.emit(
@@ -355,6 +357,12 @@ def _measure(view: list[Message], count: Any) -> tuple[int, int]:
         return known  # type: ignore[no-any-return]
     view_only = sum(1 for m in view if m.role == "system" and not m.meta.get("summary"))
     return sum(map(count, view)), len(view) - view_only
+
+
+def _runs(view: list[Message], history: list[Message]) -> list[int]:
+    """Which view messages are which stored ones: as the kind said (`View.runs`), else found."""
+    runs = getattr(view, "runs", None)
+    return list(runs) if runs is not None else storage_runs(view, history)
 
 
 def storage_runs(view: list[Message], history: list[Message]) -> list[int]:

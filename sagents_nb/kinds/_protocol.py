@@ -24,15 +24,18 @@ class View(list[Message]):
     """A view whose size its kind already knows, so the turn need not count it again.
 
     `measure` is (tokens, messages that come from storage), as the session's token counter
-    counts them; None means unknown (then the turn counts the view itself). Build a new one
-    each turn: the turn's `ModelRequest` event keeps it as it is, without a copy.
+    counts them; None means unknown (then the turn counts the view itself). `runs` says which
+    view messages are which stored ones, as `ContextBuilt.from_storage` does; None lets the
+    turn find them by identity (a walk of storage, when the view skips some of it). Build a
+    new one each turn: the turn's `ModelRequest` event keeps it as it is, without a copy.
     """
 
-    __slots__ = ("measure",)
+    __slots__ = ("measure", "runs")
 
     def __init__(self, messages: Any = ()) -> None:
         super().__init__(messages)
         self.measure: tuple[int, int] | None = None
+        self.runs: list[int] | None = None
 
 
 @dataclass

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._base.messages import Message
 from ..events import TextDelta, WindowTrim
-from ._protocol import BaseKind
+from ._protocol import BaseKind, View
 
 if TYPE_CHECKING:
     from .._runtime.node import Node
@@ -64,7 +64,9 @@ class Realtime(BaseKind):
         if len(state.starts) <= self.window:
             return [*child.system_messages(), *child.history]
         first = state.starts[-self.window]
-        view = [*child.system_messages(), *child.history[first:]]
+        view = View(child.system_messages())
+        view.runs = [len(view), first, len(child.history) - first]
+        view.extend(child.history[first:])
         dropped = len(state.starts) - self.window
         if dropped > state.dropped:
             state.dropped = dropped

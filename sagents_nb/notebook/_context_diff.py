@@ -11,11 +11,11 @@ from ..events import ColdRestore, ColdSink, Compaction, Event, RelevanceView, Wi
 from ._render import clip, message_parts
 from ._state import NodeState, Stored, Turn
 
-ROWS = 200
+ROWS = 100
 """Messages one list of a diff shows at most; the rest are counted."""
 FORGOTTEN_ROWS = 100
 """Forgotten messages shown at most, the most recently forgotten first."""
-TEXT = 600
+TEXT = 300
 """Characters of a message a row shows (the view beside it has the whole text)."""
 
 HIDDEN_WHY = {
@@ -100,6 +100,9 @@ class ContextChanges:
         self.marks = 0
         """Timeline marks read so far."""
         self.next = 0
+        self.forgotten: tuple[tuple[int, int], dict[str, Any]] | None = None
+        """The last forgotten list made, keyed by (turn index, turns worked out): a view
+        redraws its pane often and the list walks every item."""
 
     def update(self, node: NodeState) -> ContextChanges:
         """Work out the turns `node` made since the last update."""
@@ -361,6 +364,9 @@ def forgotten_state(node: NodeState, index: int) -> dict[str, Any]:
     """Every message the view held at some turn up to `index` and no longer held at it: the
     turn it left, why, and a compaction that later took it out of storage."""
     changes = context_changes(node)
+    key = (index, len(changes.turns))
+    if changes.forgotten is not None and changes.forgotten[0] == key:
+        return changes.forgotten[1]
     turns = node.turn_log
     found: list[tuple[int, int, Change]] = []
     for item, record in changes.items.items():
@@ -388,9 +394,11 @@ def forgotten_state(node: NodeState, index: int) -> dict[str, Any]:
             row["then"] = f"then {how} before turn {turns[compacted.at].number}"
             row["then_seq"] = compacted.seq
         rows.append(row)
-    return {
+    state = {
         "turn": turns[index].number if 0 <= index < len(turns) else None,
         "rows": rows,
         "more": max(0, len(found) - FORGOTTEN_ROWS),
         "total": len(found),
     }
+    changes.forgotten = (key, state)
+    return state

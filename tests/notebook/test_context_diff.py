@@ -72,6 +72,24 @@ def test_runs_name_stored_messages_by_identity_not_text() -> None:
     assert storage_runs([prompt, user("encore 🔁")], history) == []  # an edited copy: view-only
 
 
+@pytest.mark.parametrize(
+    "kind",
+    [sn.kinds.Main(top_k=1, recent=1), sn.kinds.Main(top_k=None), sn.kinds.Realtime(window=1)],
+)
+def test_the_runs_a_kind_gives_are_the_ones_identity_finds(kind: sn.kinds.ChildKind) -> None:
+    replies = iter([sn.reply(tool_calls=[sn.call("note", text="🦒")]), "un", "deux", "trois"])
+    session = sn.Session(
+        sn.Agent("a", tools=[note], instructions="aide 🤝", kind=kind),
+        llm=sn.mock_llm(lambda request: next(replies)),
+    )
+    for text in ("girafe", "火山", "税"):
+        session.send(text).result()
+    node = session.root
+    view = kind.build_context(node, node.input_text)
+    assert getattr(view, "runs", None) is not None
+    assert view.runs == storage_runs(view, node.history)  # type: ignore[attr-defined]
+
+
 def test_every_turn_says_which_stored_messages_its_view_held(team_session: sn.Session) -> None:
     result = team_session.send("go").result()
     built = [e for e in result.events if isinstance(e, ContextBuilt)]
