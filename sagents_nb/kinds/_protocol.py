@@ -38,6 +38,15 @@ class View(list[Message]):
         self.runs: list[int] | None = None
 
 
+def whole_view(child: Node) -> View:
+    """The system prompt and the whole storage, with its `runs` said."""
+    view = View(child.system_messages())
+    history = child.history
+    view.runs = [len(view), 0, len(history)] if history else []
+    view.extend(history)
+    return view
+
+
 @dataclass
 class CompactionReport:
     """What a compaction did."""
@@ -177,7 +186,7 @@ class BaseKind(ChildKind):
         return None
 
     def build_context(self, child: Node, input: str) -> list[Message]:
-        return [*child.system_messages(), *child.history]
+        return whole_view(child)
 
     def own_tools(self, child: Node) -> list[Any]:
         return []

@@ -74,7 +74,15 @@ def test_runs_name_stored_messages_by_identity_not_text() -> None:
 
 @pytest.mark.parametrize(
     "kind",
-    [sn.kinds.Main(top_k=1, recent=1), sn.kinds.Main(top_k=None), sn.kinds.Realtime(window=1)],
+    [
+        sn.kinds.Main(top_k=1, recent=1),
+        sn.kinds.Main(top_k=None),
+        sn.kinds.Realtime(window=1),
+        sn.kinds.Resident(keep_recent=1),
+        sn.kinds.Resident(relevance=False),
+        sn.kinds.Worker(),
+    ],
+    ids=repr,
 )
 def test_the_runs_a_kind_gives_are_the_ones_identity_finds(kind: sn.kinds.ChildKind) -> None:
     replies = iter([sn.reply(tool_calls=[sn.call("note", text="🦒")]), "un", "deux", "trois"])
