@@ -120,7 +120,8 @@ class ContextChanges:
                 events.append(event)
             self.marks += 1
         born = self.next
-        compactions, gone, overflow = self._compact(events, index)
+        previous = node.turn_log[index - 1] if index else None
+        compactions, gone, overflow = self._compact(events, index, previous)
         fresh = len(self.storage)
         note = self._fit(turn.storage_count)
         if turn.from_storage is None:
@@ -179,12 +180,13 @@ class ContextChanges:
             changes.removed.append(change)
             self.items[item] = Item(content, [(index, change)], [index])
         for compacted in compactions:
+            compacted.replaced.sort()  # storage order: items are numbered as they are stored
             compacted.removed -= len(compacted.replaced)  # now: those already out of view
         self.shown = shown
         self.turns.append(changes)
 
     def _compact(
-        self, events: list[Event], index: int
+        self, events: list[Event], index: int, previous: Turn | None
     ) -> tuple[list[Compacted], dict[int, Compacted], bool]:
         """Apply the compactions before this turn to the numbered storage; also says whether
         one removed messages stored since the previous turn (not numbered yet)."""
@@ -194,7 +196,8 @@ class ContextChanges:
         for event in events:
             if not isinstance(event, Compaction):
                 continue
-            overflow = overflow or event.removed > len(self.storage)
+            first_overflow = not overflow and event.removed > len(self.storage)
+            overflow = overflow or first_overflow
             removed, self.storage = self.storage[: event.removed], self.storage[event.removed :]
             summary = None
             if event.strategy == "summary" and event.summary:  # as the projector stores it
@@ -214,6 +217,16 @@ class ContextChanges:
                 gone[item] = compacted
                 if item in self.items:
                     self.items[item].compaction = compacted
+            reply = previous.reply if previous is not None else None
+            if first_overflow and reply is not None:
+                # the first message stored after the previous turn is its reply: compacted
+                # before any view showed it, it is forgotten all the same
+                how = "summarised" if summary is not None else "truncated"
+                why = f"never in view: compacted ({event.reason})"
+                item = self._new()
+                change = Change(item, how, why, event.seq)
+                self.items[item] = Item(reply, [(index, change)], [index], compacted)
+                compacted.replaced.append(item)
         return compactions, gone, overflow
 
     def _fit(self, count: int) -> str | None:
@@ -313,6 +326,12 @@ def _change_row(changes: ContextChanges, change: Change) -> dict[str, Any]:
     return _row(changes, change.item, change=change.change, why=change.why, seq=change.seq)
 
 
+def _replaced(changes: ContextChanges, item: int, how: str) -> dict[str, Any]:
+    """A row of a compaction's group: how the item left (its last spell ended there)."""
+    change = changes.items[item].spells[-1][1]
+    return _change_row(changes, change) if change is not None else _row(changes, item, change=how)
+
+
 def diff_state(node: NodeState, index: int) -> dict[str, Any] | None:
     """The turn at `index` of the node's turn log against the turn before it, for the pane."""
     changes = context_changes(node)
@@ -339,7 +358,7 @@ def diff_state(node: NodeState, index: int) -> dict[str, Any] | None:
                 "reason": compacted.reason,
                 "summary": summary,
                 "summary_text": clip(compacted.text, TEXT) if compacted.text else None,
-                "replaced": [_row(changes, item, change=how) for item in compacted.replaced[:ROWS]],
+                "replaced": [_replaced(changes, item, how) for item in compacted.replaced[:ROWS]],
                 "replaced_more": max(0, len(compacted.replaced) - ROWS),
                 "already_out": max(0, compacted.removed),
             }

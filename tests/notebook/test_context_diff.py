@@ -189,6 +189,9 @@ def test_resident_compaction_groups_what_it_summarised_under_the_summary(summary
     assert group["strategy"] == ("summary" if summary else "truncation")
     assert group["replaced"] and {r["change"] for r in group["replaced"]} == {how}
     assert "长颈鹿有多高？" in group["replaced"][0]["text"]
+    # the reply to it was compacted before any view showed it: forgotten too
+    assert group["replaced"][1]["text"] == "d'accord ✅"
+    assert group["replaced"][1]["why"].startswith("never in view")
     if summary:
         assert group["summary_text"] == summary
         assert summary in group["summary"]["text"]
