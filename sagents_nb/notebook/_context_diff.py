@@ -279,7 +279,9 @@ def _hidden(item: int, turn: Turn, event: Event | None) -> Change:
             why = f"sunk to cold storage ({event.reason}; the model can recall it)"
             return Change(item, "sunk", why, event.seq)
         case WindowTrim():
-            why = f"trimmed out of the window (the newest {event.kept_groups} turn groups stay)"
+            why = (
+                f"trimmed out of the window (it keeps the newest {event.kept_groups} turn group(s))"
+            )
             return Change(item, "trimmed", why, event.seq)
         case RelevanceView():
             return Change(item, "left out", HIDDEN_WHY["left out"], event.seq)
