@@ -233,6 +233,10 @@ class ContextBuilt(Event):
     storage_tokens: int
     hidden: int = 0
     """Storage messages left out of the view (sunk, trimmed or summarised)."""
+    from_storage: list[int] | None = None
+    """Which of the view's messages are which stored messages, by identity: runs of three
+    numbers (view index, storage index, count), each saying `view[v : v + n]` is
+    `storage[s : s + n]` (storage as it was this turn). None in logs written before it."""
 
 
 class Compaction(Event):

@@ -125,7 +125,9 @@ async def _turns(node: Node) -> Outcome:
         kind.prepare(node)
         view = kind.build_context(node, node.input_text)
         if node.notices:
-            view = [*view, system("\n".join(node.notices))]
+            noted = View([*view, system("\n".join(node.notices))])
+            noted.runs = getattr(view, "runs", None)  # the notice goes last: the runs hold
+            view = noted
             node.notices.clear()
         tools = _turn_tools(node, kind)
         completion = await call_model(node, view, tools, stream=kind.stream)
@@ -293,6 +295,7 @@ async def call_model(
                 view_tokens=view_tokens,
                 storage_tokens=node.context_tokens(),
                 hidden=len(node.history) - in_storage,
+                from_storage=_runs(view, node.history),
             )
         )
     node.emit(
@@ -354,6 +357,42 @@ def _measure(view: list[Message], count: Any) -> tuple[int, int]:
         return known  # type: ignore[no-any-return]
     view_only = sum(1 for m in view if m.role == "system" and not m.meta.get("summary"))
     return sum(map(count, view)), len(view) - view_only
+
+
+def _runs(view: list[Message], history: list[Message]) -> list[int]:
+    """Which view messages are which stored ones: as the kind said (`View.runs`), else found."""
+    runs = getattr(view, "runs", None)
+    return list(runs) if runs is not None else storage_runs(view, history)
+
+
+def storage_runs(view: list[Message], history: list[Message]) -> list[int]:
+    """Which view messages are which stored ones, by identity (kinds build views from the
+    stored message objects): flat runs of (view index, storage index, count).
+
+    A system message that is not a summary is taken as view-only (the prompt, notes, notices)
+    unless it is the next stored message: so a view of the whole storage is matched in one
+    pass, and the index of storage is built only for a view that skips some of it.
+    """
+    runs: list[int] = []
+    where: dict[int, int] | None = None
+    size, expected = len(history), 0
+    for at, message in enumerate(view):
+        if expected < size and history[expected] is message:
+            index = expected
+        elif message.role == "system" and not message.meta.get("summary"):
+            continue
+        else:
+            if where is None:
+                where = {id(stored): i for i, stored in enumerate(history)}
+            index = where.get(id(message), -1)
+            if index < 0:
+                continue  # a message only the view has (an edited view, a kind's own note)
+        if runs and runs[-3] + runs[-1] == at and runs[-2] + runs[-1] == index:
+            runs[-1] += 1
+        else:
+            runs += (at, index, 1)
+        expected = index + 1
+    return runs
 
 
 def _emit_retry(node: Node, notice: RetryNotice) -> None:

@@ -548,8 +548,8 @@ _PLAIN: dict[type[Event], bool] = {}
 
 def is_plain(kind: type[Event]) -> bool:
     """Whether an event class's fields are all plain values (text, numbers, flags, lists of
-    text): its `__dict__` is then its JSON's content, which `marshal` ships to the writer.
-    Learnt once per class, from its fields."""
+    text or of integers): its `__dict__` is then its JSON's content, which `marshal` ships to
+    the writer. Learnt once per class, from its fields."""
     plain = _PLAIN.get(kind)
     if plain is None:
         plain = _PLAIN[kind] = all(map(_plain, kind.model_fields.values()))
@@ -568,7 +568,7 @@ def _plain_type(annotation: Any) -> bool:
         return all(isinstance(a, str) for a in args)
     if origin in (typing.Union, types.UnionType):
         return all(map(_plain_type, args))
-    return origin is list and args == (str,)
+    return origin is list and args in ((str,), (int,))
 
 
 def _storable_as_is(message: Message) -> bool:

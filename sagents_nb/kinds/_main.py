@@ -194,15 +194,23 @@ class Main(BaseKind):
         head = sum(map(child.token_count, view))
         history = child.history
         if not state.cold and state.indexed == len(history):  # the groups cover it all
+            view.runs = [len(view), 0, len(history)] if history else []
             view.extend(history)
             view.measure = (head + child.history_tokens, len(history))
             return view
         tokens = stored = 0
+        runs: list[int] = []
         for group in state.hot:
+            size = group.end - group.start
+            if runs and runs[-2] + runs[-1] == group.start:
+                runs[-1] += size  # adjacent to the previous group
+            else:
+                runs += (len(view), group.start, size)
             view.extend(history[group.start : group.end])
             tokens += group.tokens
-            stored += group.end - group.start
+            stored += size
         view.measure = (head + tokens, stored)
+        view.runs = runs
         return view
 
     def own_tools(self, child: Node) -> list[Any]:

@@ -24,15 +24,27 @@ class View(list[Message]):
     """A view whose size its kind already knows, so the turn need not count it again.
 
     `measure` is (tokens, messages that come from storage), as the session's token counter
-    counts them; None means unknown (then the turn counts the view itself). Build a new one
-    each turn: the turn's `ModelRequest` event keeps it as it is, without a copy.
+    counts them; None means unknown (then the turn counts the view itself). `runs` says which
+    view messages are which stored ones, as `ContextBuilt.from_storage` does; None lets the
+    turn find them by identity (a walk of storage, when the view skips some of it). Build a
+    new one each turn: the turn's `ModelRequest` event keeps it as it is, without a copy.
     """
 
-    __slots__ = ("measure",)
+    __slots__ = ("measure", "runs")
 
     def __init__(self, messages: Any = ()) -> None:
         super().__init__(messages)
         self.measure: tuple[int, int] | None = None
+        self.runs: list[int] | None = None
+
+
+def whole_view(child: Node) -> View:
+    """The system prompt and the whole storage, with its `runs` said."""
+    view = View(child.system_messages())
+    history = child.history
+    view.runs = [len(view), 0, len(history)] if history else []
+    view.extend(history)
+    return view
 
 
 @dataclass
@@ -174,7 +186,7 @@ class BaseKind(ChildKind):
         return None
 
     def build_context(self, child: Node, input: str) -> list[Message]:
-        return [*child.system_messages(), *child.history]
+        return whole_view(child)
 
     def own_tools(self, child: Node) -> list[Any]:
         return []

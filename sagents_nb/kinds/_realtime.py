@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._base.messages import Message
 from ..events import TextDelta, WindowTrim
-from ._protocol import BaseKind
+from ._protocol import BaseKind, View, whole_view
 
 if TYPE_CHECKING:
     from .._runtime.node import Node
@@ -62,9 +62,11 @@ class Realtime(BaseKind):
     def build_context(self, child: Node, input: str) -> list[Message]:
         state = self._state(child)
         if len(state.starts) <= self.window:
-            return [*child.system_messages(), *child.history]
+            return whole_view(child)
         first = state.starts[-self.window]
-        view = [*child.system_messages(), *child.history[first:]]
+        view = View(child.system_messages())
+        view.runs = [len(view), first, len(child.history) - first]
+        view.extend(child.history[first:])
         dropped = len(state.starts) - self.window
         if dropped > state.dropped:
             state.dropped = dropped

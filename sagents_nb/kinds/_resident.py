@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from .._base.errors import LLMError
 from .._base.messages import Message
 from ..events import Compaction, ContextFull, RelevanceView
-from ._protocol import BaseKind, CompactionReport, DisposePolicy
+from ._protocol import BaseKind, CompactionReport, DisposePolicy, View, whole_view
 from ._relevance import LexicalScorer, Scorer, group_text, split_groups
 from ._resident_control import RESIDENT_CONTROL
 
@@ -88,10 +88,11 @@ class Resident(BaseKind):
         history = child.history
         groups = split_groups(history, child.token_count)
         if not self.relevance or not 0 < self.keep_recent < len(groups):
-            return [*child.system_messages(), *history]
+            return whole_view(child)
         recent_from = groups[-self.keep_recent].start
         query, scorer = self.scorer.index(input), self.scorer
-        view = child.system_messages()
+        view = View(child.system_messages())
+        runs: list[int] = []
         left_out = 0
         for group in groups:
             messages = history[group.start : group.end]
@@ -101,9 +102,14 @@ class Resident(BaseKind):
                 or messages[0].meta.get("summary")
                 or scorer.score(query, scorer.index(group_text(messages))) > 0
             ):
+                if runs and runs[-2] + runs[-1] == group.start:
+                    runs[-1] += len(messages)
+                else:
+                    runs += (len(view), group.start, len(messages))
                 view.extend(messages)
             else:
                 left_out += 1
+        view.runs = runs
         state = self._state(child)
         if left_out and state.shown != (child.input_index, left_out):
             state.shown = (child.input_index, left_out)

@@ -6,6 +6,7 @@ from collections import Counter
 from typing import Any
 
 from .._base.messages import Message
+from ._context_diff import diff_state, forgotten_state
 from ._paging import CHART_MARKERS, buckets, merged_markers, zoom_range
 from ._projector import CHARTED
 from ._render import ROWS, message_parts, message_state
@@ -13,6 +14,7 @@ from ._state import NodeState, Stored, Turn
 
 IN_VIEW = (None, "in view", "summary")
 """Storage marks of items the view did send."""
+NATIVE_NOTE = "a coding CLI keeps this child's context itself: there is no view to show or compare"
 
 
 def context_pane(
@@ -41,6 +43,9 @@ def context_pane(
         "index": index,
         "following": wanted is None,
         "detail": detail,
+        "changes": diff_state(node, index) if turns else None,
+        "forgotten": forgotten_state(node, index) if turns else None,
+        "note": None if turns or node.kind != "native" else NATIVE_NOTE,
     }
 
 

@@ -254,6 +254,7 @@ class Projector:
             event.storage_messages,
             event.hidden,
             node.hidden_as,
+            event.from_storage,
         )
 
     @handles(ModelRequest)
@@ -406,7 +407,7 @@ class Projector:
     def mark(self, node: NodeState, event: Event, title: str, **details: Any) -> Mark:
         """Put `event` on the node's timeline (and on its context chart when `handles` gave
         its type a chart label)."""
-        mark = Mark(event.seq, event.type, len(node.turn_log), title, details)
+        mark = Mark(event.seq, event.type, len(node.turn_log), title, details, event=event)
         node.timeline.append(mark)
         return mark
 

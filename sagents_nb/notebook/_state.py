@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._base.messages import Message, Usage
 from ..events import Event, ModelRequest, RunStarted, TaskSpawned, ToolCallFinished
+
+if TYPE_CHECKING:
+    from ._context_diff import ContextChanges
 
 Stored = Message | RunStarted | TaskSpawned | ToolCallFinished
 """An item of storage: a message, or the event that carried it. The projector keeps references to
@@ -46,6 +49,8 @@ class Turn:
     hidden: int
     hidden_as: str = "hidden"
     """How the node's kind had left stored items out of the view (see `NodeState.hidden_as`)."""
+    from_storage: list[int] | None = None
+    """Which view messages are which stored ones (see `ContextBuilt.from_storage`)."""
     view: list[Message] = field(default_factory=list)
     storage: list[Stored] = field(default_factory=list)
     """The node's storage list as it was; only its first `storage_len` items belong to this turn."""
@@ -70,6 +75,8 @@ class Mark:
     details: dict[str, Any] = field(default_factory=dict)
     text: str | None = None
     previews: list[str] = field(default_factory=list)
+    event: Event | None = None
+    """The event itself (alive in the session's log anyway), for readers of its fields."""
 
 
 @dataclass
@@ -116,6 +123,9 @@ class NodeState:
     asking: Turn | None = None
     """The turn waiting for its reply (None while a summary request is out)."""
     version: int = 0
+    context_changes: ContextChanges | None = None
+    """What entered and left the view turn by turn, worked out on first look and extended as
+    turns come (see `_context_diff`)."""
 
 
 @dataclass
