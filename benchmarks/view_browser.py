@@ -250,7 +250,7 @@ def measure_cost(page: Any, url: str, token: str) -> dict[str, Any]:
     page.wait_for_timeout(500)
     run_cell(page, 1)
     # the printed figures (the view's static copy may name COST too)
-    output = page.locator(".jp-OutputArea-output[data-mime-type$=\"stdout\"]", has_text="COST")
+    output = page.locator('.jp-OutputArea-output[data-mime-type$="stdout"]', has_text="COST")
     output.wait_for(timeout=600_000)
     text = output.inner_text().split("COST", 1)[1].strip()
     samples = json.loads(text)
