@@ -548,8 +548,8 @@ _PLAIN: dict[type[Event], bool] = {}
 
 def is_plain(kind: type[Event]) -> bool:
     """Whether an event class's fields are all plain values (text, numbers, flags, lists of
-    text or of integers): its `__dict__` is then its JSON's content, which `marshal` ships to
-    the writer. Learnt once per class, from its fields."""
+    text or of integers): its `__dict__` is then its JSON's content, which the store thread
+    encodes when it commits, off the run's path. Learnt once per class, from its fields."""
     plain = _PLAIN.get(kind)
     if plain is None:
         plain = _PLAIN[kind] = all(map(_plain, kind.model_fields.values()))
