@@ -8,8 +8,9 @@ answer takes (issue 19 items 6 and 7).
 Targets: `Session.open` and `fork()` of the longest session (4,000 tool turns, ~20,000 events)
 take at most 0.3 s each, and grow sub-linearly with the session's length (4x the turns costs
 less than 4x the time); a session's file grows by at most 2x the text it produced, for one
-big answer (`--answer-mb`) and for an ordinary session (three runs of file reads, a delegation
-and answers of a few KB; text in French, Japanese, Chinese, emoji and code).
+big answer (`--answer-mb`), for a streamed one (`--streamed-kb`, a `Realtime` agent: thousands
+of chunks of a few characters) and for an ordinary session (three runs of file reads, a
+delegation and answers of a few KB; text in French, Japanese, Chinese, emoji and code).
 """
 
 from __future__ import annotations
@@ -113,6 +114,20 @@ def big_answer(path: Path, megabytes: float) -> sn.Session:
     return session
 
 
+def streamed_answer(path: Path, kilobytes: float) -> sn.Session:
+    """One answer of about `kilobytes` KB (of UTF-8), streamed in chunks of a few characters."""
+    sample = mixed_text(10_000)
+    text = mixed_text(int(kilobytes * 1_000 * len(sample) / len(sample.encode())))
+    agent = sn.Agent("writer", kind=sn.kinds.Realtime())
+    session = sn.Session(
+        agent, llm=sn.mock_llm(lambda req: sn.reply(text, stream=True)), store=path
+    )
+    session.send("write the report, streaming").result()
+    chunks = sum(event.type == "text_delta" for event in session.events)
+    assert chunks > len(text) // 20, f"the answer came in {chunks} chunks"
+    return session
+
+
 def ordinary_session(path: Path) -> sn.Session:
     """Three runs of an agent that reads files (1.5-4 KB each), delegates a part to a worker
     (who reads one and answers in 1 KB) and answers in 2-3 KB."""
@@ -161,6 +176,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, nargs="+", default=[1000, 4000])
     parser.add_argument("--answer-mb", type=float, default=5.0)
+    parser.add_argument("--streamed-kb", type=float, default=500.0)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--growth-only", action="store_true", help="only the disk figures")
     args = parser.parse_args()
@@ -175,6 +191,7 @@ def main() -> int:
         growths = {}
         for name, make in (
             ("big answer", lambda path: big_answer(path, args.answer_mb)),
+            ("streamed answer", lambda path: streamed_answer(path, args.streamed_kb)),
             ("ordinary session", ordinary_session),
         ):
             produced, grew = disk_growth(folder / f"{name.replace(' ', '-')}.db", make)

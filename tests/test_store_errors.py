@@ -75,8 +75,9 @@ def set_schema(db: Path, version: int) -> None:
 
 def test_a_store_from_a_newer_version(saved: tuple[Path, sn.Session]) -> None:
     db, session = saved
-    set_schema(db, _store_sqlite.SCHEMA_VERSION + 1)
-    with pytest.raises(sn.StoreError, match=r"newer sagents_nb \(store schema 4; .*upgrade"):
+    newer = _store_sqlite.SCHEMA_VERSION + 1
+    set_schema(db, newer)
+    with pytest.raises(sn.StoreError, match=rf"newer sagents_nb \(store schema {newer}; .*upgrade"):
         reopen(db, session.id)
 
 
@@ -92,10 +93,13 @@ def test_an_older_store_is_migrated_by_explicit_steps(
     with sqlite3.connect(db) as con:
         con.execute("DROP INDEX tasks_live")  # as schema 1 had it
         con.execute("DROP TABLE texts")  # as schemas 1 and 2 had it
+        con.execute("DROP TABLE streams")  # as schemas 1 to 3 had it
     assert reopen(db, session.id).id == session.id
     assert len(ran) == 1
     with sqlite3.connect(db) as con:
-        assert con.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone() == ("3",)
+        assert con.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone() == (
+            str(_store_sqlite.SCHEMA_VERSION),
+        )
         assert con.execute("SELECT name FROM sqlite_master WHERE name = 'tasks_live'").fetchone()
 
 
@@ -109,6 +113,7 @@ def test_a_schema_1_store_opens_and_goes_on(tmp_path: Path) -> None:
     with sqlite3.connect(db) as con:
         con.execute("DROP INDEX tasks_live")
         con.execute("DROP TABLE texts")
+        con.execute("DROP TABLE streams")
         con.execute("UPDATE meta SET value = '1' WHERE key = 'schema'")
     reopened = reopen(db, session.id)
     assert [e.model_dump() for e in reopened.events] == [e.model_dump() for e in session.events]
@@ -117,7 +122,9 @@ def test_a_schema_1_store_opens_and_goes_on(tmp_path: Path) -> None:
     again = reopen(db, session.id)
     assert again.tree.to_dict() == reopened.tree.to_dict()
     with sqlite3.connect(db) as con:
-        assert con.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone() == ("3",)
+        assert con.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone() == (
+            str(_store_sqlite.SCHEMA_VERSION),
+        )
 
 
 def test_a_damaged_file(saved: tuple[Path, sn.Session], tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import sagents_nb as sn
+from sagents_nb._store.sqlite.store import SCHEMA_VERSION
 from sagents_nb._store.sqlite.texts import MIN_CHARS, Cutter, Texts, reference
 from sagents_nb.store import MemoryStore
 
@@ -256,7 +257,8 @@ def test_a_schema_2_file_upgrades_with_every_row_intact(tmp_path: Path) -> None:
         expected = (FIXTURES / f"store_schema2-{number}.jsonl").read_text(encoding="utf-8")
         assert export.read_text(encoding="utf-8") == expected  # every row, as it was
     with sqlite3.connect(db) as con:
-        assert con.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone() == ("3",)
+        schema = con.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+        assert schema == (str(SCHEMA_VERSION),)
         assert con.execute("SELECT count(*) FROM texts").fetchone() == (0,)
 
     old = sn.Session.open(store, stored[0].id, agent=LEAD, llm=sn.mock_llm(handler))

@@ -23,6 +23,18 @@ from ..protocol import (
     TaskRow,
 )
 from ..writer import later
+from .streams import SCHEMA as STREAMS_SCHEMA
+from .streams import (
+    Stream,
+    add_streams_table,
+    check_order,
+    fork_streams,
+    has_streams,
+    insert_streams,
+    load_streams,
+    pack,
+    pack_steps,
+)
 from .texts import SCHEMA as TEXTS_SCHEMA
 from .texts import Cutter, Texts, add_texts_table, keep
 from .writes import (
@@ -40,7 +52,7 @@ from .writes import (
 log = logging.getLogger("sagents_nb")
 
 APP = "sagents_nb"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 SQLITE_MAGIC = b"SQLite format 3\x00"
 MEMORY = ":memory:"
 
@@ -75,6 +87,7 @@ CREATE TABLE tasks (
 CREATE INDEX tasks_key ON tasks (session, parent, agent, prompt, retired);
 {LIVE_TASKS_INDEX};
 {TEXTS_SCHEMA};
+{STREAMS_SCHEMA};
 """
 
 Migration = Callable[[sqlite3.Connection], None]
@@ -86,7 +99,11 @@ def _live_tasks_unique(db: sqlite3.Connection) -> None:
     db.execute(LIVE_TASKS_INDEX)
 
 
-MIGRATIONS: dict[int, Migration] = {1: _live_tasks_unique, 2: add_texts_table}
+MIGRATIONS: dict[int, Migration] = {
+    1: _live_tasks_unique,
+    2: add_texts_table,
+    3: add_streams_table,
+}
 """`MIGRATIONS[v]` upgrades a store from schema `v` to `v + 1`; all run in one transaction."""
 
 
@@ -240,12 +257,15 @@ class SQLiteStore:
     def create(self, rows: SessionRows) -> None:
         """Add a new session with its rows in one transaction."""
         cutter = Cutter()
-        self._write(create_session, cutter.session(_plain_session(rows)), texts=cutter.found)
+        info, events, messages, nodes, tasks = _plain_session(rows)
+        events, streams = pack(events, cutter)
+        session = cutter.session((info, events, messages, nodes, tasks))
+        self._write(_create, session, streams, texts=cutter.found)
 
     def fork(self, source: str, seq: int, info: StoredSession) -> None:
         """Add session `info` with `source`'s rows as of event `seq`, copied inside the file."""
         stored = (info.id, info.agent, info.created, info.parent, info.fork_seq)
-        self._write(fork_session, source, seq, stored)
+        self._write(_fork, source, seq, stored)
 
     def commit(self, session_id: str, steps: Sequence[Step]) -> None:
         """Write steps in order, in one transaction."""
@@ -255,8 +275,9 @@ class SQLiteStore:
         """`commit` for steps already as plain data (see `sqlite/writes.py`): the journal
         encodes its steps so, without building the `Step` rows first."""
         cutter = Cutter()
+        steps, streams = pack_steps(steps, cutter)
         steps = [cutter.step(step) for step in steps]
-        self._write(write_steps, session_id, steps, texts=cutter.found)
+        self._write(_commit, session_id, steps, streams, texts=cutter.found)
 
     def _write(
         self, writes: Callable[..., None], *args: Any, texts: dict[bytes, str] | None = None
@@ -330,6 +351,9 @@ class SQLiteStore:
                 )
             ]
             _whole(db, events, messages, nodes, tasks)
+            streamed = load_streams(db, session_id, Texts(db))
+            if streamed:
+                events = sorted([*events, *(EventRow(*row) for row in streamed)], key=_seq)
         sid, agent, created, parent, fork_seq = found
         last = events[-1].seq if events else 0
         info = StoredSession(sid, agent, created, parent, fork_seq, last)
@@ -340,7 +364,8 @@ class SQLiteStore:
         with self._reading() as db:
             rows = db.execute(
                 "SELECT id, agent, created, parent, fork_seq, "
-                "(SELECT coalesce(max(seq), 0) FROM events WHERE session = sessions.id) "
+                "max(coalesce((SELECT max(seq) FROM events WHERE session = sessions.id), 0), "
+                "coalesce((SELECT max(last) FROM streams WHERE session = sessions.id), 0)) "
                 "FROM sessions ORDER BY created, id"
             ).fetchall()
         return [StoredSession(*r) for r in rows]
@@ -388,6 +413,32 @@ def open_file(path: str | os.PathLike[str], *, create: bool) -> SQLiteStore:
         if store is None or not store.serves(key):
             store = _open[key] = SQLiteStore(path, create=create)
         return store
+
+
+def _create(db: sqlite3.Connection, session: PlainSession, streams: list[Stream]) -> None:
+    create_session(db, session)
+    insert_streams(db, session[0][0], streams)
+
+
+def _fork(db: sqlite3.Connection, source: str, seq: int, info: tuple[Any, ...]) -> None:
+    fork_session(db, source, seq, info)
+    fork_streams(db, info[0], source, seq)
+
+
+def _commit(
+    db: sqlite3.Connection, sid: str, steps: list[PlainStep], streams: list[Stream]
+) -> None:
+    """Write a commit's steps and streams (see `streams.py`): in order, if the session has any."""
+    if streams or has_streams(db, sid):
+        seqs = [e[0] for step in steps for e in step[0]] + [s[1] for s in streams]
+        if seqs:
+            check_order(db, sid, min(seqs))
+        insert_streams(db, sid, streams)
+    write_steps(db, sid, steps)
+
+
+def _seq(row: EventRow) -> int:
+    return row.seq
 
 
 def _check_file(path: Path, create: bool) -> bool:

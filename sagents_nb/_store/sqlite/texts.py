@@ -115,12 +115,17 @@ class Cutter:
         return skeleton.encode()
 
     def task(self, task: tuple[Any, ...]) -> tuple[Any, ...]:
-        text = task[6]
-        key = _key(text) if _long_task(task) else None
-        if key is None:
+        if not _long_task(task):
             return task
+        return (*task[:6], self.text(task[6]), *task[7:])
+
+    def text(self, text: str) -> str | bytes:
+        """A text as a column of its own stores it: a long one as its hash (a BLOB)."""
+        key = _key(text) if len(text) >= MIN_CHARS else None
+        if key is None:
+            return text
         self.found[key] = text
-        return (*task[:6], key, *task[7:])
+        return key
 
 
 def keep(db: sqlite3.Connection, texts: dict[bytes, str]) -> None:
