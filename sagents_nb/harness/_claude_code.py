@@ -32,7 +32,7 @@ class ClaudeCode:
             `before_tool` hooks and `pause_on={"tool"}` like any tool call of the child, and
             the CLI runs it only if they let it (`--permission-prompt-tool`).
         stream_text: Report text as it streams (`--include-partial-messages`), as `text` events
-            with `delta` set (a `Native` child shows them as `text_delta` events), beside the
+            with `delta` set (a `Native` child emits them as `text_delta` events), beside the
             whole messages.
     """
 

@@ -24,7 +24,9 @@ class Native(BaseKind):
 
     The child's tools are offered to the CLI over an injected MCP server (for drivers that
     support it); calls from the CLI run here, through the same hooks and pause points, and show
-    as tool calls of the child. Every line the CLI prints becomes a `harness_event`.
+    as tool calls of the child. Every line the CLI prints becomes a `harness_event`, but a
+    streamed piece of text, which is a `text_delta` (its whole message follows as a
+    `harness_event`).
 
     The CLI does not inherit the kernel's whole environment: it gets the basics (PATH, HOME,
     locale, proxies), the variables its driver reads (`driver.env_vars`), `pass_env` and `env`.
@@ -96,10 +98,11 @@ class Native(BaseKind):
             return result.content
 
         def on_event(event: HarnessEvent) -> None:
-            child.emit(HarnessEventOccurred(event=event.model_dump()))
             if isinstance(event, HarnessText) and event.delta:
-                child.emit(TextDelta(text=event.text))
-            elif isinstance(event, HarnessDone):
+                child.emit(TextDelta(text=event.text))  # stored with its neighbours as one row
+                return
+            child.emit(HarnessEventOccurred(event=event.model_dump()))
+            if isinstance(event, HarnessDone):
                 if event.cost_usd is not None:
                     child.cost_usd = (child.cost_usd or 0.0) + event.cost_usd
                 if event.session_id and self.resume:

@@ -7,6 +7,7 @@ test. The CLIs come from `.ci/cli` (see `.ci/run`); missing, the tests skip, or 
 from __future__ import annotations
 
 import json
+import sqlite3
 import threading
 import time
 
@@ -333,7 +334,10 @@ def test_grok_cli_answers_over_chat_completions_with_its_own_tool(tmp_path, trap
 
 
 def test_claude_streams_text_as_text_delta_events(tmp_path, trap):  # noqa: F811
+    """Streamed pieces are `text_delta` events only (the whole message follows as a
+    `harness_event`), one after the other, so a store keeps them as one row."""
     answer = "Voilà : la réponse, 答え 🎉 in several pieces"
+    db = tmp_path / "runs.db"
     with sn.MockServer(sn.mock_llm(lambda req: answer)) as server:
         coder = child("claude", server, tmp_path, trap)
         coder.kind.driver = sn.harness.ClaudeCode(
@@ -342,10 +346,19 @@ def test_claude_streams_text_as_text_delta_events(tmp_path, trap):  # noqa: F811
             api_key="sk-ant-test-key",
             stream_text=True,
         )
-        result = sn.Agent("boss", team=[coder]).run_sync("go", llm=sn.mock_llm(parent))
+        boss = sn.Agent("boss", team=[coder])
+        session = sn.Session(boss, llm=sn.mock_llm(parent), store=db)
+        result = session.send("go").result()
     deltas = [e.text for e in result.events if e.type == "text_delta" and e.path == "boss/coder.1"]
     assert len(deltas) > 1 and "".join(deltas) == answer
     assert result.text == f"parent got: {answer}"
+    texts = [e for e in harness_events(result) if e["type"] == "text"]
+    assert [(e["text"], e["delta"]) for e in texts] == [(answer, False)]
+    with sqlite3.connect(db) as con:
+        streams = con.execute("SELECT path, text FROM streams").fetchall()
+    assert streams == [("boss/coder.1", answer)]
+    reopened = sn.Session.open(db, session.id, agent=boss)
+    assert [e.model_dump() for e in reopened.events] == [e.model_dump() for e in session.events]
 
 
 @pytest.mark.parametrize("verdict", ["allow", "deny"])
