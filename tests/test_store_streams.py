@@ -191,10 +191,11 @@ def test_a_chunk_whose_row_is_not_the_usual_one_stays_a_row(tmp_path: Path) -> N
 PATHS = ["boss", "boss/writer.1", "boss/writer.2"]
 
 
-def chunk(
+def fields(
     seq: int, path: str = "boss", run: int = 1, text: str | None = None, ts: float | None = None
-) -> EventRow:
-    fields = {
+) -> dict[str, object]:
+    """A `text_delta` event's fields, as the journal hands a plain event to the store."""
+    return {
         "type": "text_delta",
         "seq": seq,
         "ts": 1_764_600_000.0 + seq / 7 if ts is None else ts,
@@ -202,17 +203,26 @@ def chunk(
         "run": run,
         "text": PIECES[seq % len(PIECES)][: 1 + seq % 9] if text is None else text,
     }
-    return EventRow(seq, run, "text_delta", path, str(body_text(fields)))
+
+
+def chunk(seq: int, path: str = "boss", run: int = 1, **more: object) -> EventRow:
+    body = body_text(fields(seq, path, run, **more))  # type: ignore[arg-type]
+    return EventRow(seq, run, "text_delta", path, str(body))
+
+
+Commit = list[tuple[Step, list[object]]]
+"""A commit's steps, each with the bodies the SQLite store is given: JSON or plain fields."""
 
 
 @st.composite
-def interleavings(draw: st.DrawFn) -> list[list[Step]]:
-    """Commits of chunks from several nodes and runs, between other events of theirs."""
+def interleavings(draw: st.DrawFn) -> list[Commit]:
+    """Commits of chunks from several nodes and runs, between other events of theirs; a chunk
+    comes as JSON (ASCII as the writer makes it, or UTF-8 as an import does) or as fields."""
     seq, run, commits = 0, 1, []
     for _ in range(draw(st.integers(1, 5))):
         steps = []
         for _ in range(draw(st.integers(1, 3))):
-            events = []
+            events, given = [], []
             for _ in range(draw(st.integers(1, 12))):
                 seq += 1
                 path = draw(st.sampled_from(PATHS))
@@ -221,33 +231,57 @@ def interleavings(draw: st.DrawFn) -> list[list[Step]]:
                     run += 1
                 if what == "other":
                     events.append(EventRow(seq, run, "tool_call", path, '{"n":1}'))
-                else:
-                    text = draw(st.text(max_size=8)) if draw(st.booleans()) else None
-                    ts = draw(st.floats(allow_nan=False)) if draw(st.booleans()) else None
-                    events.append(chunk(seq, path, run, text, ts))
-            steps.append(Step(seq, events))
+                    given.append(events[-1].body)
+                    continue
+                text = draw(st.text(max_size=8)) if draw(st.booleans()) else None
+                ts = draw(st.floats()) if draw(st.booleans()) else None
+                plain = fields(seq, path, run, text, ts)
+                how = draw(st.sampled_from(["ascii", "utf-8", "fields"]))
+                body = (
+                    json.dumps(plain, ensure_ascii=False, separators=(",", ":"))
+                    if how == "utf-8"
+                    else str(body_text(plain))
+                )
+                events.append(EventRow(seq, run, "text_delta", path, body))
+                given.append(plain if how == "fields" else body)
+            steps.append((Step(seq, events), given))
         commits.append(steps)
     return commits
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(interleavings())
-def test_streams_read_back_as_the_reference_store_keeps_them(commits: list[list[Step]]) -> None:
-    stores = [SQLiteStore(":memory:"), MemoryStore()]
+def test_streams_read_back_as_the_reference_store_keeps_them(commits: list[Commit]) -> None:
+    sqlite, memory = SQLiteStore(":memory:"), MemoryStore()
     try:
-        for store in stores:
+        for store in (sqlite, memory):
             store.create(SessionRows(StoredSession("s1", "boss", 1.0)))
-            for steps in commits:
-                store.commit("s1", steps)
-        sqlite, memory = (store.load("s1") for store in stores)
-        assert sqlite.events == memory.events
-        assert stores[0].sessions() == stores[1].sessions()
-        last = sqlite.info.last_seq
-        for seq in range(1, last + 1):
-            info = StoredSession(f"f{seq}", "boss", 2.0, "s1", seq, seq)
-            stores[0].fork("s1", seq, info)
-            assert stores[0].load(f"f{seq}").events == memory.at(seq).events
-        assert stores[0].load("s1").events == memory.events
+        for steps in commits:
+            memory.commit("s1", [step for step, _ in steps])
+            plain = [
+                (
+                    [
+                        (e.seq, e.run, e.type, e.path, b)
+                        for e, b in zip(step.events, given, strict=True)
+                    ],
+                    [],
+                    [],
+                    [],
+                    [],
+                )
+                for step, given in steps
+            ]
+            sqlite.commit_plain("s1", plain)
+        expected = memory.load("s1")
+        assert sqlite.load("s1").events == expected.events
+        assert sqlite.sessions() == memory.sessions()
+        for seq in range(1, expected.info.last_seq + 1):
+            sqlite.fork("s1", seq, StoredSession(f"f{seq}", "boss", 2.0, "s1", seq, seq))
+            assert sqlite.load(f"f{seq}").events == expected.at(seq).events
+        forks = [s for s in sqlite.sessions() if s.parent]
+        assert sorted((s.fork_seq, s.last_seq) for s in forks) == [
+            (seq, seq) for seq in range(1, expected.info.last_seq + 1)
+        ]
     finally:
-        for store in stores:
-            store.close()
+        sqlite.close()
+        memory.close()

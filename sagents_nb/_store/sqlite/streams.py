@@ -23,14 +23,17 @@ stream's first part (`fork_streams`). Rows written before schema 4 read as they 
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 import struct
 import zlib
 from collections.abc import Callable, Iterable
+from itertools import accumulate
+from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any
 
 from .texts import Cutter, Texts, keep
-from .writes import Conflict, PlainStep, body_text
+from .writes import Conflict, PlainStep
 
 SCHEMA = """CREATE TABLE streams (
     session TEXT NOT NULL, last INTEGER NOT NULL, first INTEGER NOT NULL, run INTEGER NOT NULL,
@@ -41,12 +44,14 @@ TYPE = "text_delta"
 KEYS = ("type", "seq", "ts", "path", "run", "text")
 """A `text_delta` event's fields, in the order its row's JSON has them."""
 _HEAD = '{"type":"text_delta",'
+_BODY = '{"type":"text_delta","seq":%d,"ts":%r,"path":%s,"run":%d,"text":%s}'
+"""A chunk's row as compact JSON (what `json` writes for its fields, in `KEYS` order)."""
 
-FORMS: tuple[Callable[[dict[str, Any]], Any], ...] = (
-    body_text,  # the journal's: ASCII (a plain event's fields, encoded on the store thread)
-    lambda fields: json.dumps(fields, ensure_ascii=False, separators=(",", ":")),  # an import's
+FORMS: tuple[Callable[[str], str], ...] = (
+    encode_basestring_ascii,  # the journal's (a plain event's fields, encoded on the store thread)
+    encode_basestring,  # an import's (`json.dumps(..., ensure_ascii=False)`)
 )
-"""The JSON texts a chunk's row is packed from, by number."""
+"""How a chunk's row writes its strings, by number: ASCII with escapes, or UTF-8."""
 _LIMIT = 1 << 63
 
 Stream = tuple[int, int, int, str, bytes, str | bytes]
@@ -118,18 +123,17 @@ def expand(stream: Iterable[Any], texts: Texts) -> list[tuple[int, int, str, str
     raw = zlib.decompress(chunks)
     form, *values = struct.unpack(f"<{len(raw) // 8}q", raw)
     encode, count = FORMS[form], len(values) // 3
-    rows = []
-    seq, bits, start = first, 0, 0
-    for index in range(count):
-        seq += values[index]
-        bits += values[count + index]
-        end = start + values[2 * count + index]
-        (ts,) = struct.unpack("<d", struct.pack("<q", bits))
-        fields = {"type": TYPE, "seq": seq, "ts": ts, "path": path, "run": run}
-        fields["text"] = text[start:end]
-        rows.append((seq, run, TYPE, path, encode(fields)))
-        start = end
-    if seq != last or start != len(text):
+    seqs = list(accumulate(values[:count], initial=first))[1:]
+    bits = accumulate(values[count : 2 * count])
+    times = struct.unpack(f"<{count}d", struct.pack(f"<{count}q", *bits))
+    ends = list(accumulate(values[2 * count :]))
+    starts = [0, *ends[:-1]]
+    where = encode(path)
+    rows = [
+        (seq, run, TYPE, path, _BODY % (seq, ts, where, run, encode(text[start:end])))
+        for seq, ts, start, end in zip(seqs, times, starts, ends, strict=True)
+    ]
+    if not rows or seqs[-1] != last or ends[-1] != len(text):
         raise sqlite3.DatabaseError(f"the stream of {path!r} ending at event {last} is damaged")
     return rows
 
@@ -205,21 +209,27 @@ def _chunk(event: Any) -> Chunk | None:
         if not body.startswith(_HEAD):
             return None
         fields = json.loads(body)
-        forms = sum(1 << n for n, encode in enumerate(FORMS) if encode(fields) == body)
-        if not forms:
-            return None
-    elif type(body) is dict:
-        fields, forms = body, 1  # the journal's
+    elif type(body) is dict:  # a plain event's fields, which the writer encodes as ASCII JSON
+        fields = body
     else:
         return None
     if tuple(fields) != KEYS or fields["type"] != TYPE or fields["path"] != path:
         return None
-    if type(seq) is not int or fields["seq"] != seq or fields["run"] != run:
+    if type(seq) is not int or type(fields["seq"]) is not int or fields["seq"] != seq:
+        return None
+    if type(run) is not int or type(fields["run"]) is not int or fields["run"] != run:
         return None
     ts, text = fields["ts"], fields["text"]
-    if type(ts) is not float or ts != ts or type(text) is not str:  # NaN is not equal to itself
+    if type(ts) is not float or not math.isfinite(ts) or type(text) is not str:
         return None
-    return event, fields, forms
+    if type(body) is dict:
+        return event, fields, 1
+    forms = sum(
+        1 << n
+        for n, encode in enumerate(FORMS)
+        if _BODY % (seq, ts, encode(path), run, encode(text)) == body
+    )
+    return (event, fields, forms) if forms else None
 
 
 def _stream(run: _Run, cutter: Cutter) -> Stream | None:
