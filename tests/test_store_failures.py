@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import re
+import shutil
 import sqlite3
 import subprocess
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -115,3 +117,43 @@ def test_a_read_only_store_opens_to_look_at_and_says_read_only(
     assert "damaged" not in str(caught.value)
     with pytest.raises(sn.StoreError, match="read-only"):
         sn.Session(BOSS, llm=sn.mock_llm(boss_handler), store=db)
+
+
+@pytest.mark.parametrize("schema", [2, 3])
+def test_an_older_store_on_a_read_only_disk_opens_to_look_at(tmp_path: Path, schema: int) -> None:
+    """A file of an older schema is read as it is when it cannot be upgraded (its upgrade only
+    adds tables that would be empty); it used to be refused with "copy it"."""
+    from .test_store_texts import FIXTURES, LEAD, handler
+
+    disk = tmp_path / "ro"
+    disk.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "tmpfs", str(disk)], capture_output=True).returncode:
+        pytest.skip("cannot mount a tmpfs here")
+    db = disk / "runs.db"
+    try:
+        if schema == 2:  # written by the code before schema 3, with the exports it made
+            shutil.copy(FIXTURES / "store_schema2.sqlite3", db)
+            expected = [(FIXTURES / f"store_schema2-{n}.jsonl").read_text() for n in (0, 1)]
+        else:  # this version's file without what schema 4 added
+            session = sn.Session(LEAD, llm=sn.mock_llm(handler), store=db)
+            session.send("le rapport, s'il vous plaît / 报告").result()
+            expected = [session.export_jsonl(tmp_path / "expected.jsonl").read_text()]
+            session.store.close()
+            with closing(sqlite3.connect(db)) as con, con:  # closed, or the disk stays busy
+                con.execute("DROP TABLE streams")
+                con.execute("UPDATE meta SET value = '3' WHERE key = 'schema'")
+        subprocess.run(["mount", "-o", "remount,ro", str(disk)], check=True)
+        stored = sn.Session.list_stored(db)
+        assert len(stored) == len(expected)
+        for number, info in enumerate(stored):
+            opened = sn.Session.open(db, info.id, agent=LEAD, llm=sn.mock_llm(handler))
+            export = opened.export_jsonl(tmp_path / f"{number}.jsonl")
+            assert export.read_text() == expected[number]  # every row, as it was
+            with pytest.raises(sn.StoreError, match="read-only"):
+                opened.fork()
+        with closing(sqlite3.connect(f"{db.as_uri()}?immutable=1", uri=True)) as con:
+            assert con.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone() == (
+                str(schema),
+            )
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)

@@ -127,6 +127,11 @@ class SQLiteStore:
         self.read_only = False
         """The file could only be opened to read (a read-only file, folder or disk): sessions
         in it open and read; writes raise `StoreError` saying so."""
+        self._schema = SCHEMA_VERSION
+        """The file's store schema: this version's, or an older one on a read-only file."""
+        self._streams = True
+        """Whether the file has the `streams` table (a read-only file of schema 3 or older
+        does not)."""
         new = self.path == MEMORY or _check_file(Path(self.path), create)
         self._db = self._connect(new, create)
         self._file = _identity(self.path)
@@ -148,7 +153,7 @@ class SQLiteStore:
                 meta = dict(self._db.execute("SELECT key, value FROM meta"))
         except sqlite3.Error:
             return False
-        return meta.get("app") == APP and meta.get("schema") == str(SCHEMA_VERSION)
+        return meta.get("app") == APP and meta.get("schema") == str(self._schema)
 
     # opening
 
@@ -241,12 +246,11 @@ class SQLiteStore:
                 f"from schema {missing[0]} to {missing[0] + 1}; open it with the sagents_nb "
                 "version that wrote it and move the session with session.export_jsonl(...)"
             )
-        if read_only and version != SCHEMA_VERSION:
-            raise StoreError(
-                f"{self.path} is read-only and uses store schema {version}, which this "
-                f"sagents_nb reads after upgrading it to {SCHEMA_VERSION}; copy it to a "
-                "writable folder and open the copy"
-            )
+        self._schema = version
+        if read_only:  # read as it is: an older schema lacks tables that would be empty
+            self._streams = "streams" in tables
+            return
+        self._schema = SCHEMA_VERSION
         for step in range(version, SCHEMA_VERSION):
             MIGRATIONS[step](db)
         if version != SCHEMA_VERSION:
@@ -351,7 +355,7 @@ class SQLiteStore:
                 )
             ]
             _whole(db, events, messages, nodes, tasks)
-            streamed = load_streams(db, session_id, Texts(db))
+            streamed = load_streams(db, session_id, Texts(db)) if self._streams else []
             if streamed:
                 events = sorted([*events, *(EventRow(*row) for row in streamed)], key=_seq)
         sid, agent, created, parent, fork_seq = found
@@ -362,12 +366,7 @@ class SQLiteStore:
     def sessions(self) -> list[StoredSession]:
         """Every session in the store, oldest first."""
         with self._reading() as db:
-            rows = db.execute(
-                "SELECT id, agent, created, parent, fork_seq, "
-                "max(coalesce((SELECT max(seq) FROM events WHERE session = sessions.id), 0), "
-                "coalesce((SELECT max(last) FROM streams WHERE session = sessions.id), 0)) "
-                "FROM sessions ORDER BY created, id"
-            ).fetchall()
+            rows = db.execute(_SESSIONS if self._streams else _SESSIONS_BEFORE_STREAMS).fetchall()
         return [StoredSession(*r) for r in rows]
 
     def close(self) -> None:
@@ -395,6 +394,19 @@ class SQLiteStore:
                 raise StoreError(
                     f"reading {self.path} failed ({exc}); the file may be damaged"
                 ) from exc
+
+
+_SESSIONS = """
+SELECT id, agent, created, parent, fork_seq,
+    max(coalesce((SELECT max(seq) FROM events WHERE session = sessions.id), 0),
+        coalesce((SELECT max(last) FROM streams WHERE session = sessions.id), 0))
+FROM sessions ORDER BY created, id
+"""
+_SESSIONS_BEFORE_STREAMS = """
+SELECT id, agent, created, parent, fork_seq,
+    (SELECT coalesce(max(seq), 0) FROM events WHERE session = sessions.id)
+FROM sessions ORDER BY created, id
+"""
 
 
 _open: weakref.WeakValueDictionary[str, SQLiteStore] = weakref.WeakValueDictionary()
