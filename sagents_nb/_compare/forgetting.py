@@ -1,5 +1,10 @@
 """What each variant forgot: per agent and turn, the facts it had been given or produced that its
-view no longer held, and the first turn at which two variants' views differ."""
+view no longer held, and the first turn at which two variants' views differ.
+
+Within a run a stored message is one fact however often its text recurs: a view's messages are
+told apart by identity (`ContextBuilt.from_storage`), by text only where a log or kind does not
+say. Across runs (divergence) there is no identity to share, so views are compared by text.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +13,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._base.messages import Message
-from ..events import ContextBuilt, Event, ModelRequest, ModelResponse, RunStarted, TaskSpawned
+from ..events import (
+    Compaction,
+    ContextBuilt,
+    Event,
+    ModelRequest,
+    ModelResponse,
+    RunStarted,
+    TaskSpawned,
+)
 from .record import RunRecord
 
 MARKERS = ("compaction", "cold_sink", "window_trim", "context_full")
@@ -22,6 +35,49 @@ def message_key(message: Message) -> Key:
     (call ids differ between runs, so they are left out)."""
     calls = tuple((c.name, c.arguments) for c in message.tool_calls or ())
     return (message.role, message.content or "", calls)
+
+
+class StoredMessages:
+    """Numbers each node's stored messages as they first appear and follows its storage as it
+    changes (only a compaction rewrites it: its first `removed` go, its summary comes first),
+    so that `from_storage` names which message a view holds, duplicates of a text apart."""
+
+    def __init__(self) -> None:
+        self.items: dict[str, list[int]] = {}
+        self.next = 0
+
+    def _new(self) -> int:
+        self.next += 1
+        return self.next - 1
+
+    def compact(self, event: Compaction) -> None:
+        items = self.items.setdefault(event.path, [])
+        del items[: event.removed]
+        if event.strategy == "summary" and event.summary:
+            items.insert(0, self._new())
+
+    def fit(self, path: str, count: int) -> None:
+        """Number what was stored since the last look (storage grows between compactions)."""
+        items = self.items.setdefault(path, [])
+        del items[count:]
+        items.extend(self._new() for _ in range(count - len(items)))
+
+    def stored(self, path: str) -> Key:
+        """The key of a message stored next (a reply, kept right after its turn's view)."""
+        item = self._new()
+        self.items.setdefault(path, []).append(item)
+        return ("stored", path, item)
+
+    def keys(self, path: str, runs: list[int], size: int) -> list[Key | None]:
+        """Each view message's key by identity, None for one that is not stored (the prompt)."""
+        items = self.items.get(path, [])
+        keys: list[Key | None] = [None] * size
+        for start in range(0, len(runs) - 2, 3):
+            at, first, count = runs[start : start + 3]
+            for offset in range(count):
+                if first + offset < len(items) and at + offset < size:
+                    keys[at + offset] = ("stored", path, items[first + offset])
+        return keys
 
 
 def preview(message: Message, width: int = 60) -> str:
@@ -83,14 +139,22 @@ def turns_by_agent(events: list[Event]) -> dict[str, list[Turn]]:
 
     turns: dict[str, list[Turn]] = {}
     known: dict[str, dict[Key, Fact]] = {}
+    texts: dict[str, dict[Key, Key]] = {}  # each fact's key -> its text's key
+    known_texts: dict[str, set[Key]] = {}
     sizes: dict[str, int] = {}
+    runs: dict[str, list[int] | None] = {}
     pending: dict[str, list[str]] = {}
     summarising: dict[str, bool] = {}
+    storage = StoredMessages()
     for event in events:
         if event.type in MARKERS:
             pending.setdefault(agent(event.path), []).append(event.type)
+        if isinstance(event, Compaction):
+            storage.compact(event)
         if isinstance(event, ContextBuilt):
             sizes[event.path] = event.view_tokens
+            runs[event.path] = event.from_storage
+            storage.fit(event.path, event.storage_messages)
         elif isinstance(event, ModelRequest):
             tokens = sizes.pop(event.path, None)
             summarising[event.path] = tokens is None  # a compaction's summary call, not a turn
@@ -98,13 +162,28 @@ def turns_by_agent(events: list[Event]) -> dict[str, list[Turn]]:
                 continue
             name = agent(event.path)
             facts = known.setdefault(name, {})
+            text_of, told = texts.setdefault(name, {}), known_texts.setdefault(name, set())
             number = len(turns.get(name, ())) + 1
-            keys = set()
-            for message in event.messages:
-                key = message_key(message)
-                keys.add(key)
-                if message.role != "system" and key not in facts:
-                    facts[key] = Fact(message.role, preview(message), number, key)
+            mapped = runs.get(event.path)
+            stored = (
+                storage.keys(event.path, mapped, len(event.messages))
+                if mapped is not None
+                else [None] * len(event.messages)
+            )
+            held, held_texts = set(), set()
+            for message, identity in zip(event.messages, stored, strict=True):
+                text = message_key(message)
+                key = identity or text
+                held.add(key)
+                if identity is None:  # told by its text: an old log, a kind's own message
+                    held_texts.add(text)
+                if message.role == "system" or key in facts:
+                    continue
+                if identity is None and text in told:
+                    continue  # a stored message's text, shown as a copy: the same fact
+                facts[key] = Fact(message.role, preview(message), number, key)
+                text_of[key] = text
+                told.add(text)
             turns.setdefault(name, []).append(
                 Turn(
                     number,
@@ -113,15 +192,20 @@ def turns_by_agent(events: list[Event]) -> dict[str, list[Turn]]:
                     event.messages,
                     tokens,
                     len(facts),
-                    [f for k, f in facts.items() if k not in keys],
+                    [f for k, f in facts.items() if k not in held and text_of[k] not in held_texts],
                     pending.pop(name, []),
                 )
             )
         elif isinstance(event, ModelResponse) and not summarising.get(event.path):
-            facts = known.setdefault(agent(event.path), {})
-            key = message_key(event.message)
-            number = len(turns.get(agent(event.path), ())) + 1
-            facts.setdefault(key, Fact("assistant", preview(event.message), number, key))
+            name = agent(event.path)
+            facts = known.setdefault(name, {})
+            text = message_key(event.message)
+            key = storage.stored(event.path) if runs.get(event.path) is not None else text
+            number = len(turns.get(name, ())) + 1
+            if key not in facts:
+                facts[key] = Fact("assistant", preview(event.message), number, key)
+                texts.setdefault(name, {})[key] = text
+                known_texts.setdefault(name, set()).add(text)
     for name, left in pending.items():  # after the agent's last turn: mark that turn
         if turns.get(name):
             turns[name][-1].markers.extend(left)

@@ -12,6 +12,7 @@ from typing import Any
 from .._base.errors import ConfigurationError
 from .._endpoints.openai import LLM
 from .._runtime.agent import Agent, member_agent
+from .._runtime.preprocess import checked_preprocessor
 from ..kinds import ChildKind, Main, Worker, registry
 
 SESSION_OPTIONS = ("hooks", "llm", "max_depth", "max_parallel", "model", "preprocessor", "scope")
@@ -117,6 +118,11 @@ def _session_value(where: str, key: str, value: Any) -> Any:
         )
     if key in ("max_depth", "max_parallel") and not (isinstance(value, int) and value >= 1):
         raise ConfigurationError(f"{where}: {key!r} must be a positive int, not {value!r}")
+    if key == "preprocessor":
+        try:
+            checked_preprocessor(value)
+        except ConfigurationError as exc:
+            raise ConfigurationError(f"{where}: {exc}") from None
     if key == "hooks":
         return list(value)
     return value

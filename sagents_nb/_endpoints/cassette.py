@@ -81,9 +81,9 @@ class Cassette:
     def write(self, entry: dict[str, Any], header: dict[str, Any]) -> None:
         """Add `entry` to the file at once (a crash keeps what was recorded)."""
         if self._fresh:
-            self.path.write_text(json.dumps({"format": FORMAT, **header}) + "\n")
+            self.path.write_text(json.dumps({"format": FORMAT, **header}) + "\n", encoding="utf-8")
             self._fresh = False
-        with self.path.open("a") as f:
+        with self.path.open("a", encoding="utf-8") as f:
             f.write(json.dumps(entry, ensure_ascii=False) + "\n")
 
     def mismatch(self, sent: dict[str, Any]) -> CassetteMismatch:
@@ -261,7 +261,8 @@ def _match_on(match_on: Iterable[str]) -> tuple[str, ...]:
 def load(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """A cassette's header and exchanges, each checked: a bad line is named, with what is wrong."""
     fix = "fix that line or record the cassette again with sn.record(llm, path, mode='all')"
-    lines = path.read_text(errors="replace").splitlines()
+    # one exchange a line; not `splitlines`, which also breaks at U+2028 inside a recorded text
+    lines = path.read_text(encoding="utf-8", errors="replace").split("\n")
     try:
         header = json.loads(lines[0]) if lines else None
     except json.JSONDecodeError:

@@ -191,7 +191,7 @@ class MockLLM(LLM):
                 "type": "function",
                 "function": {
                     "name": spec.name,
-                    "arguments": answer.raw_arguments.get(i, json.dumps(spec.arguments)),
+                    "arguments": answer.raw_arguments.get(i, json_text(spec.arguments)),
                 },
             }
             for i, spec in enumerate(answer.tool_calls)
@@ -222,7 +222,18 @@ class MockLLM(LLM):
             ],
             "usage": usage,
         }
-        return httpx.Response(200, content=json.dumps(body).encode(), headers=_JSON)
+        return httpx.Response(200, content=json_text(body).encode(), headers=_JSON)
+
+
+def json_text(value: Any) -> str:
+    """JSON as a real server sends it, "é" and "東京" as themselves (UTF-8 on the wire). A lone
+    surrogate has no UTF-8 form: a value holding one is written with `\\u` escapes, still valid."""
+    text = json.dumps(value, ensure_ascii=False)
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return json.dumps(value)
+    return text
 
 
 def _estimated_usage(request_size: int, text: str) -> dict[str, int]:
@@ -240,7 +251,7 @@ def _sse_body(text: str | None, calls: list[dict[str, Any]], usage: dict[str, in
             "object": "chat.completion.chunk",
             "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
         }
-        return f"data: {json.dumps(chunk)}\n\n"
+        return f"data: {json_text(chunk)}\n\n"
 
     parts = [event({"role": "assistant"})]
     for piece in _chunks(text or ""):

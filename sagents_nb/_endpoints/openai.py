@@ -480,7 +480,7 @@ def parse_completion(data: dict[str, Any], base_url: str = "") -> Completion:
             )
         arguments = function.get("arguments")
         if not isinstance(arguments, str):
-            arguments = json.dumps(arguments if arguments is not None else {})
+            arguments = json.dumps(arguments if arguments is not None else {}, ensure_ascii=False)
         calls.append(
             ToolCall(
                 id=str(raw.get("id") or f"call_{i}"), name=function["name"], arguments=arguments

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from functools import cached_property
 from typing import Any, Literal
 
-from .mock import ChatRequest, Reply
+from .mock import ChatRequest, Reply, json_text
 from .mock import _chunks as _pieces
 
 Api = Literal["chat_completions", "anthropic_messages", "responses"]
@@ -82,7 +82,7 @@ def _text_of(content: Any) -> str:
 
 def _call(call_id: Any, name: Any, arguments: Any) -> dict[str, Any]:
     if not isinstance(arguments, str):
-        arguments = json.dumps(arguments if arguments is not None else {})
+        arguments = json_text(arguments if arguments is not None else {})
     return {
         "id": str(call_id),
         "type": "function",
@@ -177,14 +177,14 @@ def _tool_calls(answer: Reply, ids: Iterator[int]) -> list[tuple[str, str, str]]
         (
             spec.id or f"call_{next(ids)}",
             spec.name,
-            answer.raw_arguments.get(i, json.dumps(spec.arguments)),
+            answer.raw_arguments.get(i, json_text(spec.arguments)),
         )
         for i, spec in enumerate(answer.tool_calls)
     ]
 
 
 def _sse(events: list[tuple[str, dict[str, Any]]]) -> bytes:
-    return "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events).encode()
+    return "".join(f"event: {name}\ndata: {json_text(data)}\n\n" for name, data in events).encode()
 
 
 def anthropic_reply(
@@ -216,7 +216,7 @@ def anthropic_reply(
         "usage": tokens,
     }
     if not (request.stream or answer.stream):
-        return "application/json", json.dumps(message).encode(), message
+        return "application/json", json_text(message).encode(), message
     started = {
         **message,
         "content": [],
@@ -308,7 +308,7 @@ def responses_reply(
         },
     }
     if not (request.stream or answer.stream):
-        return "application/json", json.dumps(response).encode(), response
+        return "application/json", json_text(response).encode(), response
     events: list[tuple[str, dict[str, Any]]] = []
 
     def emit(name: str, **data: Any) -> None:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from .._base.errors import Rejected
+from .._base.errors import ConfigurationError, Rejected
 from .._base.messages import Message, Usage
 
 
@@ -55,10 +57,59 @@ class MessagePreprocessor(Protocol):
 
 
 def preprocessor_name(preprocessor: Any) -> str:
-    """A short label for events and views."""
+    """A short label for events and views: its `name` if it has one (`mentions`), a function's
+    own name (`redact`, `Scrubber.clean`, `<lambda>`; a `functools.partial` by the function it
+    wraps), else its class's (`NoSecrets`)."""
     if preprocessor is None:
         return "none"
-    return str(getattr(preprocessor, "name", None) or type(preprocessor).__name__)
+    if name := getattr(preprocessor, "name", None):
+        return str(name)
+    while isinstance(preprocessor, functools.partial):
+        preprocessor = preprocessor.func
+    qualname = getattr(preprocessor, "__qualname__", None) or getattr(
+        preprocessor, "__name__", None
+    )
+    if isinstance(qualname, str) and qualname:
+        return qualname.rpartition("<locals>.")[2]  # `shout`, not `make.<locals>.shout`
+    return type(preprocessor).__name__
+
+
+EXPECTED = (
+    "a preprocessor is a function `(scope, message, context) -> (display_message, llm_message)` "
+    "or an object with such a `preprocess` method, sync or async, e.g. "
+    "`def tag(scope, message, context): return message, message`"
+)
+
+
+def checked_preprocessor(preprocessor: Any) -> Any:
+    """`preprocessor` if it can be called as one; else a `ConfigurationError` that says what a
+    preprocessor looks like (caught when it is set, not at the first message)."""
+    if preprocessor is None:
+        return None
+    if inspect.isclass(preprocessor):
+        name = preprocessor.__name__
+        raise ConfigurationError(f"preprocessor {name} is a class; pass an instance, {name}()")
+    method = getattr(preprocessor, "preprocess", preprocessor)
+    if not callable(method):
+        raise ConfigurationError(
+            f"the preprocessor is a {type(preprocessor).__name__}, which cannot be called; "
+            f"{EXPECTED}"
+        )
+    try:
+        signature = inspect.signature(method)
+    except (TypeError, ValueError):  # some builtins have no signature to read: trust them
+        return preprocessor
+    try:
+        signature.bind(None, None, None)
+    except TypeError:
+        what = preprocessor_name(preprocessor)
+        if method is not preprocessor:
+            what += "'s preprocess method"
+        raise ConfigurationError(
+            f"preprocessor {what} takes {signature}, not the three arguments "
+            f"(scope, message, context) a preprocessor is given; {EXPECTED}"
+        ) from None
+    return preprocessor
 
 
 class Mentions:

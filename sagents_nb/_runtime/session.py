@@ -32,7 +32,7 @@ from .bus import EventBus
 from .limits import MAX_MODEL_CALLS, MAX_NODES, MAX_TOKENS, checked_cap
 from .node import Node, default_token_counter
 from .pausing import APPROVE, Decision
-from .preprocess import AgentState, PreprocessContext, preprocessor_name
+from .preprocess import AgentState, PreprocessContext, checked_preprocessor, preprocessor_name
 from .result import Result, TreeNode
 from .run import Run
 
@@ -50,7 +50,10 @@ class Session:
         llm: the endpoint (`sn.mock_llm(...)`, `sn.script(...)`, `sn.LLM(...)`); defaults to
             `sn.LLM()` from `OPENAI_BASE_URL` / `OPENAI_API_KEY`.
         scope: passed to the preprocessor as its first argument.
-        preprocessor: makes the display and LLM versions of each user message.
+        preprocessor: makes the display and LLM versions of each user message: a function
+            `(scope, message, context) -> (display, llm)` or an object with such a `preprocess`
+            method (a wrong signature raises `ConfigurationError` here). Events name it by its
+            `name` attribute, else the function's name, else its class's.
         store: makes the session durable: a file path (a str or `os.PathLike`: SQLite,
             created if missing), `":memory:"`, or a `sn.Store` (e.g.
             `sagents_nb.store.MemoryStore()`); every event, both transcripts and each node's
@@ -108,7 +111,7 @@ class Session:
         self.agent = agent
         self._llm = llm if llm is not None else LLM()
         self.scope = scope
-        self._preprocessor = preprocessor
+        self._preprocessor = checked_preprocessor(preprocessor)
         self._preprocessors: dict[str, Any] = {}
         self._remember_preprocessor(preprocessor)
         self.journal: Journal | None = None
@@ -218,7 +221,7 @@ class Session:
 
     @preprocessor.setter
     def preprocessor(self, value: Any) -> None:
-        old, self._preprocessor = self._preprocessor, value
+        old, self._preprocessor = self._preprocessor, checked_preprocessor(value)
         self._remember_preprocessor(value)
         self.bus.emit(
             PreprocessorSwapped(

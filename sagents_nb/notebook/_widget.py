@@ -18,6 +18,7 @@ except ImportError as exc:  # pragma: no cover - both ship with sagents_nb's dep
 
 from .. import kinds
 from .._base.loop import run_sync
+from .._runtime.preprocess import preprocessor_name
 from ._controls import handle_message
 from ._export import show, static_view
 from ._panes import Focus, pane_state
@@ -323,7 +324,7 @@ class LiveView(anywidget.AnyWidget):
         for name, option in self.preprocessor_options().items():
             if option is current:
                 return name
-        return f"custom: {self.projector.preprocessor or type(current).__name__}"
+        return f"custom: {self.projector.preprocessor or preprocessor_name(current)}"
 
 
 def _pause_id(pending: PendingState) -> int:
