@@ -658,10 +658,18 @@ class PendingStep:
             for path, transcript, seq, messages, swap in self.messages
         ]
         report = self.report
+        encoded: dict[int, str] = {}  # the root's display copies are its messages: encoded once
+
+        def message_json(message: Message) -> str:
+            text = encoded.get(id(message))
+            if text is None:
+                text = encoded[id(message)] = _message_json(message, report)
+            return text
+
         return (
             [(e.seq, e.run, e.type, e.path, self._event_body(e)) for e in self.events],
             [
-                (path, transcript, seq, [(n, _message_json(m, report)) for n, m in numbered], swap)
+                (path, transcript, seq, [(n, message_json(m)) for n, m in numbered], swap)
                 for path, transcript, seq, numbered, swap in writes
             ],
             [
