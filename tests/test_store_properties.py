@@ -7,6 +7,7 @@ import itertools
 import sqlite3
 import tempfile
 import threading
+import typing
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from hypothesis import strategies as st
 import sagents_nb as sn
 from sagents_nb._runtime.restore import _Stored
 from sagents_nb._store.journal import Numbering, PendingStep
+from sagents_nb._store.sqlite.writes import body_text
 from sagents_nb._store.writer import StepWriter
 from sagents_nb.events import Event, parse_event
 from sagents_nb.store import SessionRows, Store, StoredSession
@@ -108,6 +110,42 @@ def test_events_shipped_as_their_fields_read_back_the_same(data: st.DataObject) 
 
     event = data.draw(events(plain_events()))
     assert parse_event(body_text(event.__dict__)) == event
+
+
+def _constant(annotation: object) -> bool:
+    """A `Literal` (or an optional one): one of the class's own constants, not text data."""
+    args = typing.get_args(annotation)
+    if typing.get_origin(annotation) is typing.Literal:
+        return True
+    return bool(args) and all(a is type(None) or _constant(a) for a in args)
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.data())
+def test_a_lone_surrogate_in_any_text_of_a_plain_event_is_repaired(data: st.DataObject) -> None:
+    """The journal looks for lone surrogates only in a plain event's text fields, learnt from
+    its class (`text_fields`): one put in any field holding text, or a list of texts, is found
+    and stored as U+FFFD, and said."""
+    from sagents_nb._store.journal import plain_events
+
+    event = data.draw(events(plain_events()))
+    fields = type(event).model_fields
+    texts = [
+        name
+        for name, value in event.__dict__.items()
+        if not _constant(fields[name].annotation)
+        and (type(value) is str or (type(value) is list and value and type(value[0]) is str))
+    ]
+    if not texts:
+        return
+    name = data.draw(st.sampled_from(texts))
+    value = event.__dict__[name]
+    event.__dict__[name] = ["x\ud800", *value[1:]] if type(value) is list else value + "\udc80"
+    said: list[int] = []
+    body = PendingStep(0, [], [], Numbering(), report=said.append)._event_body(event)
+    assert said == [1]
+    stored = parse_event(body_text(body))
+    assert "\ufffd" in str(getattr(stored, name))
 
 
 @pytest.fixture(scope="module", params=KINDS)

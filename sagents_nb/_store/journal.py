@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
-from pydantic.fields import FieldInfo
 from pydantic_core import to_jsonable_python
 
 from .._base.errors import ConfigurationError, StoreError
@@ -543,21 +542,25 @@ def plain_events() -> frozenset[type[Event]]:
     return frozenset(filter(is_plain, _event_classes()))
 
 
-_PLAIN: dict[type[Event], bool] = {}
+_PLAIN: dict[type[Event], tuple[str, ...] | None] = {}
 
 
 def is_plain(kind: type[Event]) -> bool:
     """Whether an event class's fields are all plain values (text, numbers, flags, lists of
     text or of integers): its `__dict__` is then its JSON's content, which the store thread
     encodes when it commits, off the run's path. Learnt once per class, from its fields."""
-    plain = _PLAIN.get(kind)
-    if plain is None:
-        plain = _PLAIN[kind] = all(map(_plain, kind.model_fields.values()))
-    return plain
+    return text_fields(kind) is not None
 
 
-def _plain(field: FieldInfo) -> bool:
-    return _plain_type(field.annotation)
+def text_fields(kind: type[Event]) -> tuple[str, ...] | None:
+    """The fields of a plain event class that hold text (`str`, or a list of them): the only
+    ones a lone surrogate can be in (a `Literal` is the class's own constant, not data); None
+    if the class is not plain. Learnt once per class."""
+    if kind not in _PLAIN:
+        fields = kind.model_fields.items()
+        plain = all(_plain_type(field.annotation) for _, field in fields)
+        _PLAIN[kind] = tuple(n for n, f in fields if _text_type(f.annotation)) if plain else None
+    return _PLAIN[kind]
 
 
 def _plain_type(annotation: Any) -> bool:
@@ -569,6 +572,16 @@ def _plain_type(annotation: Any) -> bool:
     if origin in (typing.Union, types.UnionType):
         return all(map(_plain_type, args))
     return origin is list and args in ((str,), (int,))
+
+
+def _text_type(annotation: Any) -> bool:
+    """Whether a plain field's values may be text (see `text_fields`)."""
+    if annotation is str:
+        return True
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin in (typing.Union, types.UnionType):
+        return any(map(_text_type, args))
+    return origin is list and args == (str,)
 
 
 def _storable_as_is(message: Message) -> bool:
@@ -683,9 +696,10 @@ class PendingStep:
     def _event_body(self, event: Event) -> str | dict[str, Any]:
         """The event's fields when they are all plain values (the writer makes their JSON),
         else its JSON; text that UTF-8 cannot encode is repaired (see `_store.text`)."""
-        if is_plain(type(event)):
+        texts = text_fields(type(event))
+        if texts is not None:
             fields = event.__dict__  # events are not changed once emitted
-            if any(map(_unencodable, fields.values())):
+            if any(_unencodable(fields[name]) for name in texts):
                 return repaired(fields, self.report)
             return fields
         return safe_json(lambda: self._event_json(event).encode(), lambda: event, self.report)
