@@ -2,7 +2,10 @@
 
 import typing as _typing
 
-from . import events, kinds
+# The errors are the only names bound at import: they load nothing else, and `except
+# sn.SagentsError` needs no first use. Every other public name loads with its module the first
+# time it is looked up (`__getattr__` below): the core (the events, messages, tools, kinds and
+# runtime) needs pydantic and asyncio, which are most of the cost of importing the package.
 from ._base.errors import (
     CassetteMismatch,
     ConfigurationError,
@@ -15,25 +18,26 @@ from ._base.errors import (
     StoreError,
     TransportError,
 )
-from ._base.messages import Message, ToolCall, Usage
-from ._endpoints.openai import LLM
-from ._runtime.agent import Agent, Task
-from ._runtime.pausing import PendingAction
-from ._runtime.preprocess import Mentions, MessagePreprocessor, PreprocessContext
-from ._runtime.result import Result, TreeNode
-from ._runtime.run import Run
-from ._runtime.session import Session
-from ._store.protocol import Store, StoredSession
-from ._tools.hooks import Deny, ToolCallInfo
-from ._tools.tool import Tool, ToolError, ToolResult, tool
 
 if _typing.TYPE_CHECKING:
+    from . import events, harness, kinds
+    from ._base.messages import Message, ToolCall, Usage
     from ._compare.comparison import Comparison
     from ._compare.sweep import compare, sweep
     from ._endpoints.cassette import record, replay
     from ._endpoints.mock import ChatRequest, call, mock_llm, reply, script
     from ._endpoints.mock_server import MockServer
+    from ._endpoints.openai import LLM
+    from ._runtime.agent import Agent, Task
+    from ._runtime.pausing import PendingAction
+    from ._runtime.preprocess import Mentions, MessagePreprocessor, PreprocessContext
+    from ._runtime.result import Result, TreeNode
+    from ._runtime.run import Run
+    from ._runtime.session import Session
+    from ._store.protocol import Store, StoredSession
     from ._store.sqlite.store import SQLiteStore
+    from ._tools.hooks import Deny, ToolCallInfo
+    from ._tools.tool import Tool, ToolError, ToolResult, tool
 
 __version__ = "0.1.0"
 
@@ -88,14 +92,36 @@ __all__ = [
 ]
 
 
-# Public names whose modules load on first use, not at import: the mocks and cassettes need
-# httpx (which loads its CLI's click, rich and pygments when installed), SQLiteStore
-# needs sqlite3 (it loads with the first durable session); compare and sweep need both.
+# Where each public name that loads on first use is defined. Beyond the core: the mocks and
+# cassettes need httpx (which loads its CLI's click, rich and pygments when installed),
+# SQLiteStore needs sqlite3, compare and sweep need both, and `harness` only native CLI children.
+_SUBMODULES = {"events", "harness", "kinds"}
 _LAZY = {
+    "Agent": "._runtime.agent",
     "ChatRequest": "._endpoints.mock",
     "Comparison": "._compare.comparison",
+    "Deny": "._tools.hooks",
+    "LLM": "._endpoints.openai",
+    "Mentions": "._runtime.preprocess",
+    "Message": "._base.messages",
+    "MessagePreprocessor": "._runtime.preprocess",
     "MockServer": "._endpoints.mock_server",
+    "PendingAction": "._runtime.pausing",
+    "PreprocessContext": "._runtime.preprocess",
+    "Result": "._runtime.result",
+    "Run": "._runtime.run",
     "SQLiteStore": "._store.sqlite.store",
+    "Session": "._runtime.session",
+    "Store": "._store.protocol",
+    "StoredSession": "._store.protocol",
+    "Task": "._runtime.agent",
+    "Tool": "._tools.tool",
+    "ToolCall": "._base.messages",
+    "ToolCallInfo": "._tools.hooks",
+    "ToolError": "._tools.tool",
+    "ToolResult": "._tools.tool",
+    "TreeNode": "._runtime.result",
+    "Usage": "._base.messages",
     "call": "._endpoints.mock",
     "compare": "._compare.sweep",
     "mock_llm": "._endpoints.mock",
@@ -104,6 +130,7 @@ _LAZY = {
     "reply": "._endpoints.mock",
     "script": "._endpoints.mock",
     "sweep": "._compare.sweep",
+    "tool": "._tools.tool",
 }
 
 
@@ -120,13 +147,14 @@ def _publish(value: object) -> object:
 def __getattr__(name: str) -> object:
     import importlib
 
-    if name == "harness":  # only needed for native CLI children
-        return importlib.import_module(".harness", __name__)
-    if name in _LAZY:
+    if name in _SUBMODULES:
+        value: object = importlib.import_module(f".{name}", __name__)
+    elif name in _LAZY:
         value = _publish(getattr(importlib.import_module(_LAZY[name], __name__), name))
-        globals()[name] = value  # later look-ups skip this function
-        return value
-    raise AttributeError(f"module 'sagents_nb' has no attribute {name!r}")
+    else:
+        raise AttributeError(f"module 'sagents_nb' has no attribute {name!r}")
+    globals()[name] = value  # later look-ups skip this function
+    return value
 
 
 def __dir__() -> list[str]:
@@ -134,7 +162,7 @@ def __dir__() -> list[str]:
 
 
 for _name in __all__:
-    if _name in globals() and _name not in ("events", "kinds"):
+    if _name in globals():
         _publish(globals()[_name])
 
 

@@ -70,6 +70,34 @@ def test_import_defers_the_http_stack_plugin_scan_and_sqlite() -> None:
     assert _loaded_by_import() & deferred == set()
 
 
+def test_import_defers_the_core_and_every_optional_part() -> None:
+    # `import sagents_nb` <= 150 ms over bare Python (benchmarks/run.py): pydantic and asyncio
+    # are most of what importing the core costs, so the core (events, messages, tools, kinds,
+    # the runtime) loads with the first public name looked up, e.g. `sn.Agent`; what only some
+    # users need loads later still (the store, the CLI drivers and MCP, compare and sweep).
+    deferred = {"pydantic", "pydantic_core", "asyncio", "ssl", "subprocess", "ray", "mcp"}
+    deferred |= {"sagents_nb.events", "sagents_nb.kinds", "sagents_nb._base.messages"}
+    deferred |= {"sagents_nb._runtime", "sagents_nb._tools", "sagents_nb._endpoints"}
+    deferred |= {"sagents_nb._store", "sagents_nb.harness", "sagents_nb._compare"}
+    deferred |= {"sagents_nb.notebook"}
+    code = "import sys, sagents_nb; print(' '.join(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert set(out.stdout.split()) & deferred == set()
+
+
+def test_the_first_look_up_loads_the_core_without_the_optional_parts() -> None:
+    code = (
+        "import sys, sagents_nb as sn; sn.Agent; sn.Message; sn.kinds.Worker\n"
+        "print(' '.join(sorted(sys.modules)))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = set(out.stdout.split())
+    assert {"pydantic", "asyncio", "sagents_nb.events", "sagents_nb._runtime.agent"} <= loaded
+    optional = {"sagents_nb._store.sqlite", "sagents_nb.harness", "sagents_nb._compare"}
+    optional |= {"sagents_nb.notebook", "httpx", "sqlite3", "ray", "mcp"}
+    assert loaded & optional == set()
+
+
 def test_lazy_public_names_are_listed_and_resolve_on_first_use() -> None:
     assert set(sn.__all__) <= set(dir(sn))  # tab completion sees them before first use
     from sagents_nb import ChatRequest
