@@ -73,8 +73,10 @@ class EventLog(Sequence[Event]):
             return event
 
     def __iter__(self) -> Iterator[Event]:
-        for index in range(len(self)):
-            yield self[index]
+        items = self._items  # the items there are now, read without the checks of `self[i]`
+        for at in range(self._start, self._start + len(self)):
+            item = items[at]
+            yield item if isinstance(item, Event) else self._decoded(at)
 
     def __reversed__(self) -> Iterator[Event]:
         for index in range(len(self) - 1, -1, -1):

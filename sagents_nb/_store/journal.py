@@ -397,7 +397,7 @@ class Journal:
         """Add the events and messages recorded since the last seal to the step, with the node
         states, kind states and task entries they changed, stamped with the last event (the
         caller holds the lock)."""
-        events = self.session.bus.log[self._logged :]
+        events = list(self.session.bus.log[self._logged :])  # walked three times below
         if not (events or self._writes or self._dirty or self._queue_dirty):
             return
         self._dirty.update(map(_path, events))
