@@ -186,6 +186,19 @@ def test_a_chunk_whose_row_is_not_the_usual_one_stays_a_row(tmp_path: Path) -> N
         ]
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.text())
+def test_the_writer_writes_any_text_as_the_utf8_form_reads_it_back(text: str) -> None:
+    """A journal's chunk is stored as its fields, whose row the writer makes with pydantic
+    (`body_text`), and read back with `json`'s UTF-8 string encoder (`FORMS`): the two must
+    write every text alike (control characters, quotes, U+2028, emoji...)."""
+    from json.encoder import encode_basestring
+
+    from pydantic_core import to_json
+
+    assert to_json(text).decode() == encode_basestring(text)
+
+
 # against the reference store, on arbitrary interleavings
 
 PATHS = ["boss", "boss/writer.1", "boss/writer.2"]

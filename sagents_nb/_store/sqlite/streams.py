@@ -32,6 +32,9 @@ from itertools import accumulate
 from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any
 
+from pydantic_core import to_json
+
+from ..text import has_surrogate
 from .texts import Cutter, Texts, keep
 from .writes import Conflict, PlainStep
 
@@ -48,10 +51,13 @@ _BODY = '{"type":"text_delta","seq":%d,"ts":%r,"path":%s,"run":%d,"text":%s}'
 """A chunk's row as compact JSON (what `json` writes for its fields, in `KEYS` order)."""
 
 FORMS: tuple[Callable[[str], str], ...] = (
-    encode_basestring_ascii,  # the journal's (a plain event's fields, encoded on the store thread)
-    encode_basestring,  # an import's (`json.dumps(..., ensure_ascii=False)`)
+    encode_basestring_ascii,  # the journal's until 2026-12-01 (`json`'s ASCII JSON)
+    encode_basestring,  # an import's (`json.dumps(..., ensure_ascii=False)`); the journal's now
 )
 """How a chunk's row writes its strings, by number: ASCII with escapes, or UTF-8."""
+_WRITTEN = 1 << FORMS.index(encode_basestring)
+"""The form of the rows the writer makes of plain fields (`body_text`: pydantic's JSON, whose
+strings are `json`'s UTF-8 ones, which a test holds it to), if their time reads as `%r` does."""
 _LIMIT = 1 << 63
 
 Stream = tuple[int, int, int, str, bytes, str | bytes]
@@ -209,7 +215,7 @@ def _chunk(event: Any) -> Chunk | None:
         if not body.startswith(_HEAD):
             return None
         fields = json.loads(body)
-    elif type(body) is dict:  # a plain event's fields, which the writer encodes as ASCII JSON
+    elif type(body) is dict:  # a plain event's fields, which the writer makes JSON of
         fields = body
     else:
         return None
@@ -222,8 +228,10 @@ def _chunk(event: Any) -> Chunk | None:
     ts, text = fields["ts"], fields["text"]
     if type(ts) is not float or not math.isfinite(ts) or type(text) is not str:
         return None
-    if type(body) is dict:
-        return event, fields, 1
+    if type(body) is dict:  # `body_text`'s row: UTF-8 unless a lone surrogate makes it ASCII
+        if has_surrogate(text) or has_surrogate(path) or to_json(ts).decode() != repr(ts):
+            return None
+        return event, fields, _WRITTEN
     forms = sum(
         1 << n
         for n, encode in enumerate(FORMS)

@@ -20,6 +20,8 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from pydantic_core import PydanticSerializationError, to_json
+
 CHECKPOINT_PAGES = 8192
 BUSY_SECONDS = 30
 
@@ -42,7 +44,7 @@ _RETIRE_TASK = """
 UPDATE tasks SET retired = ?
 WHERE session = ? AND parent = ? AND agent = ? AND prompt = ? AND retired IS NULL
 """
-_dumps = json.JSONEncoder(separators=(",", ":")).encode
+_ascii_json = json.JSONEncoder(separators=(",", ":")).encode
 """ASCII JSON: a lone surrogate in model text comes out escaped, which SQLite's UTF-8 takes."""
 
 
@@ -93,8 +95,17 @@ def write_steps(db: sqlite3.Connection, sid: str, steps: Sequence[PlainStep]) ->
 
 
 def body_text(body: str | bytes | dict[str, Any]) -> str | bytes:
-    """An event's body as JSON text (bytes: one with long texts kept apart, see `texts.py`)."""
-    return body if isinstance(body, (str, bytes)) else _dumps(body)
+    """An event's body as JSON text (bytes: one with long texts kept apart, see `texts.py`).
+
+    Plain fields get pydantic's JSON, as the other events' bodies have (several times faster
+    than the standard library's; until 2026-12-01 they got its ASCII JSON), or ASCII JSON if
+    their text has a lone surrogate, which UTF-8 cannot take."""
+    if isinstance(body, (str, bytes)):
+        return body
+    try:
+        return to_json(body).decode()
+    except PydanticSerializationError:
+        return _ascii_json(body)
 
 
 def create_session(db: sqlite3.Connection, session: PlainSession) -> None:
