@@ -62,6 +62,7 @@ def _focus(view: LiveView, message: dict[str, Any]) -> None:
             opened = [seq for seq in message["opened"] if isinstance(seq, int)]
             focus.opened = sorted(set(opened))[-ROWS:]
         _page_focus(focus, message)
+        _column_focus(focus, message)
     view.refresh(now=True)
 
 
@@ -79,6 +80,18 @@ def _page_focus(focus: Focus, message: dict[str, Any]) -> None:
         zoom = message["zoom"]
         ok = isinstance(zoom, list) and len(zoom) == 2 and all(isinstance(i, int) for i in zoom)
         focus.zoom = (min(zoom), max(zoom)) if ok else None
+
+
+def _column_focus(focus: Focus, message: dict[str, Any]) -> None:
+    """Which pages of the context pane's columns: kept from turn to turn (to compare the same
+    items), the newest again on another node or tab."""
+    if {"node", "tab"} & message.keys():
+        focus.view_start = focus.storage_start = None
+    for name in ("view_start", "storage_start"):
+        if name in message:
+            start = message[name]
+            ok = isinstance(start, int) and not isinstance(start, bool) and start >= 0
+            setattr(focus, name, start if ok else None)
 
 
 def _controlled_run(view: LiveView) -> Run | None:

@@ -49,6 +49,9 @@ class Focus:
     """Where the page of the pane's list begins; None follows the newest rows."""
     zoom: tuple[int, int] | None = None
     """The range of turn indices the context chart shows; None shows every turn."""
+    view_start: int | None = None
+    storage_start: int | None = None
+    """Where the pages of the context pane's view and storage columns begin; None follows."""
 
     def key(self) -> tuple[Any, ...]:
         return (
@@ -61,6 +64,8 @@ class Focus:
             self.run,
             self.start,
             self.zoom,
+            self.view_start,
+            self.storage_start,
         )
 
 
@@ -96,7 +101,9 @@ def node_pane(projector: Projector, node: NodeState, focus: Focus) -> dict[str, 
     """A pane about one node: transcript, context, tool calls or compaction timeline."""
     match focus.tab:
         case "context":
-            return context_pane(node, focus.turn, focus.zoom)
+            return context_pane(
+                node, focus.turn, focus.zoom, (focus.view_start, focus.storage_start)
+            )
         case "tools":
             cards, page = page_of(list(node.cards.values()), focus.start)
             return {"cards": tools_state(cards), "earlier": page["start"], "page": page}

@@ -659,11 +659,11 @@ function render({ model, el }) {
 
   // Long lists come a page at a time (the kernel sends only the page shown): older and newer
   // pages, and back to the newest rows, which then follow the run.
-  function listPager(state, what) {
+  function listPager(state, what, key = "start") {
     const page = state.page;
     if (!page) return earlier(state.earlier, what);
     if (page.total <= page.size) return nothing;
-    const go = (start) => send({ action: "focus", start });
+    const go = (start) => send({ action: "focus", [key]: start });
     const first = page.start;
     const last = Math.min(page.total, first + page.size);
     const off = !!ui.dead;
@@ -720,12 +720,16 @@ function render({ model, el }) {
     if (!chartRows.length) return html`<div class="sn-empty">${state.note || "no model turns yet"}</div>`;
     const detail = state.detail;
     const go = (turn) => send({ action: "focus", turn });
-    const column = (title, items, more) =>
-      html`<div class="sn-column">
+    // each column a page of its own (view_start / storage_start), kept from turn to turn
+    const column = (title, name) => {
+      const skipped = detail[`${name}_earlier`] || 0;
+      const pager = { page: detail[`${name}_page`], earlier: skipped };
+      return html`<div class="sn-column" data-column=${name}>
         <div class="sn-column-title">${title}</div>
-        ${earlier(more, "items")} ${rows(items, more || 0, message)}
+        ${listPager(pager, "items", `${name}_start`)} ${rows(detail[name], skipped, message)}
       </div>`;
-    const sent = detail.view.length + detail.view_earlier;
+    };
+    const sent = detail.view_items ?? detail.view.length + detail.view_earlier;
     const turns = state.range ? state.range.turns : chartRows.length;
     return html`<div class="sn-context">
       ${chart(chartRows, state.markers || [], state.legend || [], state.index, go, state.range)}
@@ -756,8 +760,7 @@ function render({ model, el }) {
       </div>
       ${contextChanges(state.changes, state.forgotten)}
       <div class="sn-columns">
-        ${column(viewTitle(detail, sent), detail.view, detail.view_earlier)}
-        ${column(storageTitle(detail), detail.storage, detail.storage_earlier)}
+        ${column(viewTitle(detail, sent), "view")} ${column(storageTitle(detail), "storage")}
       </div>
       ${detail.reply
         ? html`<div class="sn-reply">
