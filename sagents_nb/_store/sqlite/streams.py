@@ -36,7 +36,7 @@ from pydantic_core import to_json
 
 from ..text import has_surrogate
 from .texts import Cutter, Texts, keep
-from .writes import Conflict, PlainStep
+from .writes import PlainStep, taken_numbers
 
 SCHEMA = """CREATE TABLE streams (
     session TEXT NOT NULL, last INTEGER NOT NULL, first INTEGER NOT NULL, run INTEGER NOT NULL,
@@ -95,10 +95,7 @@ def check_order(db: sqlite3.Connection, sid: str, low: int) -> None:
         (sid,),
     ).fetchone()[0]
     if low <= top:
-        raise Conflict(
-            f"session {sid!r} already has events with these numbers: another process (or "
-            "another Session object) is writing it; keep one live Session per stored session"
-        )
+        raise taken_numbers(sid)
 
 
 def has_streams(db: sqlite3.Connection, sid: str) -> bool:

@@ -108,16 +108,21 @@ def body_text(body: str | bytes | dict[str, Any]) -> str | bytes:
         return _ascii_json(body)
 
 
-def create_session(db: sqlite3.Connection, session: PlainSession) -> None:
-    """Add a new session with its rows (the caller holds a transaction)."""
-    info, events, messages, nodes, tasks = session
-    sid = info[0]
+def insert_session(db: sqlite3.Connection, info: tuple[Any, ...]) -> str:
+    """Add the `sessions` row of a new session; its id. Raises `Conflict` if the id is taken."""
     try:
         db.execute("INSERT INTO sessions VALUES (?, ?, ?, ?, ?)", info)
     except sqlite3.IntegrityError as exc:
         raise Conflict(
-            f"a session with id {sid!r} already exists in this store; pass another session id"
+            f"a session with id {info[0]!r} already exists in this store; pass another session id"
         ) from exc
+    return str(info[0])
+
+
+def create_session(db: sqlite3.Connection, session: PlainSession) -> None:
+    """Add a new session with its rows (the caller holds a transaction)."""
+    info, events, messages, nodes, tasks = session
+    sid = insert_session(db, info)
     insert_events(db, sid, [(sid, *event) for event in events])
     insert_rows(db, "INSERT INTO messages", [(sid, *message) for message in messages])
     insert_rows(db, "INSERT OR REPLACE INTO nodes", [(sid, *node) for node in nodes])
@@ -128,13 +133,7 @@ def fork_session(db: sqlite3.Connection, source: str, seq: int, info: tuple[Any,
     """Add session `info` holding `source`'s rows as they stood after event `seq` (the rows
     `SessionRows.at` keeps), copied inside the file without reading them out (the caller
     holds a transaction)."""
-    sid = info[0]
-    try:
-        db.execute("INSERT INTO sessions VALUES (?, ?, ?, ?, ?)", info)
-    except sqlite3.IntegrityError as exc:
-        raise Conflict(
-            f"a session with id {sid!r} already exists in this store; pass another session id"
-        ) from exc
+    sid = insert_session(db, info)
     db.execute(
         "INSERT INTO events SELECT ?, seq, run, type, path, body FROM events "
         "WHERE session = ? AND seq <= ?",
@@ -164,10 +163,15 @@ def insert_events(db: sqlite3.Connection, sid: str, rows: list[tuple[object, ...
     try:
         insert_rows(db, "INSERT INTO events", rows)
     except sqlite3.IntegrityError as exc:
-        raise Conflict(
-            f"session {sid!r} already has events with these numbers: another process (or "
-            "another Session object) is writing it; keep one live Session per stored session"
-        ) from exc
+        raise taken_numbers(sid) from exc
+
+
+def taken_numbers(sid: str) -> Conflict:
+    """The refusal of a write with event numbers the session has: another writer's."""
+    return Conflict(
+        f"session {sid!r} already has events with these numbers: another process (or "
+        "another Session object) is writing it; keep one live Session per stored session"
+    )
 
 
 def insert_rows(
