@@ -200,24 +200,27 @@ def test_a_fork_keeps_the_sessions_settings(tmp_path: Path) -> None:
     assert fork.durability == "turn"
 
 
+@sn.tool
+def transfer(amount: int, to: str) -> str:
+    """Transfer money.
+
+    Args:
+        amount: how much.
+        to: to whom.
+    """
+    return f"envoyé {amount} à {to}"
+
+
+def bank_model(req: sn.ChatRequest) -> sn.Reply | str:
+    """Asks to send Mallory 1000 (a call to pause before), then reports the transfer."""
+    if req.last["role"] == "user":
+        return sn.reply(tool_calls=[sn.call("transfer", amount=1000, to="Mallory 🦹")])
+    return f"Résultat : {req.tool_results[-1]}"
+
+
 def test_a_fork_taken_at_a_pause_is_incomplete_until_resumed(tmp_path: Path) -> None:
-    @sn.tool
-    def transfer(amount: int, to: str) -> str:
-        """Transfer money.
-
-        Args:
-            amount: how much.
-            to: to whom.
-        """
-        return f"envoyé {amount} à {to}"
-
-    def model(req: sn.ChatRequest) -> sn.Reply | str:
-        if req.last["role"] == "user":
-            return sn.reply(tool_calls=[sn.call("transfer", amount=1000, to="Mallory 🦹")])
-        return f"Résultat : {req.tool_results[-1]}"
-
     bank = sn.Agent("bank", tools=[transfer])
-    session = sn.Session(bank, llm=sn.mock_llm(model), store=tmp_path / "runs.db")
+    session = sn.Session(bank, llm=sn.mock_llm(bank_model), store=tmp_path / "runs.db")
     run = session.send("payer — 支払い", pause_on={"tool"})
     assert run.wait(timeout=10) == "paused"
     fork = session.fork(at=session.events[-1].seq)
@@ -225,7 +228,7 @@ def test_a_fork_taken_at_a_pause_is_incomplete_until_resumed(tmp_path: Path) -> 
     assert [r.status for r in fork.runs] == ["incomplete"]
     assert fork.runs[0].result().text.startswith(f"forked from session {session.id} at event")
     assert fork.tree.status == "incomplete" and fork.bus.statuses == {"bank": "incomplete"}
-    again = sn.Session.open(tmp_path / "runs.db", fork.id, agent=bank, llm=sn.mock_llm(model))
+    again = sn.Session.open(tmp_path / "runs.db", fork.id, agent=bank, llm=sn.mock_llm(bank_model))
     assert again.tree.status == "incomplete" and "forked from" in again.runs[0].result().text
     assert run.status == "paused" and session.tree.status == "paused"  # the original waits on
 

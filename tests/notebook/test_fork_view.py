@@ -9,27 +9,11 @@ import sagents_nb as sn
 from sagents_nb.notebook import LiveView, view
 from sagents_nb.notebook._export import static_view
 
+from ..test_store_fork import bank_model, transfer
 from .conftest import wait_until
 from .test_view import click, notice, run_status
 
 pytestmark = pytest.mark.timeout(30)
-
-
-@sn.tool
-def transfer(amount: int, to: str) -> str:
-    """Transfer money.
-
-    Args:
-        amount: how much.
-        to: to whom.
-    """
-    return f"envoyé {amount} à {to}"
-
-
-def bank_model(request: sn.ChatRequest) -> sn.Reply | str:
-    if request.last["role"] == "user":
-        return sn.reply(tool_calls=[sn.call("transfer", amount=1000, to="Mallory 🦹")])
-    return f"Résultat : {request.tool_results[-1]}"
 
 
 def paused_bank() -> tuple[sn.Session, sn.Run]:
