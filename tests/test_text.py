@@ -130,6 +130,10 @@ def test_terms_keep_accents_folded_two_letter_words_and_identifier_parts() -> No
         ("컨텍스트 압축", "하위 에이전트는 컨텍스트가 가득 차면 압축합니다."),
         ("naïve résumé", "a naive resume of the meeting"),
         ("emoji 🎉 launch", "the launch went well 🎉"),
+        ("猫？", "我家的猫很可爱。"),
+        ("猫", "猫が好きです"),
+        ("🍕?", "ce soir : 🍕 et un film"),
+        ("👍🏽", "great work 👍"),
     ],
 )
 def test_unspaced_and_accented_text_matches_its_own_words(query: str, text: str) -> None:
@@ -138,12 +142,22 @@ def test_unspaced_and_accented_text_matches_its_own_words(query: str, text: str)
     assert scorer.score(scorer.index(query), scorer.index("an unrelated note about tax forms")) == 0
 
 
-def test_main_keeps_the_chinese_fact_the_question_needs_in_view() -> None:
+@pytest.mark.parametrize(
+    ("question", "facts"),
+    [
+        (
+            "数据库的备份什么时候开始？",
+            ["数据库的备份时间是凌晨三点", "长颈鹿的身高", "火山灰的成分", "税务表格", "河里的鱼"],
+        ),
+        ("猫？", ["猫は三歳です", "長い川の話", "火山灰の成分", "税務の書類", "天気予報"]),
+        ("🍕?", ["🍕 commandée pour vendredi", "la hauteur des girafes", "tax forms", "🚀", "河"]),
+    ],
+)
+def test_main_keeps_the_fact_the_question_needs_in_view(question: str, facts: list[str]) -> None:
     @sn.tool
     def note(text: str) -> str:
         return f"已记录：{text}"
 
-    facts = ["数据库的备份时间是凌晨三点", "长颈鹿的身高", "火山灰的成分", "税务表格", "河里的鱼"]
     requests: list[sn.ChatRequest] = []
 
     def handler(req: sn.ChatRequest):
@@ -153,9 +167,9 @@ def test_main_keeps_the_chinese_fact_the_question_needs_in_view() -> None:
         return "完成"
 
     agent = sn.Agent("main", tools=[note], kind=sn.kinds.Main(top_k=2, recent=1))
-    agent.run_sync("数据库的备份什么时候开始？", llm=sn.mock_llm(handler))
-    # the backup note is the oldest: only its relevance to the question keeps it in view while
-    # unrelated notes sink (a tokenizer that sees no Chinese scores every note 0)
+    agent.run_sync(question, llm=sn.mock_llm(handler))
+    # the first note is the oldest: only its relevance to the question keeps it in view while
+    # unrelated notes sink (a tokenizer that sees no Chinese or emoji scores every note 0)
     last_view = json.dumps(requests[-1].messages, ensure_ascii=False)
-    assert "数据库的备份时间是凌晨三点" in last_view
-    assert "火山灰的成分" not in last_view
+    assert facts[0] in last_view
+    assert facts[2] not in last_view

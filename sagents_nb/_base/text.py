@@ -28,6 +28,12 @@ _SYMBOL = "[\u2190-\u2bff\U0001f000-\U0001faff]"
 _UNSPACED = "([\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+)"
 """Runs of scripts written without spaces between words: Chinese, Japanese kana, Korean."""
 
+_IDEOGRAPH = "[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]"
+"""Han characters: one is a word on its own (猫, 水), so each is a term besides its pairs."""
+
+_SKIN_TONE = "[\U0001f3fb-\U0001f3ff]"
+"""Emoji modifiers: 👍🏽 and 👍 are the same term."""
+
 
 @functools.cache
 def _compiled(pattern: str) -> re.Pattern[str]:
@@ -82,16 +88,21 @@ def terms(text: str) -> frozenset[str]:
     Words are Unicode words, case- and accent-folded, of two characters or more, less the
     `STOP_WORDS`; an identifier such as `read_file` also gives its parts. Text written without
     spaces (Chinese, Japanese, Korean) gives overlapping character pairs, the usual way to match
-    it without a dictionary.
+    it without a dictionary, and each Han character (one is often a word: 猫). Each emoji or
+    pictograph is a term too (🍕), skin tones aside.
     """
     found: set[str] = set()
     unspaced = _compiled(_UNSPACED)
-    for word in _WORD.findall(unicodedata.normalize("NFKC", text).casefold()):
+    normalised = unicodedata.normalize("NFKC", text).casefold()
+    if not normalised.isascii():
+        found.update(_compiled(_SYMBOL).findall(_compiled(_SKIN_TONE).sub("", normalised)))
+    for word in _WORD.findall(normalised):
         for piece in unspaced.split(word):
             if not piece:
                 continue
             if unspaced.fullmatch(piece):
                 found.update(piece[i : i + 2] for i in range(max(1, len(piece) - 1)))
+                found.update(_compiled(_IDEOGRAPH).findall(piece))
                 continue
             piece = fold(piece)
             parts = [piece, *piece.split("_")] if "_" in piece.strip("_") else [piece.strip("_")]
