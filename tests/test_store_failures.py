@@ -55,6 +55,7 @@ def test_a_full_disk_says_disk_full_and_loses_nothing(small_disk: Path) -> None:
     with pytest.raises(sn.StoreError, match="disk full") as caught:
         run.result()
     assert "cannot rollback" not in str(caught.value)
+    assert caught.value.remedy == "free space on its disk, then call session.flush()"
     assert run.status == "done"  # the run itself finished; it waits in memory to be written
     subprocess.run(["mount", "-o", "remount,size=8m", str(small_disk)], check=True)
     session.flush()  # space again: what was queued is written now
@@ -63,6 +64,22 @@ def test_a_full_disk_says_disk_full_and_loses_nothing(small_disk: Path) -> None:
     assert again.runs[-1].result().text == big
     session.store.close()
     again.store.close()
+
+
+def test_a_second_writer_is_told_to_reopen_not_to_free_the_disk(tmp_path: Path) -> None:
+    """Two live Sessions on one stored session: the one that writes second is refused with
+    what fits its cause (it was told to free the disk)."""
+    db = tmp_path / "runs.db"
+    first = sn.Session(sn.Agent("a"), llm=sn.script("un", "deux", "三"), store=db)
+    first.send("premier").result()
+    second = sn.Session.open(db, first.id, agent=sn.Agent("a"), llm=sn.script("四"))
+    second.send("第二").result()
+    with pytest.raises(sn.StoreError, match="already has events with these numbers") as caught:
+        first.send("encore 🚀").result()
+    message = str(caught.value)
+    assert "sn.Session.open" in message and "free" not in message and "disk" not in message
+    first.store.close()
+    second.store.close()
 
 
 def test_a_damaged_export_is_refused_whole_and_can_be_imported_again(tmp_path: Path) -> None:

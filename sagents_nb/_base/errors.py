@@ -36,7 +36,15 @@ class RunPaused(SagentsError):
 
 
 class StoreError(SagentsError):
-    """A durable session store cannot be used as asked (missing, foreign, damaged, wrong id)."""
+    """A durable session store cannot be used as asked (missing, foreign, damaged, wrong id).
+
+    `what` says what happened; `remedy`, when the cause is known, what to do about it (a full
+    disk and another writer call for different things)."""
+
+    def __init__(self, what: str, *, remedy: str = "") -> None:
+        super().__init__(f"{what}; {remedy}" if remedy else what)
+        self.what = what
+        self.remedy = remedy
 
 
 class LLMError(SagentsError):

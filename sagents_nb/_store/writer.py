@@ -138,9 +138,13 @@ class StepWriter:
             raise self._refused(error) from error
 
     def _refused(self, error: Exception) -> StoreError:
+        what, remedy = str(error), "fix what it names, then call session.flush()"
+        if isinstance(error, StoreError) and error.remedy:
+            what, remedy = error.what, error.remedy
         return StoreError(
-            f"could not write session {self.session_id} to {self.store!r} ({error}); it "
-            "goes on in memory; free the disk or fix the file, then call session.flush()"
+            f"could not write session {self.session_id} to {self.store!r} ({what}); it goes "
+            "on in memory",
+            remedy=remedy,
         )
 
     def _commit(

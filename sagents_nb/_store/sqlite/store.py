@@ -38,6 +38,7 @@ from .streams import (
 from .texts import SCHEMA as TEXTS_SCHEMA
 from .texts import Cutter, Texts, add_texts_table, keep
 from .writes import (
+    ANOTHER_WRITER,
     Conflict,
     PlainSession,
     PlainStep,
@@ -302,12 +303,10 @@ class SQLiteStore:
                         keep(self._db, texts)
                     writes(self._db, *args)
             except Conflict as exc:
-                raise StoreError(str(exc)) from None
+                raise StoreError(str(exc), remedy=ANOTHER_WRITER) from None
             except Exception as exc:  # e.g. sqlite3.Error: the store goes on serving
-                raise StoreError(
-                    f"writing to {self.path} failed ({failure(exc)}); check the disk space and "
-                    "the file's permissions"
-                ) from exc
+                what, remedy = failure(exc)
+                raise StoreError(f"writing to {self.path} failed ({what})", remedy=remedy) from exc
 
     def load(self, session_id: str) -> SessionRows:
         """The session's whole record."""

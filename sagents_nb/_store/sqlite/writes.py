@@ -208,11 +208,25 @@ def transaction(db: sqlite3.Connection) -> Iterator[None]:
         raise
 
 
-def failure(exc: Exception) -> str:
-    """What went wrong, in words a person acts on: a full disk and a read-only file by name."""
+ANOTHER_WRITER = (
+    "close the other Session and open the stored one again with sn.Session.open(...) to go "
+    "on from what is stored (session.flush() here would be refused again)"
+)
+"""What to do when another writer holds the session's numbers."""
+
+
+def failure(exc: Exception) -> tuple[str, str]:
+    """What went wrong, in words a person acts on, and what to do about it: a full disk, a
+    read-only file and another process's lock by name."""
     name = getattr(exc, "sqlite_errorname", "")
     if name == "SQLITE_FULL":
-        return f"disk full ({exc})"
+        return f"disk full ({exc})", "free space on its disk, then call session.flush()"
     if name.startswith("SQLITE_READONLY"):
-        return f"the file is read-only ({exc})"
-    return f"{type(exc).__name__}: {exc}"
+        return f"the file is read-only ({exc})", (
+            "make the file and its folder writable, then call session.flush()"
+        )
+    if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
+        return f"another process held the file's write lock too long ({exc})", (
+            "call session.flush() once the other process has finished writing"
+        )
+    return f"{type(exc).__name__}: {exc}", "fix what it names, then call session.flush()"
