@@ -198,11 +198,28 @@ def test_a_model_error_ends_the_child_in_error_naming_the_status(cli, status, tm
     assert result.text.count("stderr") <= 1
 
 
+def failing_then_hanging(status: int, times: int, release: threading.Event):
+    """`status` for the first `times` requests, then a request that never answers: the CLI is
+    stopped while retrying whatever its own backoff and give-up times are on a loaded machine."""
+    answered: list[int] = []
+
+    def model(req: sn.ChatRequest) -> httpx.Response:
+        answered.append(status)
+        if len(answered) > times:
+            release.wait(60)
+        return failing(status)(req)
+
+    return model
+
+
 def test_claude_retries_show_as_events_and_name_the_cause_when_it_is_stopped(tmp_path, trap):  # noqa: F811
-    with sn.MockServer(sn.mock_llm(failing(500))) as server:
-        # Long enough for a slow start on a loaded machine; Claude's backoff outgrows it soon.
-        coder = child("claude", server, tmp_path, trap, inactivity_timeout=6)
-        result = sn.Agent("boss", team=[coder]).run_sync("go", llm=sn.mock_llm(parent))
+    release = threading.Event()
+    try:
+        with sn.MockServer(sn.mock_llm(failing_then_hanging(500, 2, release))) as server:
+            coder = child("claude", server, tmp_path, trap, inactivity_timeout=6)
+            result = sn.Agent("boss", team=[coder]).run_sync("go", llm=sn.mock_llm(parent))
+    finally:
+        release.set()
     retries = [e for e in harness_events(result) if e["type"] == "retry"]
     assert retries and {r["status"] for r in retries} == {500}
     assert "while retrying its model request" in result.text and "HTTP 500" in result.text
