@@ -133,6 +133,7 @@ class Run:
                 if left <= 0:
                     return self.status
         self.session.flush()  # what it reports is committed before it returns
+        self.session.bus.caught_up()  # and the user's callbacks were handed it
         return self.status
 
     async def wait_async(self) -> str:
@@ -146,6 +147,8 @@ class Run:
         journal = self.session.journal
         if journal is not None:  # what it reports is committed before it returns
             await journal.settled()
+        if self.session.bus.deliveries:  # and the user's callbacks were handed it
+            await asyncio.to_thread(self.session.bus.caught_up)
         return self.status
 
     def result(self, timeout: float | None = None) -> Result:

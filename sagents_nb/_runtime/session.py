@@ -254,9 +254,11 @@ class Session:
     def subscribe(self, callback: Callable[[Event], None]) -> Callable[[], None]:
         """Call `callback(event)` for every event from now on (current statuses first).
 
-        The callback runs on the library's loop thread; returns a function that unsubscribes.
+        The callback runs in order on a thread of its own, so a slow one never holds up the
+        run; a run's `wait()` and `result()` return once it was handed the run's events.
+        Returns a function that unsubscribes.
         """
-        return self.bus.subscribe(callback)
+        return self.bus.subscribe_queued(callback)
 
     def stream(self) -> AsyncIterator[Event]:
         """`async for event in session.stream()`: events as they happen."""

@@ -76,7 +76,7 @@ class Target:
                 projector.fold(event)
             projector.apply_tree(session.tree)
             self._settle_cut_runs(projector)
-            self._unsubscribe = session.subscribe(listen)
+            self._unsubscribe = session.bus.subscribe(listen)  # on the loop, as it folds
 
         if on_library_thread():
             start()
