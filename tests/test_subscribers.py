@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 
 import pytest
 
@@ -88,3 +89,18 @@ def test_a_failing_subscriber_stays_subscribed_and_others_see_everything() -> No
     session.send("encore").result()
     assert len(good) == count  # unsubscribed: its thread has ended
     assert len(session.bus.deliveries) == 1
+
+
+def test_an_idle_subscriber_holds_no_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bus, "IDLE_SECONDS", 0.1)
+    session = streamed_child_session()
+    seen: list[str] = []
+    session.subscribe(lambda e: seen.append(e.type))
+    session.send("go").result()
+    (delivery,) = session.bus.deliveries
+    deadline = time.monotonic() + 10
+    while delivery._thread is not None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert delivery._thread is None
+    session.send("encore").result()  # the next event starts it again
+    assert seen.count("run_finished") == 2

@@ -28,6 +28,9 @@ Subscriber = Callable[[Event], None]
 QUEUE_LIMIT = 10_000
 """Events a user's callback may fall behind by before the newest are dropped."""
 
+IDLE_SECONDS = 5.0
+"""A callback's thread ends after this long without events (and starts again with the next)."""
+
 CATCH_UP_SECONDS = 5.0
 """How long a run's `wait()` waits for slow callbacks to be handed its events."""
 
@@ -43,11 +46,10 @@ class Delivery:
         self._busy = False
         self._closed = False
         self._ready = threading.Condition()
-        name = getattr(callback, "__qualname__", type(callback).__name__)
-        self._thread = threading.Thread(
-            target=self._deliver, name=f"sagents_nb-subscriber-{name}", daemon=True
+        self.name = "sagents_nb-subscriber-" + getattr(
+            callback, "__qualname__", type(callback).__name__
         )
-        self._thread.start()
+        self._thread: threading.Thread | None = None
 
     def __call__(self, event: Event) -> None:
         with self._ready:
@@ -55,7 +57,10 @@ class Delivery:
                 self._drop()
                 return
             self._queue.append(event)
-            if not self._busy:  # a busy thread takes the queue when it is done
+            if self._thread is None:  # started on demand, ended when idle
+                self._thread = threading.Thread(target=self._deliver, name=self.name, daemon=True)
+                self._thread.start()
+            elif not self._busy:  # a busy thread takes the queue when it is done
                 self._ready.notify()
 
     def _drop(self) -> None:
@@ -64,7 +69,7 @@ class Delivery:
             log.warning(
                 "a session.subscribe callback (%s) is %d events behind: %d dropped so far; "
                 "make it faster or hand its work to a queue of its own",
-                self._thread.name,
+                self.name,
                 self.limit,
                 self.dropped,
             )
@@ -86,8 +91,9 @@ class Delivery:
             with self._ready:
                 self._busy = False
                 self._ready.notify_all()
-                self._ready.wait_for(lambda: self._queue or self._closed)
-                if self._closed:
+                waiting = self._ready.wait_for(lambda: self._queue or self._closed, IDLE_SECONDS)
+                if self._closed or not waiting:
+                    self._thread = None
                     return
                 batch, self._queue = self._queue, collections.deque()
                 self._busy = True
