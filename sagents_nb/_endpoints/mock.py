@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx
 
+from .._base.caller import CALLER, Caller, path_matches
 from .._base.errors import ConfigurationError
 from .openai import LLM
 
@@ -71,10 +72,17 @@ class ChatRequest:
     """The wire format it came in: a served mock (`sn.MockServer`) also takes
     `anthropic_messages` and `responses`, read into the same chat-message shape."""
 
-    def __init__(self, body: dict[str, Any], size: int) -> None:
+    def __init__(self, body: dict[str, Any], size: int, caller: Caller | None = None) -> None:
         self.body = body
         """The JSON body exactly as sent."""
         self.size = size
+        self.node = caller.node if caller else None
+        """The calling node's path (`boss/explore.1`); None for a request from elsewhere
+        (a CLI child's own requests to a served mock)."""
+        self.agent = caller.agent if caller else None
+        """The calling node's agent name."""
+        self.turn = caller.turn if caller else None
+        """The calling node's turn within its current task, from 1."""
 
     @property
     def model(self) -> str:
@@ -95,7 +103,18 @@ class ChatRequest:
 
     @cached_property
     def tool_results(self) -> list[str]:
-        """Contents of the `role: "tool"` messages, in order."""
+        """Contents of the `role: "tool"` messages of the current task, in order: those after
+        the last user message (a child's task prompt; at the root, the latest message sent), so
+        a handler written for one message works for each message of a session."""
+        messages = self.messages
+        start = next(
+            (i for i in range(len(messages) - 1, -1, -1) if messages[i].get("role") == "user"), 0
+        )
+        return [m.get("content") or "" for m in messages[start:] if m.get("role") == "tool"]
+
+    @cached_property
+    def all_tool_results(self) -> list[str]:
+        """Contents of every `role: "tool"` message of the request, earlier tasks' too."""
         return [m.get("content") or "" for m in self.messages if m.get("role") == "tool"]
 
     @property
@@ -118,7 +137,8 @@ class ChatRequest:
         return (first.get("content") or "") if first.get("role") == "system" else ""
 
     def __repr__(self) -> str:
-        return f"ChatRequest(model={self.model!r}, messages={len(self.messages)})"
+        node = f", node={self.node!r}" if self.node else ""
+        return f"ChatRequest(model={self.model!r}{node}, messages={len(self.messages)})"
 
 
 Handler = Callable[[ChatRequest], Any]
@@ -163,7 +183,7 @@ class MockLLM(LLM):
 
     async def _serve(self, request: httpx.Request) -> httpx.Response:
         raw = await request.aread()
-        chat = ChatRequest(json.loads(raw), len(raw))
+        chat = ChatRequest(json.loads(raw), len(raw), CALLER.get())
         answer = self.handler(chat)
         if inspect.isawaitable(answer):
             answer = await answer
@@ -293,13 +313,49 @@ def _chunks(text: str) -> list[str]:
     return pieces
 
 
-def mock_llm(handler: Handler, *, model: str = "mock", **options: Any) -> MockLLM:
+def mock_llm(
+    handler: Handler | Mapping[str, Handler], *, model: str = "mock", **options: Any
+) -> MockLLM:
     """An inline mock endpoint: `handler(request: sn.ChatRequest)` returns the reply.
 
     The handler (sync or async) returns a `str`, an `sn.reply(...)` or an `httpx.Response`.
-    Every exchange is recorded in `.exchanges`.
+    A dict routes by the calling node's path: `{"boss": h1, "boss/*/explore.*": h2}` (globs
+    over node paths, `*` within a segment, `**` across; the first match wins; a path no
+    pattern matches is an error naming it and the patterns). Every exchange is recorded in
+    `.exchanges`.
     """
+    if isinstance(handler, Mapping):
+        handler = Routes(handler)
     return MockLLM(handler, model=model, **options)
+
+
+class Routes:
+    """A handler per node-path glob (`sn.mock_llm({...})`): the first pattern matching the
+    calling node's path answers."""
+
+    __name__ = "routes"
+
+    def __init__(self, routes: Mapping[str, Handler]) -> None:
+        for pattern, handler in routes.items():
+            if not isinstance(pattern, str) or not callable(handler):
+                raise ConfigurationError(
+                    "sn.mock_llm({...}) maps node-path globs (str) to handlers (callables), not "
+                    f"{type(pattern).__name__} to {type(handler).__name__}"
+                )
+        if not routes:
+            raise ConfigurationError("sn.mock_llm({}) has no routes: give it a pattern or two")
+        self.routes = dict(routes)
+
+    def __call__(self, request: ChatRequest) -> Any:
+        for pattern, handler in self.routes.items():
+            if request.node is not None and path_matches(pattern, request.node):
+                return handler(request)
+        patterns = ", ".join(map(repr, self.routes))
+        who = f"node {request.node!r}" if request.node else "a request from no node (served?)"
+        raise ConfigurationError(
+            f"sn.mock_llm routes have no handler for {who}; the patterns: {patterns} (add one, "
+            "e.g. '**' last for every other node)"
+        )
 
 
 class _Script:

@@ -6,6 +6,7 @@ import asyncio
 import time
 from typing import TYPE_CHECKING, Any
 
+from .._base.caller import CALLER, Caller
 from .._base.errors import ConfigurationError, LLMError
 from .._base.messages import Message, ToolCall, system, tool_message, trusted, user
 from .._base.outcome import Outcome
@@ -315,11 +316,15 @@ async def call_model(
     if decision.kind == "edit" and "reply" in decision.changes:
         completion = Completion(message=decision.reply_message())
     else:
-        completion = await llm.complete(
-            body,
-            on_delta=(lambda text: node.kind.emit(node, text)) if stream else None,
-            on_retry=lambda notice: _emit_retry(node, notice),
-        )
+        calling = CALLER.set(Caller(node.path, node.agent.name, node.task_turns + 1))
+        try:
+            completion = await llm.complete(
+                body,
+                on_delta=(lambda text: node.kind.emit(node, text)) if stream else None,
+                on_retry=lambda notice: _emit_retry(node, notice),
+            )
+        finally:
+            CALLER.reset(calling)
     if count_turn:
         node.turns += 1
         node.task_turns += 1

@@ -102,6 +102,7 @@ def test_cancelling_the_run_stops_the_cli_process_group(fake_cli, tmp_path) -> N
         assert time.monotonic() < deadline, "the CLI's processes outlived the run"
         time.sleep(0.05)
     assert session.tree.children[0].status == "cancelled"
+    session.llm = sn.mock_llm(lambda req: "encore là")  # delegate_once would delegate again
     assert session.send("again").result().status == "done"
 
 

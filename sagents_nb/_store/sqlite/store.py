@@ -294,8 +294,8 @@ class SQLiteStore:
             if self.read_only:
                 raise StoreError(
                     f"{self.path} is read-only: sessions in it can be opened and read, not "
-                    "written or forked into it; copy the file to a writable folder, or pass "
-                    "another file as store="
+                    "written or forked into it",
+                    remedy="copy the file to a writable folder, or pass another file as store=",
                 )
             try:
                 with transaction(self._db):
