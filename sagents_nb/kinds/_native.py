@@ -39,7 +39,8 @@ class Native(BaseKind):
     locale, proxies), the variables its driver reads (`driver.env_vars`), `pass_env` and `env`.
 
     Args:
-        driver: a `sn.harness` driver, e.g. `sn.harness.ClaudeCode()`.
+        driver: a `sn.harness` driver, e.g. `sn.harness.ClaudeCode()` (any `NativeHarness`;
+            `sn.harness.BaseHarness` has the defaults).
         inactivity_timeout: seconds without output before the CLI is stopped.
         extra_args: raw arguments for the CLI.
         cwd: the CLI's working directory.
@@ -47,6 +48,9 @@ class Native(BaseKind):
         pass_env: names of more kernel variables to pass on (`NAME*` is a prefix).
         resume: keep one child per agent across tasks, each task continuing the CLI's session
             (Claude's session, Codex's thread) instead of starting anew.
+
+    Raises:
+        ConfigurationError: `driver` does not implement `sn.harness.NativeHarness`.
     """
 
     name = "native"
@@ -62,7 +66,9 @@ class Native(BaseKind):
         pass_env: Sequence[str] = (),
         resume: bool = False,
     ) -> None:
-        self.driver = driver
+        from ..harness._protocol import checked_driver  # `harness` loads with its first driver
+
+        self.driver = checked_driver(driver)
         self.inactivity_timeout = inactivity_timeout
         self.extra_args = list(extra_args)
         self.cwd = cwd
