@@ -66,7 +66,7 @@ class Native(BaseKind):
         pass_env: Sequence[str] = (),
         resume: bool = False,
     ) -> None:
-        from ..harness._protocol import checked_driver  # `harness` loads with its first driver
+        from ..harness._protocol import checked_driver  # here: `sn.kinds` loads without `harness`
 
         self.driver = checked_driver(driver)
         self.inactivity_timeout = inactivity_timeout
