@@ -24,8 +24,11 @@ def _modules() -> dict[str, Path]:
     return modules
 
 
-def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
-    """The package's modules that `name` imports when it runs (any depth, TYPE_CHECKING aside)."""
+def _imports(
+    name: str, path: Path, modules: dict[str, Path], *, type_checking: bool = False
+) -> set[str]:
+    """The package's modules that `name` imports when it runs (any depth), and under
+    `if TYPE_CHECKING:` too with `type_checking`."""
     package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
     found: set[str] = set()
 
@@ -38,6 +41,8 @@ def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
     def walk(tree: ast.AST) -> None:
         for node in ast.iter_child_nodes(tree):
             if isinstance(node, ast.If) and ast.unparse(node.test).endswith("TYPE_CHECKING"):
+                if type_checking:
+                    walk(node)
                 continue
             named: list[str] = []
             if isinstance(node, ast.ImportFrom):
@@ -90,3 +95,23 @@ def test_the_graph_walk_sees_imports_inside_functions() -> None:
     modules = _modules()
     node = "sagents_nb._runtime.node"
     assert "sagents_nb._runtime.turns" in _imports(node, modules[node], modules)
+
+
+def test_kinds_and_tools_are_typed_against_ports_below_them() -> None:
+    # Kinds and node tools see a node as `kinds.Child`: not even a type-only import reaches the
+    # runtime, the store, compare or the widgets (issue 27 item 1).
+    modules = _modules()
+    above = (
+        "sagents_nb._runtime",
+        "sagents_nb._store",
+        "sagents_nb._compare",
+        "sagents_nb.notebook",
+    )
+    reaching = {
+        name: sorted(
+            m for m in _imports(name, path, modules, type_checking=True) if m.startswith(above)
+        )
+        for name, path in modules.items()
+        if name.startswith(("sagents_nb.kinds", "sagents_nb._tools"))
+    }
+    assert {name: found for name, found in reaching.items() if found} == {}

@@ -111,6 +111,27 @@ def test_kind_parameters_rebuild_the_kind_keeping_its_other_settings() -> None:
     assert windows == {"as is": {100}, "small window": {60}, "named kind": {70}}
 
 
+class Tally(sn.kinds.BaseKind):
+    """Keeps its settings under names of its own: a variant rebuilds it from its arguments."""
+
+    name = "tally"
+
+    def __init__(self, every: int = 1, *, label: str = "tally") -> None:
+        self._every = every
+        self._label = label
+
+
+def test_a_variant_rebuilds_a_custom_kind_from_the_arguments_it_was_given() -> None:
+    from sagents_nb._compare.variants import check_variants
+
+    boss = sn.Agent("boss", team=[sn.Agent("helper", kind=Tally(3, label="première"))])
+    (variant,) = check_variants(boss, {"v": {"helper": {"label": "seconde 二"}}}, sn.script("x"))
+    kind = variant.agents["helper"]["kind"]
+    assert isinstance(kind, Tally) and (kind._every, kind._label) == (3, "seconde 二")
+    with pytest.raises(sn.ConfigurationError, match=r"parameters of its kind Tally: every, label"):
+        check_variants(boss, {"v": {"helper": {"lable": "x"}}}, sn.script("x"))
+
+
 def test_preprocessor_model_llm_hooks_and_limits_are_variants() -> None:
     @sn.tool
     def lookup(q: str) -> str:

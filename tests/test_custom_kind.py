@@ -1,9 +1,14 @@
 """A kind written outside the package is a full citizen: it runs, compacts, is stored with its
-own state, reopens with that state, and shows in the view, with no change to sagents_nb."""
+own state, reopens with that state, and shows in the view, with no change to sagents_nb.
+
+The kinds here are written against the public port, `sn.kinds.Child`, and mypy checks this file
+strictly (pyproject.toml), as it would a user's module.
+"""
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -11,8 +16,9 @@ from typing import Any
 import pytest
 
 import sagents_nb as sn
-from sagents_nb.events import Compaction, WindowTrim
-from sagents_nb.kinds import BaseKind, CompactionReport
+from sagents_nb._endpoints.mock import Reply
+from sagents_nb.events import Compaction, Event, WindowTrim
+from sagents_nb.kinds import BaseKind, Child, CompactionReport, View
 from sagents_nb.notebook._context_pane import context_pane
 from sagents_nb.notebook._panes import Focus, pane_state
 from sagents_nb.notebook._projector import Projector
@@ -38,22 +44,22 @@ class Ledger(BaseKind):
         self.keep = keep
         self.limit = limit
 
-    def book(self, child: Any) -> LedgerBook:
-        book = child.kind_state.get(self.name)
+    def book(self, child: Child) -> LedgerBook:
+        book = child.state_of(self.name, LedgerBook)
         if book is None:
             book = child.kind_state[self.name] = LedgerBook()
         return book
 
-    def append_history(self, child: Any, *messages: sn.Message) -> None:
+    def append_history(self, child: Child, *messages: sn.Message) -> None:
         inputs = self.book(child).inputs
         inputs.extend(m.content or "" for m in messages if m.role == "user")
         child.append(*messages)
 
-    async def maintain(self, child: Any) -> None:
+    async def maintain(self, child: Child) -> None:
         if len(child.history) > self.limit:
             await self.compact(child)
 
-    async def compact(self, child: Any, keep_recent: int | None = None) -> CompactionReport:
+    async def compact(self, child: Child, keep_recent: int | None = None) -> CompactionReport:
         keep = self.keep if keep_recent is None else keep_recent
         book = self.book(child)
         older, recent = child.history[:-keep], child.history[-keep:]
@@ -75,13 +81,13 @@ class Ledger(BaseKind):
         )
         return CompactionReport("summary", before, after, len(older), note)
 
-    def dump_state(self, child: Any) -> Any:
-        book = child.kind_state.get(self.name)
+    def dump_state(self, child: Child) -> Any:
+        book = child.state_of(self.name, LedgerBook)
         if book is None:
             return None
         return {"inputs": list(book.inputs), "compactions": book.compactions}
 
-    def load_state(self, child: Any, state: Any) -> None:
+    def load_state(self, child: Child, state: Any) -> None:
         book = self.book(child)
         book.inputs = list(state["inputs"])
         book.compactions = state["compactions"]
@@ -93,7 +99,7 @@ def team() -> sn.Agent:
     return sn.Agent("lead", does="leads", team=[scribe])
 
 
-def handler(req: sn.ChatRequest) -> sn.Reply | str:
+def handler(req: sn.ChatRequest) -> Reply | str:
     if "task" in req.tools:
         if req.last["role"] == "user":
             return sn.reply(tool_calls=[sn.call("task", agent="scribe", prompt=req.last_user)])
@@ -101,7 +107,7 @@ def handler(req: sn.ChatRequest) -> sn.Reply | str:
     return f"noted {req.last_user}"
 
 
-def project(events: list[sn.Event]) -> Projector:
+def project(events: Sequence[Event]) -> Projector:
     projector = Projector()
     for event in events:
         projector.fold(event)
@@ -167,8 +173,8 @@ class Glimpse(BaseKind):
 
     name = "glimpse"
 
-    def build_context(self, child: Any, input: str) -> list[sn.Message]:
-        view = [*child.system_messages(), *child.history[-1:]]
+    def build_context(self, child: Child, input: str) -> View:
+        view = View([*child.system_messages(), *child.history[-1:]])
         if len(child.history) > 1:
             child.emit(
                 WindowTrim(
@@ -191,7 +197,7 @@ def test_the_view_names_a_custom_kinds_hidden_items_from_its_events() -> None:
         """
         return f"saw {what}"
 
-    def glance(req: sn.ChatRequest) -> sn.Reply | str:
+    def glance(req: sn.ChatRequest) -> Reply | str:
         if not req.tool_results:
             return sn.reply(tool_calls=[sn.call("look", what="the sky")])
         return "blue"
@@ -212,7 +218,7 @@ class Recording(BaseKind):
     def __init__(self, log: list[tuple[str, str | None, bool]]) -> None:
         self.log = log
 
-    def deliver(self, child: Any, message: sn.Message, interrupt: bool = False) -> bool:
+    def deliver(self, child: Child, message: sn.Message, interrupt: bool = False) -> bool:
         self.log.append((child.path, message.content, child.busy))
         return super().deliver(child, message, interrupt)
 
@@ -222,7 +228,7 @@ def test_every_input_reaches_a_child_through_deliver() -> None:
     helper = sn.Agent("helper", does="helps", kind=Recording(delivered))
     lead = sn.Agent("lead", team=[helper], kind=Recording(delivered))
 
-    def handler(req: sn.ChatRequest) -> sn.Reply | str:
+    def handler(req: sn.ChatRequest) -> Reply | str:
         if "task" in req.tools and req.last["role"] == "user":
             return sn.reply(
                 tool_calls=[sn.call("task", agent="helper", prompt="sub-" + req.last_user)]
@@ -246,18 +252,18 @@ class Counting(BaseKind):
 
     name = "counting"
 
-    def prepare(self, child: Any) -> None:
-        child.kind_state[self.name] = child.kind_state.get(self.name, 0) + 1
+    def prepare(self, child: Child) -> None:
+        child.kind_state[self.name] = (child.state_of(self.name, int) or 0) + 1
         child.state_changed()
 
-    def dump_state(self, child: Any) -> Any:
-        return child.kind_state.get(self.name)
+    def dump_state(self, child: Child) -> Any:
+        return child.state_of(self.name, int)
 
-    def load_state(self, child: Any, state: Any) -> None:
+    def load_state(self, child: Child, state: Any) -> None:
         child.kind_state[self.name] = state
 
 
-def three_turns(req: sn.ChatRequest) -> sn.Reply | str:
+def three_turns(req: sn.ChatRequest) -> Reply | str:
     done = len(req.tool_results)
     return sn.reply(tool_calls=[sn.call("look", what=str(done))]) if done < 2 else "seen"
 
@@ -285,7 +291,7 @@ def test_state_changed_stores_a_kinds_state_mid_task(tmp_path: Path) -> None:
 class Unstorable(Counting):
     name = "unstorable"
 
-    def dump_state(self, child: Any) -> Any:
+    def dump_state(self, child: Child) -> Any:
         return {"when": object()}
 
 
@@ -308,7 +314,7 @@ def test_a_state_that_is_not_json_is_logged_and_the_session_goes_on(
 class Unloadable(Counting):
     name = "counting"
 
-    def load_state(self, child: Any, state: Any) -> None:
+    def load_state(self, child: Child, state: Any) -> None:
         raise ValueError("this version reads another shape")
 
 
@@ -330,14 +336,14 @@ def test_a_kind_that_cannot_load_its_state_says_so_on_open(tmp_path: Path) -> No
 class Refusing(BaseKind):
     name = "refusing"
 
-    def deliver(self, child: Any, message: sn.Message, interrupt: bool = False) -> bool:
+    def deliver(self, child: Child, message: sn.Message, interrupt: bool = False) -> bool:
         return False
 
 
 def test_a_kind_that_refuses_its_input_ends_the_task_with_an_error() -> None:
     helper = sn.Agent("helper", does="refuses", kind=Refusing())
 
-    def handler(req: sn.ChatRequest) -> sn.Reply | str:
+    def handler(req: sn.ChatRequest) -> Reply | str:
         if req.last["role"] == "user":
             return sn.reply(tool_calls=[sn.call("task", agent="helper", prompt="p")])
         return req.tool_results[-1]
@@ -348,3 +354,24 @@ def test_a_kind_that_refuses_its_input_ends_the_task_with_an_error() -> None:
         "[error] RuntimeError: the 'refusing' kind refused the input while the child was free"
     )
     assert session.send("again").result().status == "done"
+
+
+def test_every_node_a_kind_is_given_is_a_child() -> None:
+    seen: list[object] = []
+
+    class Watching(BaseKind):
+        name = "watching"
+
+        def prepare(self, child: Child) -> None:
+            seen.append(child)
+
+    helper = sn.Agent("helper", does="helps", kind=Watching())
+    lead = sn.Agent("lead", team=[helper], kind=Watching())
+
+    def handler(req: sn.ChatRequest) -> Reply | str:
+        if "task" in req.tools and req.last["role"] == "user":
+            return sn.reply(tool_calls=[sn.call("task", agent="helper", prompt="sous-tâche 子")])
+        return "fini ✓"
+
+    assert sn.Session(lead, llm=sn.mock_llm(handler)).send("go").result().text == "fini ✓"
+    assert len(seen) == 3 and all(isinstance(child, Child) for child in seen)

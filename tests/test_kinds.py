@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 import sagents_nb as sn
 from sagents_nb.kinds import BaseKind
+from sagents_nb.kinds._relevance import LexicalScorer
 
 
 def parent_requests(llm: sn.LLM) -> list[dict]:
@@ -440,3 +443,49 @@ def test_main_measures_its_view_as_the_turn_would_count_it() -> None:
             assert context.view_tokens == sum(map(count, request.messages))
             assert context.view_messages == len(request.messages)
         assert bool(node.kind_state["main"].cold) == (kind.top_k is not None)
+
+
+def test_configured_is_a_copy_built_with_the_same_arguments_and_the_changes() -> None:
+    scorer = LexicalScorer()
+    resident = sn.kinds.Resident(100, keep_recent=3, relevance=False, scorer=scorer)
+    smaller = resident.configured(window_tokens=60)
+    assert type(smaller) is sn.kinds.Resident and smaller is not resident
+    assert (smaller.window_tokens, smaller.keep_recent, smaller.relevance) == (60, 3, False)
+    assert smaller.scorer is scorer and resident.window_tokens == 100
+    assert sn.kinds.Worker(7).configured().max_turns == 7
+    assert sn.kinds.Worker().configured(max_turns=99).max_turns == 30  # the constructor clamps
+    assert sn.kinds.Realtime(window=2).configured(max_turns=3).window == 2
+    assert sn.kinds.Main(top_k=None).configured(recent=4).top_k is None
+
+
+def test_configured_refuses_an_unknown_parameter_naming_the_kinds() -> None:
+    with pytest.raises(
+        sn.ConfigurationError,
+        match=r"Resident has no parameter 'window' \(its parameters: window_tokens, keep_recent, "
+        r"max_turns, relevance, scorer\)",
+    ):
+        sn.kinds.Resident().configured(window=5)
+
+    class Plain(BaseKind):
+        name = "plain"
+
+    with pytest.raises(
+        sn.ConfigurationError, match=r"Plain has no parameter 'depth' \(its parameters: none\)"
+    ):
+        Plain().configured(depth=2)
+
+
+def test_configured_says_when_the_constructor_refuses_a_value() -> None:
+    class Picky(BaseKind):
+        name = "picky"
+
+        def __init__(self, size: int = 1) -> None:
+            if size < 1:
+                raise ValueError(f"size must be at least 1, not {size} (taille ≥ 1)")
+            self.size = size
+
+    assert Picky(2).configured(size=5).size == 5
+    with pytest.raises(
+        sn.ConfigurationError, match=r"cannot build Picky with \{'size': 0\} \(size must"
+    ):
+        Picky(2).configured(size=0)

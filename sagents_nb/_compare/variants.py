@@ -4,7 +4,6 @@ to a private copy of the agent tree and endpoint."""
 from __future__ import annotations
 
 import copy
-import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,7 +12,7 @@ from .._base.errors import ConfigurationError
 from .._endpoints.openai import LLM
 from .._runtime.agent import Agent, member_agent
 from .._runtime.preprocess import checked_preprocessor
-from ..kinds import ChildKind, Main, Worker, registry
+from ..kinds import BaseKind, ChildKind, Main, Worker, registry
 
 SESSION_OPTIONS = ("hooks", "llm", "max_depth", "max_parallel", "model", "preprocessor", "scope")
 """Keys of a variant that change the session (`model`: the endpoint's default model)."""
@@ -129,7 +128,7 @@ def _session_value(where: str, key: str, value: Any) -> Any:
 
 
 def _agent_changes(where: str, agent: Agent, value: Any, top: bool) -> dict[str, Any]:
-    if isinstance(value, str | ChildKind) or _is_kind_class(value):
+    if isinstance(value, str | ChildKind | type):
         value = {"kind": value}
     if not isinstance(value, Mapping):
         raise ConfigurationError(
@@ -138,7 +137,7 @@ def _agent_changes(where: str, agent: Agent, value: Any, top: bool) -> dict[str,
         )
     fields = {k: v for k, v in value.items() if k in AGENT_FIELDS}
     kind = _kind(where, agent, fields.get("kind", agent.kind), top)
-    params = _kind_parameters(type(kind))
+    params = kind.parameters() if isinstance(kind, BaseKind) else []
     unknown = [k for k in value if k not in AGENT_FIELDS and k not in params]
     if unknown:
         raise ConfigurationError(
@@ -147,16 +146,11 @@ def _agent_changes(where: str, agent: Agent, value: Any, top: bool) -> dict[str,
             f"{type(kind).__name__}: {', '.join(params) or 'none'})"
         )
     given = {k: v for k, v in value.items() if k in params and k not in AGENT_FIELDS}
-    if given:
-        current = {p: _current(kind, p) for p in params}
-        merged = {p: v for p, v in current.items() if v is not _MISSING} | given
+    if given and isinstance(kind, BaseKind):
         try:
-            kind = type(kind)(**merged)
-        except (TypeError, ValueError) as exc:
-            raise ConfigurationError(
-                f"{where}: cannot build {type(kind).__name__} for {agent.name!r} with {given} "
-                f"({exc})"
-            ) from exc
+            kind = kind.configured(**given)
+        except ConfigurationError as exc:
+            raise ConfigurationError(f"{where}: agent {agent.name!r}: {exc}") from exc
     if "kind" in fields or given:
         fields["kind"] = kind
     for key in ("max_turns", "token_budget", "tool_call_budget"):
@@ -181,46 +175,20 @@ def _kind(where: str, agent: Agent, kind: Any, top: bool) -> ChildKind:
                 f"(registered: {', '.join(sorted(registry()))})"
             )
         return factory()
-    if _is_kind_class(kind):
-        return kind()  # type: ignore[no-any-return,operator]
+    if isinstance(kind, type):
+        try:
+            kind = kind()
+        except TypeError as exc:
+            raise ConfigurationError(
+                f"{where}: cannot build the kind {kind.__name__} of agent {agent.name!r} "
+                f"without arguments ({exc}); pass an instance"
+            ) from exc
     if not isinstance(kind, ChildKind):
         raise ConfigurationError(
             f"{where}: the kind of agent {agent.name!r} must be an sn.kinds instance, class or "
             f"registered name, not {type(kind).__name__}"
         )
     return kind
-
-
-def _is_kind_class(value: Any) -> bool:
-    # issubclass() refuses protocols with data members such as `name`
-    methods = ("deliver", "build_context", "append_history", "run_tools")
-    return isinstance(value, type) and all(callable(getattr(value, m, None)) for m in methods)
-
-
-_MISSING = object()
-
-
-def _kind_parameters(kind_class: type) -> list[str]:
-    """The parameters a kind's constructor takes (`self` and `*args`/`**kwargs` aside)."""
-    try:
-        signature = inspect.signature(kind_class)
-    except (TypeError, ValueError):
-        return []
-    return [
-        p.name
-        for p in signature.parameters.values()
-        if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
-    ]
-
-
-def _current(kind: Any, parameter: str) -> Any:
-    """A kind's current value of a constructor parameter (built-ins keep `max_turns` as
-    `default_max_turns`)."""
-    if hasattr(kind, parameter):
-        return getattr(kind, parameter)
-    if parameter == "max_turns" and hasattr(kind, "default_max_turns"):
-        return kind.default_max_turns
-    return _MISSING
 
 
 def copy_tree(agent: Agent, memo: dict[int, Agent]) -> Agent:

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 TASK_DESCRIPTION = "Delegate a subtask to an isolated subagent. Available agents — "
 
 
-class TaskTool(NodeTool):
+class TaskTool(NodeTool["Node"]):
     """`task(agent, prompt)`: spawn (or reattach to) an isolated child from the caller's team."""
 
     name = "task"
@@ -92,7 +92,7 @@ def _refuse(node: Node, call_id: str, agent: str, prompt: str, reason: str) -> T
     return ToolResult(call_id, "task", f"error: {reason}", "refused")
 
 
-class TaskInstructionsTool(NodeTool):
+class TaskInstructionsTool(NodeTool["Node"]):
     """`get_task_instructions(agent)`: a team member's usage instructions, served on request."""
 
     name = "get_task_instructions"

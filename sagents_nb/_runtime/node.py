@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._base.messages import Message, Usage, estimate_tokens, system, tool_message
 from .._base.outcome import Outcome
@@ -15,15 +15,17 @@ from .tasks import QueuedInput, TaskEntry
 
 if TYPE_CHECKING:
     from .._tools.tool import ToolResult
-    from ..kinds import ChildKind
+    from ..kinds import Child, ChildKind
     from .agent import Agent
     from .session import Session
+
+S = TypeVar("S")
 
 TERMINAL = frozenset({"done", "incomplete", "error", "cancelled", "pending"})
 
 
 class Node:
-    """Runtime state of one agent instance; kinds read and write its storage through it."""
+    """Runtime state of one agent instance; kinds read and write it through `kinds.Child`."""
 
     def __init__(
         self,
@@ -111,7 +113,7 @@ class Node:
         if journal is not None:
             journal.messages_appended(self, messages)
 
-    def replace_history(self, messages: list[Message]) -> None:
+    def replace_history(self, messages: Sequence[Message]) -> None:
         """Replace storage wholesale (compaction); the display transcript is left alone."""
         self.history = list(messages)
         self.history_tokens = sum(self.session.token_counter(m) for m in self.history)
@@ -121,6 +123,11 @@ class Node:
         journal = self.session.journal
         if journal is not None:
             journal.history_replaced(self)
+
+    def state_of(self, key: str, cls: type[S]) -> S | None:
+        """`kind_state[key]` if it is a `cls`, else None."""
+        state = self.kind_state.get(key)
+        return state if isinstance(state, cls) else None
 
     def state_changed(self) -> None:
         """Tell the store the kind's state changed: `kind.dump_state` is stored with the step."""
@@ -160,7 +167,12 @@ class Node:
         self.counters[agent_name] = n
         return f"{self.path}/{agent_name}.{n}"
 
-    async def stop_tasks_of(self, child: Node, reason: str) -> int:
+    def forget(self, child: Child) -> None:
+        """Stop keeping `child` as a persistent child: its agent's next task starts a new one."""
+        if self.persistent.get(child.agent.name) is child:
+            del self.persistent[child.agent.name]
+
+    async def stop_tasks_of(self, child: Child, reason: str) -> int:
         """Cancel the tasks `child` is working on for this node and wait until they have
         stopped; each is answered as cancelled with `reason`. Returns how many there were."""
         running = [
@@ -267,6 +279,17 @@ class Node:
             raise error
         return outcomes  # type: ignore[return-value]
 
+    def count_turn(self) -> None:
+        """Count one model turn of the current task."""
+        self.turns += 1
+        self.task_turns += 1
+
+    def add_usage(self, usage: Usage) -> None:
+        """Add reported usage: this node's, its task's token budgets, the session's."""
+        self.usage = self.usage + usage
+        self.spend(usage.total_tokens)
+        self.session.add_usage(usage)
+
     def spend(self, tokens: int) -> None:
         """Count `tokens` against this node's task and every ancestor's: budgets are shared pools."""
         node: Node | None = self
@@ -315,7 +338,7 @@ class Node:
 
         return await run_task(self, message, resume=resume)
 
-    async def summarise(self, messages: list[Message]) -> str:
+    async def summarise(self, messages: Sequence[Message]) -> str:
         """Ask this node's endpoint for a summary of `messages` (visible in events and the wire)."""
         from .turns import summarise
 
@@ -325,3 +348,7 @@ class Node:
 def default_token_counter(message: Message) -> int:
     """The default estimate (about four characters a token)."""
     return estimate_tokens(message)
+
+
+if TYPE_CHECKING:
+    _a_node_is_a_child: type[Child] = Node  # mypy checks Node against the port kinds use

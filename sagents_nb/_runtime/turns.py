@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._base.caller import CALLER, Caller
@@ -124,10 +125,10 @@ async def _turns(node: Node) -> Outcome:
             return _budget_outcome(node, pool)
         await kind.maintain(node)
         kind.prepare(node)
-        view = kind.build_context(node, node.input_text)
+        view = View.of(kind.build_context(node, node.input_text))
         if node.notices:
             noted = View([*view, system("\n".join(node.notices))])
-            noted.runs = getattr(view, "runs", None)  # the notice goes last: the runs hold
+            noted.runs = view.runs  # the notice goes last: the runs hold
             view = noted
             node.notices.clear()
         tools = _turn_tools(node, kind)
@@ -273,10 +274,10 @@ async def call_model(
         return None
     if decision.kind != "edit" or "reply" not in decision.changes:
         before_model_call(node)
-    if decision.kind == "edit" and "messages" in decision.changes:
-        view = list(decision.changes["messages"])
+    edited = decision.kind == "edit" and "messages" in decision.changes
+    shown = View(decision.changes["messages"]) if edited else View.of(view)
     llm, model = endpoint_for(node)
-    body: dict[str, Any] = {"model": model, "messages": list(map(Message.to_wire, view))}
+    body: dict[str, Any] = {"model": model, "messages": list(map(Message.to_wire, shown))}
     if tools:
         body["tools"] = [t.to_wire() for t in tools]
         if tool_choice:
@@ -285,25 +286,25 @@ async def call_model(
         body["stream"] = True
     left_out: int | None = None  # estimated tokens of storage the view left out
     if count_turn:
-        view_tokens, in_storage = _measure(view, node.token_count)
+        view_tokens, in_storage = _measure(shown, node.token_count)
         left_out = max(0, node.history_tokens - view_tokens)
         node.emit(
             ContextBuilt(
                 turn=node.turns + 1,
                 kind=kind_name(node.kind),
-                view_messages=len(view),
+                view_messages=len(shown),
                 storage_messages=len(node.history),
                 view_tokens=view_tokens,
                 storage_tokens=node.context_tokens(),
                 hidden=len(node.history) - in_storage,
-                from_storage=_runs(view, node.history),
+                from_storage=_runs(shown, node.history),
             )
         )
     node.emit(
         _model_request(
             turn=node.turns + 1,
             model=model,
-            messages=view if type(view) is View else list(view),  # a View is fresh
+            messages=shown,  # a View is fresh each turn
             tools=[t.name for t in tools],
             tool_choice=tool_choice,
             stream=stream,
@@ -326,12 +327,9 @@ async def call_model(
         finally:
             CALLER.reset(calling)
     if count_turn:
-        node.turns += 1
-        node.task_turns += 1
+        node.count_turn()
     if completion.usage is not None:
-        node.usage = node.usage + completion.usage
-        node.spend(completion.usage.total_tokens)
-        node.session.add_usage(completion.usage)
+        node.add_usage(completion.usage)
         if left_out is not None:  # the reported usage measures the view; storage is that plus
             node.measured = (  # what the view left out (a summary call measures neither)
                 completion.usage.prompt_tokens + completion.usage.completion_tokens + left_out,
@@ -350,24 +348,22 @@ async def call_model(
     return completion
 
 
-def _measure(view: list[Message], count: Any) -> tuple[int, int]:
+def _measure(view: View, count: Any) -> tuple[int, int]:
     """The view's tokens, and how many of its messages come from storage (as its kind measured
     them, if it did: see `kinds.View`).
 
     Otherwise view-only messages are taken to be the system notes (the prompt, cold-storage
     notes, notices); a resident's summary is a system message that does live in storage.
     """
-    known = getattr(view, "measure", None)
-    if known is not None:
-        return known  # type: ignore[no-any-return]
+    if view.measure is not None:
+        return view.measure
     view_only = sum(1 for m in view if m.role == "system" and not m.meta.get("summary"))
     return sum(map(count, view)), len(view) - view_only
 
 
-def _runs(view: list[Message], history: list[Message]) -> list[int]:
+def _runs(view: View, history: list[Message]) -> list[int]:
     """Which view messages are which stored ones: as the kind said (`View.runs`), else found."""
-    runs = getattr(view, "runs", None)
-    return list(runs) if runs is not None else storage_runs(view, history)
+    return list(view.runs) if view.runs is not None else storage_runs(view, history)
 
 
 def storage_runs(view: list[Message], history: list[Message]) -> list[int]:
@@ -406,7 +402,7 @@ def _emit_retry(node: Node, notice: RetryNotice) -> None:
     )
 
 
-async def summarise(node: Node, messages: list[Message]) -> str:
+async def summarise(node: Node, messages: Sequence[Message]) -> str:
     """A model-written summary of `messages`, through the node's endpoint."""
     lines = []
     for m in messages:

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 if TYPE_CHECKING:
-    from .._runtime.node import Node
     from .tool import ToolResult
 
+NodeT = TypeVar("NodeT", contravariant=True)
+"""What `run` acts on: `sn.kinds.Child` for a kind's tool, the runtime's node for its own."""
 
-class NodeTool:
+
+class NodeTool(Generic[NodeT]):
     """A built-in tool that acts on the calling node (`task`, `resident_agents`, ...)."""
 
     name: str = ""
@@ -26,7 +28,7 @@ class NodeTool:
             },
         }
 
-    async def run(self, node: Node, call_id: str, arguments: dict[str, Any]) -> ToolResult:
+    async def run(self, node: NodeT, call_id: str, arguments: dict[str, Any]) -> ToolResult:
         raise NotImplementedError
 
     def __repr__(self) -> str:

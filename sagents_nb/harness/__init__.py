@@ -1,4 +1,8 @@
-"""Native CLI harnesses: coding-agent CLIs run as children, their events streamed, tools over MCP."""
+"""Native CLI harnesses: coding-agent CLIs run as children, their events streamed, tools over MCP.
+
+A driver implements `NativeHarness`; `BaseHarness` has the defaults (the built-in drivers start
+from it).
+"""
 
 from ._claude_code import ClaudeCode
 from ._codex import Codex
@@ -23,6 +27,7 @@ from ._permission import PERMISSION_TOOL, ApproveTool
 from ._protocol import (
     MCP_SERVER_NAME,
     MCP_TOKEN_ENV,
+    BaseHarness,
     HarnessConfig,
     NativeHarness,
     available,
@@ -35,6 +40,7 @@ __all__ = [
     "MCP_TOKEN_ENV",
     "PERMISSION_TOOL",
     "ApproveTool",
+    "BaseHarness",
     "CallTool",
     "ClaudeCode",
     "Codex",

@@ -7,14 +7,14 @@ from typing import Literal
 
 from ._events import HarnessEvent, HarnessText
 from ._json_lines import load_object, object_field, text_field
-from ._protocol import MCP_SERVER_NAME, HarnessConfig
+from ._protocol import MCP_SERVER_NAME, BaseHarness, HarnessConfig
 from ._stream_json import assistant_events, result_events, system_events
 
 PermissionMode = Literal["default", "acceptEdits", "bypassPermissions", "plan", "dontAsk"]
 
 
 @dataclass(frozen=True, kw_only=True)
-class ClaudeCode:
+class ClaudeCode(BaseHarness):
     """Claude Code in print mode. The child's tools arrive through `--mcp-config`.
 
     The CLI gets the variables it reads (`ANTHROPIC_*`, `CLAUDE_*`, `DISABLE_*`, `MCP_*`) from
@@ -43,7 +43,6 @@ class ClaudeCode:
     gate_builtin_tools: bool = False
     stream_text: bool = False
     name = "Claude Code"
-    injects_mcp_tools = True
     env_vars = ("ANTHROPIC_*", "CLAUDE_*", "DISABLE_*", "MCP_*")
 
     def args(self, config: HarnessConfig) -> list[str]:

@@ -17,7 +17,7 @@ from ._events import (
     HarnessUsage,
 )
 from ._json_lines import list_field, load_object, object_field, text_field, token_count
-from ._protocol import MCP_SERVER_NAME, MCP_TOKEN_ENV, HarnessConfig
+from ._protocol import MCP_SERVER_NAME, MCP_TOKEN_ENV, BaseHarness, HarnessConfig
 
 # Codex reports a dropped model stream it is retrying as a top-level error; the turn goes on.
 _RETRY_PREFIX = "Reconnecting..."
@@ -32,7 +32,7 @@ ApprovalPolicy = Literal["untrusted", "on-request", "never"]
 
 
 @dataclass(frozen=True, kw_only=True)
-class Codex:
+class Codex(BaseHarness):
     """Codex in exec mode. The child's tools arrive through `-c mcp_servers...` overrides.
 
     Outside a git repository Codex refuses to run unless given
@@ -57,7 +57,6 @@ class Codex:
     sandbox: Sandbox | None = None
     approval_policy: ApprovalPolicy | None = None
     name = "Codex"
-    injects_mcp_tools = True
     env_vars = ("OPENAI_*", "CODEX_*")
 
     def args(self, config: HarnessConfig) -> list[str]:

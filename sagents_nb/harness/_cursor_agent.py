@@ -8,12 +8,12 @@ from typing import Any
 
 from ._events import HarnessEvent, HarnessReasoning, HarnessToolCall
 from ._json_lines import load_object, object_field, text_field
-from ._protocol import HarnessConfig
+from ._protocol import BaseHarness, HarnessConfig
 from ._stream_json import assistant_events, result_events
 
 
 @dataclass(frozen=True, kw_only=True)
-class CursorAgent:
+class CursorAgent(BaseHarness):
     """Cursor's agent CLI in print mode.
 
     It has no flag for a system prompt, so `system_prompt` goes at the head of the prompt. It reads

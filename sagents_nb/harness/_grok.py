@@ -8,14 +8,14 @@ from typing import Any
 
 from ._events import HarnessError, HarnessEvent, HarnessText, HarnessToolCall
 from ._json_lines import list_field, load_object, object_field, text_field
-from ._protocol import HarnessConfig
+from ._protocol import BaseHarness, HarnessConfig
 
 # The CLI reports a failure as an assistant message of this form, then exits with code 1.
 _ERROR_PREFIX = "Error: "
 
 
 @dataclass(frozen=True, kw_only=True)
-class Grok:
+class Grok(BaseHarness):
     """`@vibe-kit/grok-cli` in headless mode: it prints the run's chat messages, one JSON per line.
 
     It speaks OpenAI chat completions, so `base_url` may be a served mock's `openai_base_url`. It

@@ -1,12 +1,16 @@
-"""The `NativeHarness` protocol a CLI driver implements, and the `HarnessConfig` it reads."""
+"""The `NativeHarness` protocol a CLI driver implements, `BaseHarness` with the defaults, and the
+`HarnessConfig` a driver reads."""
 
 from __future__ import annotations
 
 import os
 import shutil
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import KW_ONLY, dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
+from .._base.errors import ConfigurationError
 from ._events import HarnessEvent
 
 MCP_SERVER_NAME = "sagents"
@@ -47,11 +51,8 @@ class NativeHarness(Protocol):
 
     Drivers are pure: they build argv and parse output lines, and never do I/O. The runtime
     (`run_harness`) spawns the process, frames lines, and watches exit and timeouts.
-
-    Three members are optional: `injects_mcp_tools` (True when left out), `env_vars`, the names
-    of this process's variables the CLI reads (a name ending in `*` is a prefix; by default none
-    beyond the basics every CLI gets), and `env(config) -> dict[str, str]`, variables the driver
-    sets for the run.
+    `BaseHarness` has the defaults of the last four members; a driver that does not subclass
+    it implements all eight.
     """
 
     @property
@@ -68,13 +69,67 @@ class NativeHarness(Protocol):
     def parse_line(self, line: str) -> list[HarnessEvent]:
         """Events from one stdout line. Never raises: noise and unknown shapes give `[]`."""
 
+    @property
+    def env_vars(self) -> Sequence[str]:
+        """Names of this process's variables the CLI reads (`NAME*` is a prefix), passed on
+        beside the basics every CLI gets."""
 
-def injects_tools(driver: Any) -> bool:
-    """Whether `driver` takes the child's tools over MCP (`injects_mcp_tools`, True by default)."""
-    return bool(getattr(driver, "injects_mcp_tools", True))
+    def env(self, config: HarnessConfig) -> dict[str, str]:
+        """Variables the driver sets for the run."""
+
+    @property
+    def injects_mcp_tools(self) -> bool:
+        """The CLI takes the child's tools over an injected MCP server."""
+
+    @property
+    def gate_builtin_tools(self) -> bool:
+        """The CLI asks the kernel (hooks, pauses) before it runs one of its own tools."""
 
 
-def available(driver: Any) -> bool:
+class BaseHarness(ABC):
+    """Defaults for a CLI driver: no variables beyond the basics, none set, the child's tools
+    injected over MCP, the CLI's own tools not gated.
+
+    Subclass it, give `name`, `executable`, `args` and `parse_line`, and override what differs;
+    the built-in drivers do the same.
+    """
+
+    name: str
+    executable: str
+    env_vars: Sequence[str] = ()
+    injects_mcp_tools: bool = True
+    gate_builtin_tools: bool = False
+
+    @abstractmethod
+    def args(self, config: HarnessConfig) -> list[str]:
+        """The argv after the executable for one non-interactive run."""
+
+    @abstractmethod
+    def parse_line(self, line: str) -> list[HarnessEvent]:
+        """Events from one stdout line. Never raises: noise and unknown shapes give `[]`."""
+
+    def env(self, config: HarnessConfig) -> dict[str, str]:
+        """Variables the driver sets for the run: none."""
+        return {}
+
+
+_MEMBERS = sorted(name for name in vars(NativeHarness) if not name.startswith("_"))
+
+
+def checked_driver(driver: object) -> NativeHarness:
+    """`driver`, checked: a `ConfigurationError` names what it lacks of `NativeHarness`."""
+    if isinstance(driver, NativeHarness):
+        return driver
+    missing = [name for name in _MEMBERS if name not in dir(driver)]
+    raise ConfigurationError(
+        f"{type(driver).__name__} is not a CLI driver: it lacks {', '.join(missing)} of "
+        "sn.harness.NativeHarness. Subclass sn.harness.BaseHarness, which has the defaults of "
+        "env_vars, env, injects_mcp_tools and gate_builtin_tools, and give name, executable, "
+        "args and parse_line"
+    )
+
+
+def available(driver: NativeHarness) -> bool:
     """Whether `driver`'s executable is there to run (on PATH, or a path that is executable)."""
     executable = driver.executable
     if os.sep in executable:

@@ -28,7 +28,7 @@ from ._mcp import CallTool, ServedTool, serve_tools
 from ._outcome import HarnessOutcome
 from ._permission import PERMISSION_TOOL, ApproveTool, with_permission_tool
 from ._process import child_environment, stop_process_group, wait_for_exit
-from ._protocol import MCP_TOKEN_ENV, HarnessConfig, NativeHarness, injects_tools
+from ._protocol import MCP_TOKEN_ENV, HarnessConfig, NativeHarness, checked_driver
 from ._tool_answer import ToolAnswer
 
 OnEvent = Callable[[HarnessEvent], Awaitable[None] | None]
@@ -90,8 +90,10 @@ async def run_harness(
         stderr_tail_lines: How many of the last stderr lines the outcome keeps.
 
     Raises:
-        ConfigurationError: `tools` were given without `call_tool`.
+        ConfigurationError: `driver` does not implement `NativeHarness`, or `tools` were given
+            without `call_tool`.
     """
+    driver = checked_driver(driver)
     if tools and call_tool is None:
         raise ConfigurationError(
             "run_harness got tools= but no call_tool=; pass call_tool=... so their calls can run"
@@ -104,18 +106,17 @@ async def run_harness(
         max_line_bytes=max_line_bytes,
         stderr_tail_lines=stderr_tail_lines,
     )
-    passed = (*getattr(driver, "env_vars", ()), *pass_env)
+    passed = (*driver.env_vars, *pass_env)
 
     def environment(config: HarnessConfig) -> dict[str, str]:
-        settings = driver.env(config) if hasattr(driver, "env") else {}
-        return child_environment(passed=passed, settings={**settings, **(env or {})})
+        return child_environment(passed=passed, settings={**driver.env(config), **(env or {})})
 
-    if approve_tool is not None and getattr(driver, "gate_builtin_tools", False):
+    if approve_tool is not None and driver.gate_builtin_tools:
         tools, call_tool = with_permission_tool(tools, call_tool, approve_tool)
         config = replace(config, permission_tool=PERMISSION_TOOL)
     if call_tool is not None:
         call_tool = run.counting(call_tool)
-    if not tools or call_tool is None or not injects_tools(driver):
+    if not tools or call_tool is None or not driver.injects_mcp_tools:
         return await run.execute(config, environment(config))
     async with serve_tools(tools, call_tool) as injection:
         injected = replace(config, mcp_config_path=injection.config_path, mcp_url=injection.url)

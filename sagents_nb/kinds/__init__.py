@@ -1,14 +1,15 @@
 """Child kinds: what each agent instance keeps, what its model sees, and how it overflows.
 
 Built-ins are plain implementations of the public `ChildKind` protocol (most start from
-`BaseKind`); a kind written in a notebook plugs in the same way, and `register` lists it in the
-views' kind selector.
+`BaseKind`), written against `Child`, the port to the node a kind works on; a kind written in a
+notebook plugs in the same way, and `register` lists it in the views' kind selector.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from ._child import Child
 from ._main import Main
 from ._native import Native
 from ._protocol import (
@@ -48,6 +49,7 @@ def kind_name(kind: ChildKind) -> str:
 
 __all__ = [
     "BaseKind",
+    "Child",
     "ChildKind",
     "CompactUnsupported",
     "CompactionReport",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
@@ -14,7 +15,7 @@ from ._protocol import BaseKind, View
 from ._relevance import Group, LexicalScorer, Scorer, group_text
 
 if TYPE_CHECKING:
-    from .._runtime.node import Node
+    from ._child import Child, OfferedTool
 
 
 _best_first = attrgetter("score", "start")
@@ -68,15 +69,15 @@ class Main(BaseKind):
     def __repr__(self) -> str:
         return f"Main(top_k={self.top_k}, recent={self.recent}, budget_tokens={self.budget_tokens})"
 
-    def _state(self, child: Node) -> _MainState:
-        state = child.kind_state.get(self.name)
+    def _state(self, child: Child) -> _MainState:
+        state = child.state_of(self.name, _MainState)
         if state is None:
             state = child.kind_state[self.name] = _MainState()
             for i, message in enumerate(child.history):
                 self._index(state, child, i, message)
-        return state  # type: ignore[no-any-return]
+        return state
 
-    def _index(self, state: _MainState, child: Node, i: int, message: Message) -> None:
+    def _index(self, state: _MainState, child: Child, i: int, message: Message) -> None:
         state.indexed += 1
         tokens = child.token_count(message)
         if message.role == "tool" and state.hot and state.hot[-1].end == i:
@@ -89,14 +90,14 @@ class Main(BaseKind):
         if i == child.input_index:
             state.input_group = group
 
-    def append_history(self, child: Node, *messages: Message) -> None:
+    def append_history(self, child: Child, *messages: Message) -> None:
         state = self._state(child)
         start = len(child.history)
         child.append(*messages)
         for offset, message in enumerate(messages):
             self._index(state, child, start + offset, message)
 
-    def prepare(self, child: Node) -> None:
+    def prepare(self, child: Child) -> None:
         state = self._state(child)
         if self.top_k is None and self.budget_tokens is None:
             return  # nothing can sink: skip the walk over the groups
@@ -130,7 +131,7 @@ class Main(BaseKind):
                     total -= group.tokens
                 self._sink(child, state, over, "budget")
 
-    def _ranked(self, state: _MainState, child: Node, groups: list[Group]) -> list[Group]:
+    def _ranked(self, state: _MainState, child: Child, groups: list[Group]) -> list[Group]:
         if state.query_for != child.input_index:
             state.query = self.scorer.index(child.input_text)
             state.query_for = child.input_index
@@ -144,7 +145,7 @@ class Main(BaseKind):
                 group.score, group.scored = scorer.score(query, group.terms), query
         return sorted(groups, key=_best_first, reverse=True)  # ties keep the newer group
 
-    def _sink(self, child: Node, state: _MainState, groups: list[Group], reason: str) -> None:
+    def _sink(self, child: Child, state: _MainState, groups: list[Group], reason: str) -> None:
         if not groups:
             return
         before = sum(g.tokens for g in state.hot)
@@ -163,7 +164,7 @@ class Main(BaseKind):
             )
         )
 
-    def _restore(self, child: Node, state: _MainState, groups: list[Group]) -> None:
+    def _restore(self, child: Child, state: _MainState, groups: list[Group]) -> None:
         if not groups:
             return
         before = sum(g.tokens for g in state.hot)
@@ -180,7 +181,7 @@ class Main(BaseKind):
             )
         )
 
-    def build_context(self, child: Node, input: str) -> list[Message]:
+    def build_context(self, child: Child, input: str) -> View:
         state = self._state(child)
         view = View(child.system_messages())
         if state.cold:
@@ -213,7 +214,7 @@ class Main(BaseKind):
         view.runs = runs
         return view
 
-    def own_tools(self, child: Node) -> list[Any]:
+    def own_tools(self, child: Child) -> list[OfferedTool]:
         state = self._state(child)
         if not state.cold:
             return []
@@ -223,7 +224,7 @@ class Main(BaseKind):
             made = state.recall = (*fresh, self._recall_tool(child, state))
         return [made[3]]
 
-    def _recall_tool(self, child: Node, state: _MainState) -> Tool:
+    def _recall_tool(self, child: Child, state: _MainState) -> Tool:
         scorer, history = self.scorer, child.history
 
         def recall(query: str, limit: int = 3) -> str:
@@ -246,18 +247,18 @@ class Main(BaseKind):
 
         return Tool(recall)
 
-    def dump_state(self, child: Node) -> Any:
+    def dump_state(self, child: Child) -> Any:
         """The message spans in cold storage: `{"cold": [[start, end], ...]}`."""
-        state = child.kind_state.get(self.name)
+        state = child.state_of(self.name, _MainState)
         return {"cold": _spans(state.cold)} if state is not None else None
 
-    def load_state(self, child: Node, state: Any) -> None:
+    def load_state(self, child: Child, state: Any) -> None:
         main = self._state(child)  # groups the restored history
         spans = state["cold"]
         main.cold = [g for g in main.hot if _within(g, spans)]
         main.hot = [g for g in main.hot if not _within(g, spans)]
 
-    def cold_messages(self, child: Node) -> list[Message]:
+    def cold_messages(self, child: Child) -> list[Message]:
         """The messages currently sunk to cold storage, oldest first."""
         state = self._state(child)
         groups = sorted(state.cold, key=lambda g: g.start)
@@ -280,7 +281,7 @@ def _within(group: Group, spans: list[list[int]]) -> bool:
     return index >= 0 and group.end <= spans[index][1]
 
 
-def _render(messages: list[Message]) -> str:
+def _render(messages: Sequence[Message]) -> str:
     lines: list[str] = []
     for m in messages:
         if m.tool_calls:
@@ -290,6 +291,6 @@ def _render(messages: list[Message]) -> str:
     return "\n".join(lines)
 
 
-def _preview(messages: list[Message]) -> str:
+def _preview(messages: Sequence[Message]) -> str:
     text = _render(messages)
     return text if len(text) <= 120 else text[:117] + "..."

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .._base.messages import Message, ToolCall, Usage
@@ -15,8 +16,14 @@ from ..events import HarnessEventOccurred, TextDelta
 from ._protocol import BaseKind
 
 if TYPE_CHECKING:
-    from .._runtime.node import Node
     from ..harness import HarnessEvent, NativeHarness
+    from ._child import Child
+
+
+@dataclass
+class _NativeState:
+    cli_session: str
+    """The session the CLI reported last (`HarnessDone.session_id`), continued by `resume`."""
 
 
 class Native(BaseKind):
@@ -32,7 +39,8 @@ class Native(BaseKind):
     locale, proxies), the variables its driver reads (`driver.env_vars`), `pass_env` and `env`.
 
     Args:
-        driver: a `sn.harness` driver, e.g. `sn.harness.ClaudeCode()`.
+        driver: a `sn.harness` driver, e.g. `sn.harness.ClaudeCode()` (any `NativeHarness`;
+            `sn.harness.BaseHarness` has the defaults).
         inactivity_timeout: seconds without output before the CLI is stopped.
         extra_args: raw arguments for the CLI.
         cwd: the CLI's working directory.
@@ -40,6 +48,9 @@ class Native(BaseKind):
         pass_env: names of more kernel variables to pass on (`NAME*` is a prefix).
         resume: keep one child per agent across tasks, each task continuing the CLI's session
             (Claude's session, Codex's thread) instead of starting anew.
+
+    Raises:
+        ConfigurationError: `driver` does not implement `sn.harness.NativeHarness`.
     """
 
     name = "native"
@@ -55,7 +66,9 @@ class Native(BaseKind):
         pass_env: Sequence[str] = (),
         resume: bool = False,
     ) -> None:
-        self.driver = driver
+        from ..harness._protocol import checked_driver  # here: `sn.kinds` loads without `harness`
+
+        self.driver = checked_driver(driver)
         self.inactivity_timeout = inactivity_timeout
         self.extra_args = list(extra_args)
         self.cwd = cwd
@@ -68,7 +81,7 @@ class Native(BaseKind):
     def __repr__(self) -> str:
         return f"Native({self.driver.name})"
 
-    async def run_task(self, child: Node) -> Outcome | None:
+    async def run_task(self, child: Child) -> Outcome | None:
         """Run the CLI once on the child's current input and record its answer."""
         from ..harness import HarnessConfig, HarnessDone, HarnessText, ToolAnswer, run_harness
 
@@ -93,9 +106,10 @@ class Native(BaseKind):
                 id=f"cli_{next(self._call_ids)}", name=gate.name, arguments=json.dumps(arguments)
             )
             (result,) = await child.execute_tools([call])
-            if result.status == "ok":
-                return gate.allowed.pop(call.id, arguments)
-            return result.content
+            if result.status != "ok":
+                return result.content
+            allowed: dict[str, Any] = gate.allowed.pop(call.id, arguments)  # as the hooks left them
+            return allowed
 
         def on_event(event: HarnessEvent) -> None:
             if isinstance(event, HarnessText) and event.delta:
@@ -107,7 +121,7 @@ class Native(BaseKind):
                     child.cost_usd = (child.cost_usd or 0.0) + event.cost_usd
                 if event.session_id and self.resume:
                     # the child's own state, so a reopened or forked session resumes it too
-                    child.kind_state[self.name] = {"cli_session": event.session_id}
+                    child.kind_state[self.name] = _NativeState(event.session_id)
                     child.state_changed()
 
         config = HarnessConfig(
@@ -129,35 +143,33 @@ class Native(BaseKind):
             approve_tool=approve,
             inactivity_timeout=self.inactivity_timeout,
         )
-        child.turns += 1
-        child.task_turns += 1
-        usage = Usage(
-            prompt_tokens=outcome.usage.input_tokens,
-            completion_tokens=outcome.usage.output_tokens,
-            total_tokens=outcome.usage.input_tokens + outcome.usage.output_tokens,
+        child.count_turn()
+        child.add_usage(
+            Usage(
+                prompt_tokens=outcome.usage.input_tokens,
+                completion_tokens=outcome.usage.output_tokens,
+                total_tokens=outcome.usage.input_tokens + outcome.usage.output_tokens,
+            )
         )
-        child.usage = child.usage + usage
-        child.spend(usage.total_tokens)
-        child.session.add_usage(usage)
         self.append_history(child, Message(role="assistant", content=outcome.text))
         if outcome.status == "done":
             return Outcome("done", outcome.text)
         return Outcome("error", outcome.error or "the CLI failed")
 
-    def _cli_session(self, child: Node) -> str | None:
-        state = child.kind_state.get(self.name)
-        return state["cli_session"] if state else None
+    def _cli_session(self, child: Child) -> str | None:
+        state = child.state_of(self.name, _NativeState)
+        return state.cli_session if state is not None else None
 
-    def dump_state(self, child: Node) -> Any:
-        state = child.kind_state.get(self.name)
-        return dict(state) if state else None
+    def dump_state(self, child: Child) -> Any:
+        state = child.state_of(self.name, _NativeState)
+        return {"cli_session": state.cli_session} if state is not None else None
 
-    def load_state(self, child: Node, state: Any) -> None:
+    def load_state(self, child: Child, state: Any) -> None:
         if isinstance(state, dict) and isinstance(state.get("cli_session"), str):
-            child.kind_state[self.name] = {"cli_session": state["cli_session"]}
+            child.kind_state[self.name] = _NativeState(state["cli_session"])
 
 
-class _CliOwnTool(NodeTool):
+class _CliOwnTool(NodeTool["Child"]):
     """Stands for one of the CLI's own tools in the child's tool map, so a permission question
     about it runs through the gate; "running" it records the arguments the CLI may use."""
 
@@ -167,6 +179,6 @@ class _CliOwnTool(NodeTool):
         self.cli = cli
         self.allowed: dict[str, dict[str, Any]] = {}
 
-    async def run(self, node: Node, call_id: str, arguments: dict[str, Any]) -> ToolResult:
+    async def run(self, node: Child, call_id: str, arguments: dict[str, Any]) -> ToolResult:
         self.allowed[call_id] = arguments
         return ToolResult(call_id, self.name, f"allowed: {self.cli} runs it itself")

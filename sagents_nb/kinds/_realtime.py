@@ -11,7 +11,7 @@ from ..events import TextDelta, WindowTrim
 from ._protocol import BaseKind, View, whole_view
 
 if TYPE_CHECKING:
-    from .._runtime.node import Node
+    from ._child import Child
 
 
 @dataclass
@@ -46,20 +46,20 @@ class Realtime(BaseKind):
     def __repr__(self) -> str:
         return f"Realtime(window={self.window})"
 
-    def _state(self, child: Node) -> _RealtimeState:
-        state = child.kind_state.get(self.name)
+    def _state(self, child: Child) -> _RealtimeState:
+        state = child.state_of(self.name, _RealtimeState)
         if state is None:
             state = child.kind_state[self.name] = _RealtimeState()
             state.starts = [i for i, m in enumerate(child.history) if m.role == "user"]
-        return state  # type: ignore[no-any-return]
+        return state
 
-    def append_history(self, child: Node, *messages: Message) -> None:
+    def append_history(self, child: Child, *messages: Message) -> None:
         state = self._state(child)
         start = len(child.history)
         child.append(*messages)
         state.starts.extend(start + i for i, m in enumerate(messages) if m.role == "user")
 
-    def build_context(self, child: Node, input: str) -> list[Message]:
+    def build_context(self, child: Child, input: str) -> View:
         state = self._state(child)
         if len(state.starts) <= self.window:
             return whole_view(child)
@@ -81,21 +81,21 @@ class Realtime(BaseKind):
             )
         return view
 
-    def emit(self, child: Node, text: str) -> None:
+    def emit(self, child: Child, text: str) -> None:
         state = self._state(child)
         if state.queue is None:
             state.queue = asyncio.Queue()
             state.pump = asyncio.get_running_loop().create_task(_pump(child, state.queue))
         state.queue.put_nowait(text)
 
-    def dump_state(self, child: Node) -> Any:
-        state = child.kind_state.get(self.name)
+    def dump_state(self, child: Child) -> Any:
+        state = child.state_of(self.name, _RealtimeState)
         return {"dropped": state.dropped} if state is not None else None
 
-    def load_state(self, child: Node, state: Any) -> None:
+    def load_state(self, child: Child, state: Any) -> None:
         self._state(child).dropped = state["dropped"]
 
-    async def flush(self, child: Node) -> None:
+    async def flush(self, child: Child) -> None:
         """Wait until every chunk emitted so far has been delivered as an event."""
         state = self._state(child)
         if state.queue is not None and state.pump is not None:
@@ -104,6 +104,6 @@ class Realtime(BaseKind):
             state.queue = state.pump = None
 
 
-async def _pump(child: Node, queue: asyncio.Queue[str | None]) -> None:
+async def _pump(child: Child, queue: asyncio.Queue[str | None]) -> None:
     while (text := await queue.get()) is not None:
         child.emit(TextDelta(text=text))

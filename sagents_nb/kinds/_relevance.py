@@ -4,6 +4,7 @@ tool call."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -44,7 +45,7 @@ class Group:
     """The query `score` was computed for (None: not yet, or `terms` changed since)."""
 
 
-def group_text(messages: list[Message]) -> str:
+def group_text(messages: Sequence[Message]) -> str:
     """The searchable text of a group's messages."""
     parts = []
     for m in messages:
@@ -54,7 +55,7 @@ def group_text(messages: list[Message]) -> str:
     return " ".join(parts)
 
 
-def split_groups(history: list[Message], token_of: Any) -> list[Group]:
+def split_groups(history: Sequence[Message], token_of: Callable[[Message], int]) -> list[Group]:
     """Split `history` into groups; a `tool` message always joins the group of its call."""
     groups: list[Group] = []
     for i, message in enumerate(history):

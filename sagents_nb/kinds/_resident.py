@@ -13,7 +13,7 @@ from ._relevance import LexicalScorer, Scorer, group_text, split_groups
 from ._resident_control import RESIDENT_CONTROL
 
 if TYPE_CHECKING:
-    from .._runtime.node import Node
+    from ._child import Child, OfferedTool
 
 SUMMARY_PREFIX = "Summary of the earlier conversation:\n"
 
@@ -62,13 +62,13 @@ class Resident(BaseKind):
     def __repr__(self) -> str:
         return f"Resident(window_tokens={self.window_tokens}, keep_recent={self.keep_recent})"
 
-    def _state(self, child: Node) -> _ResidentState:
-        state = child.kind_state.get(self.name)
+    def _state(self, child: Child) -> _ResidentState:
+        state = child.state_of(self.name, _ResidentState)
         if state is None:
             state = child.kind_state[self.name] = _ResidentState()
-        return state  # type: ignore[no-any-return]
+        return state
 
-    def append_history(self, child: Node, *messages: Message) -> None:
+    def append_history(self, child: Child, *messages: Message) -> None:
         child.append(*messages)
         state = self._state(child)
         tokens = child.context_tokens()
@@ -84,7 +84,7 @@ class Resident(BaseKind):
                     "action=destroy to end it."
                 )
 
-    def build_context(self, child: Node, input: str) -> list[Message]:
+    def build_context(self, child: Child, input: str) -> View:
         history = child.history
         groups = split_groups(history, child.token_count)
         if not self.relevance or not 0 < self.keep_recent < len(groups):
@@ -123,18 +123,18 @@ class Resident(BaseKind):
             )
         return view
 
-    async def maintain(self, child: Node) -> None:
+    async def maintain(self, child: Child) -> None:
         if child.context_tokens() > self.window_tokens:
             await self.compact(child, reason="window")
 
     async def compact(
-        self, child: Node, keep_recent: int | None = None, *, reason: str = "requested"
+        self, child: Child, keep_recent: int | None = None, *, reason: str = "requested"
     ) -> CompactionReport:
         keep = self.keep_recent if keep_recent is None else keep_recent
         history = child.history
         groups = split_groups(history, child.token_count)
         cut = groups[-keep].start if 0 < keep < len(groups) else (len(history) if keep <= 0 else 0)
-        older, recent = history[:cut], history[cut:]
+        older, recent = list(history[:cut]), history[cut:]
         before = child.context_tokens()
         if not older:
             return CompactionReport("truncation", before, before, 0, error="nothing to compact")
@@ -175,13 +175,13 @@ class Resident(BaseKind):
         )
         return report
 
-    def dispose(self, child: Node, policy: DisposePolicy) -> str:
+    def dispose(self, child: Child, policy: DisposePolicy) -> str:
         return child.release_inbox(policy)
 
-    def parent_tools(self) -> list[Any]:
+    def parent_tools(self) -> list[OfferedTool]:
         return [RESIDENT_CONTROL]
 
-    def describe(self, child: Node) -> dict[str, Any]:
+    def describe(self, child: Child) -> dict[str, Any]:
         state = self._state(child)
         return {
             "id": child.path,
@@ -195,13 +195,13 @@ class Resident(BaseKind):
             "context_full": state.latched,
         }
 
-    def dump_state(self, child: Node) -> Any:
-        state = child.kind_state.get(self.name)
+    def dump_state(self, child: Child) -> Any:
+        state = child.state_of(self.name, _ResidentState)
         if state is None:
             return None
         return {"latched": state.latched, "compactions": state.compactions}
 
-    def load_state(self, child: Node, state: Any) -> None:
+    def load_state(self, child: Child, state: Any) -> None:
         resident = self._state(child)
         resident.latched = state["latched"]
         resident.compactions = state["compactions"]

@@ -11,10 +11,10 @@ from .._tools.tool import ToolResult
 from ._protocol import CompactUnsupported
 
 if TYPE_CHECKING:
-    from .._runtime.node import Node
+    from ._child import Child
 
 
-class ResidentControlTool(NodeTool):
+class ResidentControlTool(NodeTool["Child"]):
     """`resident_agents`: list, inspect, compress or destroy this agent's resident children."""
 
     name = "resident_agents"
@@ -36,11 +36,11 @@ class ResidentControlTool(NodeTool):
         "required": ["action"],
     }
 
-    def _manages(self, child: Node) -> bool:
+    def _manages(self, child: Child) -> bool:
         """The tool manages the children whose kind gives it to their parent."""
         return any(tool is self for tool in child.kind.parent_tools())
 
-    async def run(self, node: Node, call_id: str, arguments: dict[str, Any]) -> ToolResult:
+    async def run(self, node: Child, call_id: str, arguments: dict[str, Any]) -> ToolResult:
         action = arguments.get("action")
         residents = {c.path: c for c in node.persistent.values() if self._manages(c)}
         if action == "list":
@@ -77,7 +77,7 @@ class ResidentControlTool(NodeTool):
                 return ToolResult(
                     call_id, self.name, "error: residual must be keep or drop", "error"
                 )
-            node.persistent.pop(child.agent.name, None)
+            node.forget(child)
             note = child.kind.dispose(child, residual)
             stopped = await node.stop_tasks_of(child, f"{child.path} was destroyed")
             if stopped:

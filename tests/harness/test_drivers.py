@@ -508,11 +508,10 @@ def test_malformed_lines_give_no_events_or_an_error_never_an_exception(driver, l
     assert all(HarnessEventAdapter.validate_python(event) == event for event in events)
 
 
-def test_a_driver_without_injects_mcp_tools_takes_tools_and_available_says_if_it_runs(tmp_path):
-    from sagents_nb.harness import available
-    from sagents_nb.harness._protocol import injects_tools
+def test_base_harness_gives_a_driver_the_defaults_and_available_says_if_it_runs(tmp_path):
+    from sagents_nb.harness import BaseHarness, available
 
-    class Minimal:
+    class Minimal(BaseHarness):
         name = "minimal"
         executable = "definitely-not-an-installed-cli"
 
@@ -522,7 +521,15 @@ def test_a_driver_without_injects_mcp_tools_takes_tools_and_available_says_if_it
         def parse_line(self, line):
             return []
 
-    assert injects_tools(Minimal()) is True
+    driver = Minimal()
+    assert isinstance(driver, NativeHarness)
+    assert (driver.injects_mcp_tools, driver.gate_builtin_tools, tuple(driver.env_vars)) == (
+        True,
+        False,
+        (),
+    )
+    assert driver.env(FULL) == {}
+    assert all(isinstance(d, BaseHarness) for d in DRIVERS)
     assert available(Minimal()) is False
     script = tmp_path / "cli"
     script.write_text("#!/bin/sh\necho hi\n")

@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
+import sagents_nb as sn
 from sagents_nb import ConfigurationError
 from sagents_nb.harness import (
+    BaseHarness,
     ClaudeCode,
     Codex,
     CursorAgent,
@@ -24,6 +26,7 @@ from sagents_nb.harness import (
     HarnessText,
     HarnessToolCall,
     HarnessUsage,
+    NativeHarness,
     run_harness,
 )
 from sagents_nb.harness._process import child_environment
@@ -220,7 +223,7 @@ def test_each_driver_passes_the_variables_its_cli_reads():
     kernel = {"PATH": "/bin", "OPENAI_API_KEY": "o", "ANTHROPIC_API_KEY": "a", "GROK_API_KEY": "g"}
     for driver, key in [(ClaudeCode(), "ANTHROPIC_API_KEY"), (Codex(), "OPENAI_API_KEY"),
                         (Grok(), "GROK_API_KEY"), (CursorAgent(), None)]:  # fmt: skip
-        env = child_environment(passed=getattr(driver, "env_vars", ()), source=kernel)
+        env = child_environment(passed=driver.env_vars, source=kernel)
         assert set(env) == {"PATH", *([key] if key else [])}, driver.name
 
 
@@ -304,6 +307,67 @@ async def test_tools_are_not_served_to_a_driver_that_cannot_take_them(fake_cli):
         env=fake_cli.env("argv"),
     )
     assert not any(arg.startswith("--mcp-config") for arg in json.loads(outcome.text))
+
+
+@dataclass(frozen=True)
+class WholeDriver:
+    """Implements all of `NativeHarness` without `BaseHarness`: Claude Code's output, its own
+    variables, no injected tools."""
+
+    executable: str
+    name: str = "whole"
+    env_vars: tuple[str, ...] = ("WHOLE_*",)
+    injects_mcp_tools: bool = False
+    gate_builtin_tools: bool = False
+
+    def args(self, config: HarnessConfig) -> list[str]:
+        return ClaudeCode().args(config)
+
+    def parse_line(self, line: str) -> list:
+        return ClaudeCode().parse_line(line)
+
+    def env(self, config: HarnessConfig) -> dict[str, str]:
+        return {"WHOLE_SET_BY_DRIVER": "entier 全部"}
+
+
+async def test_a_driver_that_implements_the_whole_protocol_needs_no_base_class(
+    fake_cli, monkeypatch
+):
+    monkeypatch.setenv("WHOLE_FROM_KERNEL", "1")
+    driver = WholeDriver(fake_cli.path)
+    assert isinstance(driver, NativeHarness) and not isinstance(driver, BaseHarness)
+    outcome = await run_harness(driver, HarnessConfig("hi"), env={"FAKE_CLI_MODE": "env_names"})
+    assert {"WHOLE_FROM_KERNEL", "WHOLE_SET_BY_DRIVER"} <= set(json.loads(outcome.text))
+
+    async def call_tool(name, arguments):
+        raise AssertionError("never called")
+
+    outcome = await run_harness(
+        driver, HarnessConfig("hi"), tools=[_Tool()], call_tool=call_tool, env=fake_cli.env("argv")
+    )
+    assert outcome.status == "done"
+    assert not any(arg.startswith("--mcp-config") for arg in json.loads(outcome.text))
+
+
+async def test_a_driver_that_lacks_members_is_refused_saying_which(fake_cli):
+    class Partial:
+        name = "partial"
+        executable = fake_cli.path
+
+        def args(self, config):
+            return [config.prompt]
+
+        def parse_line(self, line):
+            return []
+
+    lacks = (
+        r"Partial is not a CLI driver: it lacks env, env_vars, gate_builtin_tools, "
+        r"injects_mcp_tools of sn\.harness\.NativeHarness\. Subclass sn\.harness\.BaseHarness"
+    )
+    with pytest.raises(ConfigurationError, match=lacks):
+        await run_harness(Partial(), HarnessConfig("hi"), env=fake_cli.env("happy"))
+    with pytest.raises(ConfigurationError, match=lacks):
+        sn.kinds.Native(Partial())
 
 
 def alive(pid: int) -> bool:
