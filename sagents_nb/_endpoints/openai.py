@@ -26,6 +26,7 @@ from .._base.errors import (
 )
 from .._base.messages import Message, ToolCall, Usage
 from .deadline import Deadlines
+from .foreign_formats import foreign_format, foreign_reply
 from .secrets import Redactor, checked_key
 from .sse import SSEDecoder
 
@@ -447,6 +448,8 @@ def _type_name(value: Any) -> str:
 def parse_completion(data: dict[str, Any], base_url: str = "") -> Completion:
     """Parse a (non-streamed) chat-completions JSON object."""
     choices = data.get("choices")
+    if choices is None and (found := foreign_format(data)):
+        raise foreign_reply(base_url, found, "its reply")
     if not isinstance(choices, list) or not choices:
         raise MalformedReply(
             f"endpoint {base_url} answered without choices: {_excerpt(data)}", base_url=base_url
@@ -565,6 +568,8 @@ class StreamAssembler:
         if not isinstance(chunk, dict):
             self.malformed += 1
             return
+        if not self.chunk_count and (found := foreign_format(chunk)):
+            raise foreign_reply(self.base_url, found, "its first streamed event")
         self.chunk_count += 1
         if len(self.head) < STREAM_HEAD:
             self.head.append(chunk)
