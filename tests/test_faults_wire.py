@@ -6,8 +6,13 @@ thread a case started outlives it.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
+import threading
+import time
 
+import httpx
 import pytest
 
 import sagents_nb as sn
@@ -93,3 +98,263 @@ def test_a_server_speaking_another_wire_format_is_named(name: str) -> None:
     assert "[truncated]" not in result.text
     (error,) = [e for e in result.events if e.type == "error"]
     assert format_name in error.message
+
+
+# sn.MockServer against clients that misbehave, on raw sockets
+
+CHAT = "/v1/chat/completions"
+QUESTION = "Quelle heure est-il à 東京 ? 🎌 `x = {1: 2}`"
+
+
+def mock_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("sagents_nb-mock-")]
+
+
+@pytest.fixture
+def served(capfd: pytest.CaptureFixture[str]):
+    """A served mock echoing the question; afterwards no thread of it is left, nothing was
+    printed (no traceback), and every exchange holds no planted key."""
+    seen: list[sn.ChatRequest] = []
+
+    def echo(req: sn.ChatRequest) -> str:
+        seen.append(req)
+        return f"echo: {req.last_user}"
+
+    server = sn.MockServer(sn.mock_llm(echo), read_timeout=5)
+    server.seen = seen  # type: ignore[attr-defined]
+    try:
+        yield server
+    finally:
+        server.close()
+        assert not mock_threads(), mock_threads()
+        err = capfd.readouterr().err
+        assert "Traceback" not in err and "Exception" not in err, err
+
+
+def raw_exchange(port: int, request: bytes, *, wait: float = 10) -> tuple[int, dict, bytes]:
+    """Send `request` bytes as they are; the status, headers and body of the answer."""
+    with socket.create_connection(("127.0.0.1", port), timeout=wait) as sock:
+        sock.sendall(request)
+        with contextlib.suppress(OSError):  # the server may close first (a refused body)
+            sock.shutdown(socket.SHUT_WR)
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    status_line, *lines = head.decode("latin-1").split("\r\n")
+    headers = {k.lower(): v.strip() for k, _, v in (line.partition(":") for line in lines)}
+    return int(status_line.split()[1]), headers, body[: int(headers.get("content-length", 0))]
+
+
+def post(path: str, headers: dict[str, str | None], body: bytes = b"") -> bytes:
+    """A raw request; a `None` header value is the body's length."""
+    headers = {"Host": "127.0.0.1", **headers}
+    head = "".join(f"{k}: {len(body) if v is None else v}\r\n" for k, v in headers.items())
+    return f"POST {path} HTTP/1.1\r\n{head}\r\n".encode() + body
+
+
+def chat_body(text: str = QUESTION) -> bytes:
+    return json.dumps(
+        {"model": "m", "messages": [{"role": "user", "content": text}]}, ensure_ascii=False
+    ).encode()
+
+
+def reply_text(body: bytes) -> str:
+    return json.loads(body)["choices"][0]["message"]["content"]
+
+
+def chunked(data: bytes, size: int) -> bytes:
+    pieces = [data[i : i + size] for i in range(0, len(data), size)]
+    coded = b"".join(b"%x;ext=1\r\n%s\r\n" % (len(p), p) for p in pieces)
+    return coded + b"0\r\nX-Trailer: fin\r\n\r\n"
+
+
+def test_a_chunked_request_body_is_read_whole(served: sn.MockServer) -> None:
+    # pieces of 5 bytes: some end inside a multi-byte character
+    request = post(CHAT, {"Transfer-Encoding": "chunked"}, chunked(chat_body(), 5))
+    status, _, body = raw_exchange(served.port, request)
+    assert (status, reply_text(body)) == (200, f"echo: {QUESTION}")
+    # and as a real client sends one (httpx streams a generator's pieces chunked)
+    pieces = (chat_body()[i : i + 7] for i in range(0, len(chat_body()), 7))
+    answer = httpx.post(served.base_url + CHAT, content=pieces)
+    assert answer.request.headers["transfer-encoding"] == "chunked"
+    assert reply_text(answer.content) == f"echo: {QUESTION}"
+    assert [req.last_user for req in served.seen] == [QUESTION, QUESTION]  # type: ignore[attr-defined]
+
+
+BAD_BODIES = {
+    "negative length": ({"Content-Length": "-5"}, b"{}", 400, "not a number of bytes"),
+    "textual length": ({"Content-Length": "douze"}, b"{}", 400, "not a number of bytes"),
+    "float length": ({"Content-Length": "1e3"}, b"{}", 400, "not a number of bytes"),
+    "conflicting lengths": ({"Content-Length": "2\r\nContent-Length: 3"}, b"{}", 400,
+                            "conflicting Content-Length"),
+    "absurd length": ({"Content-Length": "9" * 40}, b"{}", 413, "larger than this mock server"),
+    "too large": ({"Content-Length": str(2**40)}, b"{}", 413, "max_body=..."),
+    "cut short": ({"Content-Length": "100"}, b'{"model": "m"', 400, "ended after 13 of its 100"),
+    "chunk size not hex": ({"Transfer-Encoding": "chunked"}, b"zz\r\n{}\r\n0\r\n\r\n", 400,
+                           "not a hexadecimal number"),
+    "chunks never end": ({"Transfer-Encoding": "chunked"}, b"2\r\n{}\r\n", 400,
+                         "ended before its last chunk"),
+    "unknown coding": ({"Transfer-Encoding": "gzip, chunked"}, b"", 501, "not supported"),
+    "not json": ({"Content-Length": None}, b"{not json", 400, "not JSON"),
+    "deep json": ({"Content-Length": None}, b"[" * 100_000 + b"]" * 100_000, 400,
+                  "nested too deeply"),
+    "deep object": ({"Content-Length": None}, b'{"a":' * 100_000 + b"1" + b"}" * 100_000,
+                    400, "nested too deeply"),
+    "a json array": ({"Content-Length": None}, b"[]", 400, "not an object"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(BAD_BODIES))
+def test_a_body_that_cannot_be_read_is_answered_400_with_the_reason(
+    served: sn.MockServer, name: str
+) -> None:
+    headers, body, expected, reason = BAD_BODIES[name]
+    status, answer_headers, content = raw_exchange(served.port, post(CHAT, headers, body))
+    assert status == expected, content
+    assert reason in json.loads(content)["error"]["message"]
+    assert not served.seen  # type: ignore[attr-defined]
+    assert served.exchanges[-1].status == expected
+    if expected != 400 or "length" in name or "chunk" in name:
+        assert answer_headers.get("connection") == "close"  # the rest of the body is unread
+    # the server goes on answering
+    assert reply_text(httpx.post(served.base_url + CHAT, content=chat_body()).content).startswith(
+        "echo: "
+    )
+
+
+class Custom(BaseException):
+    """A `BaseException` of the handler's own."""
+
+
+RAISED = {
+    "SystemExit": lambda: SystemExit(3),
+    "KeyboardInterrupt": KeyboardInterrupt,
+    "GeneratorExit": GeneratorExit,
+    "Custom": lambda: Custom("à l'aide 東京"),
+}
+
+
+@pytest.mark.parametrize("flavour", ["sync", "async"])
+@pytest.mark.parametrize("name", sorted(RAISED))
+def test_a_handler_raising_a_base_exception_is_answered_500_naming_it(
+    capfd: pytest.CaptureFixture[str], name: str, flavour: str
+) -> None:
+    make = RAISED[name]
+
+    def handler(req: sn.ChatRequest) -> str:
+        if req.last_user == "raise":
+            raise make()
+        return "still here"
+
+    async def async_handler(req: sn.ChatRequest) -> str:
+        return handler(req)
+
+    with sn.MockServer(handler if flavour == "sync" else async_handler) as server:
+        url = server.openai_base_url + "/chat/completions"
+        crashed = httpx.post(url, content=chat_body("raise"))
+        assert crashed.status_code == 500
+        assert f"the mock handler raised {name}" in crashed.json()["error"]["message"]
+        assert server.exchanges[-1].error.startswith(name)
+        assert reply_text(httpx.post(url, content=chat_body("again")).content) == "still here"
+    assert not mock_threads()
+    assert "Traceback" not in capfd.readouterr().err
+
+
+WRONG_SHAPES = {
+    "messages a string": (CHAT, {"messages": "bonjour"}, "messages is a string, not an array"),
+    "messages missing": (CHAT, {"model": "m"}, "messages is missing"),
+    "a message a number": (CHAT, {"messages": [1]}, "messages[0] is a number, not an object"),
+    "a role a number": (CHAT, {"messages": [{"role": 5}]}, "messages[0].role is a number"),
+    "content a number": (CHAT, {"messages": [{"role": "user", "content": 7}]},
+                         "messages[0].content is a number"),
+    "a tool without function": (CHAT, {"messages": [], "tools": [{"type": "function"}]},
+                                "tools[0].function is missing"),
+    "a tool call without name": (CHAT, {"messages": [{"role": "assistant", "tool_calls": [
+        {"function": {"arguments": "{}"}}]}]}, "messages[0].tool_calls[0].function.name"),
+    "model a number": (CHAT, {"model": 4, "messages": []}, "model is a number, not a string"),
+    "stream a string": (CHAT, {"stream": "yes", "messages": []}, "stream is a string"),
+    "anthropic content a number": ("/v1/messages", {"messages": [{"role": "user", "content": 3}]},
+                                   "Anthropic Messages request's messages[0].content"),
+    "anthropic system a number": ("/v1/messages", {"system": 1, "messages": []}, "system is"),
+    "responses input a number": ("/v1/responses", {"input": 5}, "Responses request's input is"),
+    "responses tools an object": ("/v1/responses", {"input": "x", "tools": {"a": 1}},
+                                  "tools is an object, not an array"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(WRONG_SHAPES))
+def test_a_body_of_the_wrong_shape_is_answered_400_naming_what_is_wrong(
+    served: sn.MockServer, name: str
+) -> None:
+    path, body, reason = WRONG_SHAPES[name]
+    answer = httpx.post(served.base_url + path, json=body)
+    assert answer.status_code == 400, answer.text
+    message = answer.json()["error"]["message"]
+    assert reason in message and "mock handler" not in message
+    assert not served.seen  # type: ignore[attr-defined]
+
+
+def test_large_bodies_are_kept_bounded_in_the_exchanges(served: sn.MockServer) -> None:
+    big = "été 東京 🎉 " * 400_000  # about 6 MB as UTF-8
+    for i in range(5):
+        answer = httpx.post(served.base_url + CHAT, content=chat_body(f"{i} {big}"), timeout=60)
+        assert answer.status_code == 200
+        assert reply_text(answer.content) == f"echo: {i} {big}"  # the handler saw it whole
+    assert [req.size for req in served.seen] == [len(chat_body(f"{i} {big}")) for i in range(5)]  # type: ignore[attr-defined]
+    kept = [json.dumps(e.to_dict(), ensure_ascii=False) for e in served.exchanges]
+    assert len(kept) == 5 and all(len(text) < 200_000 for text in kept), [len(t) for t in kept]
+    request = served.exchanges[0].request
+    assert request["model"] == "m" and request["messages"][0]["role"] == "user"
+    content = request["messages"][0]["content"]
+    assert content.startswith("0 été 東京") and "characters left out" in content
+    # a small body is kept whole
+    httpx.post(served.base_url + CHAT, content=chat_body("petit"))
+    assert served.exchanges[-1].request["messages"][0]["content"] == "petit"
+
+
+def test_close_ends_every_connection_even_slow_loris_ones() -> None:
+    server = sn.MockServer(sn.mock_llm(lambda req: "hi"), read_timeout=60)
+    stalled = [
+        b"",  # connected, says nothing
+        b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n",  # headers never finished
+        post(CHAT, {"Content-Length": "1000"}, b'{"model": '),  # body never finished
+        post(CHAT, {"Transfer-Encoding": "chunked"}, b"10\r\n{"),  # a chunk never finished
+    ]
+    sockets = [socket.create_connection(("127.0.0.1", server.port), timeout=10) for _ in stalled]
+    try:
+        for sock, data in zip(sockets, stalled, strict=True):
+            sock.sendall(data)
+        deadline = time.monotonic() + 5
+        while len(mock_threads()) < 1 + len(stalled) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert len(mock_threads()) == 1 + len(stalled)  # the server's and one per connection
+        started = time.monotonic()
+        server.close()
+        assert time.monotonic() - started < 5
+        assert not mock_threads(), mock_threads()
+        for sock in sockets:  # each connection was ended by the server
+            assert sock.recv(100) == b""
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def test_a_silent_connection_is_closed_after_the_read_timeout() -> None:
+    with sn.MockServer(sn.mock_llm(lambda req: "hi"), read_timeout=0.3) as server:
+        with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+            sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n")
+            started = time.monotonic()
+            assert sock.recv(100) == b""  # the server hung up
+            assert time.monotonic() - started < 5
+        # an idle keep-alive connection too, after a request was answered
+        with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+            sock.sendall(post(CHAT, {"Content-Length": None}, chat_body()))
+            data = b""
+            while chunk := sock.recv(65536):
+                data += chunk
+            assert data.startswith(b"HTTP/1.1 200")
+        deadline = time.monotonic() + 5
+        while len(mock_threads()) > 1 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert [t.name for t in mock_threads()] == [f"sagents_nb-mock-server-{server.port}"]
