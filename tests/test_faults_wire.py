@@ -358,3 +358,68 @@ def test_a_silent_connection_is_closed_after_the_read_timeout() -> None:
         while len(mock_threads()) > 1 and time.monotonic() < deadline:
             time.sleep(0.02)
         assert [t.name for t in mock_threads()] == [f"sagents_nb-mock-server-{server.port}"]
+
+
+# Planted keys: in a request's path, and in the userinfo of sn.LLM's base_url
+
+PLANTED = "sk-planted-0123456789abcdefXYZ"
+
+
+def test_a_key_in_a_request_path_is_masked_in_the_exchange(served: sn.MockServer) -> None:
+    with_header = httpx.post(
+        f"{served.base_url}/proxy/{PLANTED}/v1/chat/completions",
+        content=chat_body(f"le mot de passe est {PLANTED}"),
+        headers={"Authorization": f"Bearer {PLANTED}"},
+    )
+    other_key = "ghp1234567890abcdefABCDEF0987"  # key-shaped, named by no header
+    without_header = httpx.post(f"{served.base_url}/{other_key}{CHAT}", content=chat_body())
+    assert with_header.status_code == without_header.status_code == 404
+    assert PLANTED not in with_header.text and other_key not in without_header.text
+    # a routed request whose body holds the header's key keeps it out of the exchange too
+    routed = httpx.post(
+        served.base_url + CHAT,
+        content=chat_body(f"le mot de passe est {PLANTED}"),
+        headers={"x-api-key": PLANTED},
+    )
+    assert reply_text(routed.content) == f"echo: le mot de passe est {PLANTED}"  # to the handler
+    urls = [e.url for e in served.exchanges]
+    assert urls[0] == f"{served.base_url}/proxy/***/v1/chat/completions"
+    assert urls[1] == f"{served.base_url}/***{CHAT}"
+    dumped = json.dumps([e.to_dict() for e in served.exchanges], ensure_ascii=False)
+    assert PLANTED not in dumped and PLANTED[:12] not in dumped and other_key not in dumped
+
+
+def test_a_key_in_the_base_url_userinfo_is_never_shown(tmp_path, caplog) -> None:
+    with sn.MockServer(sn.mock_llm(lambda req: "bonjour 東京")) as server:
+        url = f"http://user:{PLANTED}@127.0.0.1:{server.port}/v1"
+        llm = sn.LLM(url, api_key="sk-other-key-abcdef", retries=0)
+        assert llm.base_url == f"http://***@127.0.0.1:{server.port}/v1"
+        session = sn.Session(sn.Agent("a"), llm=sn.record(llm, tmp_path / "c.jsonl"))
+        result = session.send("salut").result(timeout=20)
+        assert result.text == "bonjour 東京"
+        assert server.exchanges[-1].headers == {"authorization": "***"}  # the key was sent
+        token_only = sn.LLM(f"http://{PLANTED}@127.0.0.1:{server.port}/v1", retries=0)
+        token_run = sn.Agent("b").run_sync("x", llm=token_only)
+        assert token_run.text == "bonjour 東京"
+        served = json.dumps([e.to_dict() for e in server.exchanges])
+    unreachable = sn.LLM(f"http://user:{PLANTED}@127.0.0.1:{server.port}/v1", retries=0)
+    failed = sn.Agent("a").run_sync("x", llm=unreachable)
+    assert failed.status == "error" and "could not reach http://***@127.0.0.1" in failed.text
+    places = [
+        repr(llm),
+        llm.label,
+        repr(token_only),
+        token_only.label,
+        repr(session.llm),
+        session.llm.label,
+        failed.text,
+        served,
+        (tmp_path / "c.jsonl").read_text(),
+        caplog.text,
+        *(e.model_dump_json() for run in (result, token_run, failed) for e in run.events),
+        *(json.dumps(x.to_dict()) for x in (*llm.exchanges, *session.llm.exchanges)),
+        *(json.dumps(x.to_dict()) for x in (*token_only.exchanges, *unreachable.exchanges)),
+    ]
+    leaks = [place[:80] for place in places if PLANTED in place or PLANTED[:12] in place]
+    assert not leaks
+    assert any("***@127.0.0.1" in place for place in places[:6])

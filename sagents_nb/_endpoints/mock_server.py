@@ -211,7 +211,8 @@ class _Server(ThreadingHTTPServer):
                 connection.shutdown(socket.SHUT_RDWR)
         deadline = time.monotonic() + wait
         for _, thread in open_now:
-            thread.join(max(0.0, deadline - time.monotonic()))
+            if thread is not threading.current_thread():  # a handler may close its server
+                thread.join(max(0.0, deadline - time.monotonic()))
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client that went away (or was cut off by `close()`) is no error to print."""
