@@ -131,12 +131,14 @@ def served(capfd: pytest.CaptureFixture[str]):
         assert "Traceback" not in err and "Exception" not in err, err
 
 
-def raw_exchange(port: int, request: bytes, *, wait: float = 10) -> tuple[int, dict, bytes]:
-    """Send `request` bytes as they are; the status, headers and body of the answer."""
-    with socket.create_connection(("127.0.0.1", port), timeout=wait) as sock:
+def raw_exchange(port: int, request: bytes, *, send_all: bool = True) -> tuple[int, dict, bytes]:
+    """Send `request` bytes as they are (and then end the request, unless not `send_all`: then
+    the connection stays open, silent); the status, headers and body of the answer."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
         sock.sendall(request)
-        with contextlib.suppress(OSError):  # the server may close first (a refused body)
-            sock.shutdown(socket.SHUT_WR)
+        if send_all:
+            with contextlib.suppress(OSError):  # the server may close first (a refused body)
+                sock.shutdown(socket.SHUT_WR)
         data = b""
         while chunk := sock.recv(65536):
             data += chunk
@@ -347,6 +349,11 @@ def test_a_silent_connection_is_closed_after_the_read_timeout() -> None:
             started = time.monotonic()
             assert sock.recv(100) == b""  # the server hung up
             assert time.monotonic() - started < 5
+        # a body that stops arriving is answered 408, saying so
+        request = post(CHAT, {"Content-Length": "99"})
+        status, _, body = raw_exchange(server.port, request, send_all=False)
+        assert status == 408 and "read_timeout" in json.loads(body)["error"]["message"]
+        assert server.exchanges[-1].status == 408
         # an idle keep-alive connection too, after a request was answered
         with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
             sock.sendall(post(CHAT, {"Content-Length": None}, chat_body()))

@@ -242,9 +242,18 @@ class _RequestHandler(BaseHTTPRequestHandler):
             headers={k.lower(): MASK for k in self.headers if k.lower() in _SECRET_HEADERS},
         )
         mock.exchanges.append(exchange)
+        bad: BadBody | None = None
         try:
             raw = read_body(self.headers, self.rfile, mock.max_body)
-        except BadBody as bad:
+        except BadBody as refused:
+            bad = refused
+        except TimeoutError:
+            bad = _stalled(mock.read_timeout)
+        except OSError as exc:  # the client went away, or close() cut it off: no one to answer
+            self.close_connection = True
+            exchange.error = f"the connection ended before the body was read ({exc})"
+            return
+        if bad is not None:
             self.close_connection = True  # the rest of the body is left unread
             exchange.request = {"unread": bad.reason}
             status, kind, content, recorded = _error(bad.status, bad.reason)
@@ -313,6 +322,14 @@ def _kept(value: Any, size: int, redact: Redactor, raw: bytes) -> Any:
     if any(form.encode() in raw for form in redact.forms):
         value = redact.scrub_values(value)
     return value
+
+
+def _stalled(read_timeout: float) -> BadBody:
+    return BadBody(
+        408,
+        f"the request body stopped arriving: nothing for {read_timeout} s "
+        "(sn.MockServer(read_timeout=...))",
+    )
 
 
 def _error(status: int, message: str) -> tuple[int, str, bytes, Any]:
