@@ -1,8 +1,4 @@
-"""A served request's body read off its socket, by Content-Length or chunked, within a size limit.
-
-A body that cannot be read as sent is a `BadBody`: the status and reason the client is answered
-with. The connection is closed after one: the rest of the body is left unread.
-"""
+"""A served request's body read off its socket, by Content-Length or chunked, within a size limit."""
 
 from __future__ import annotations
 
@@ -24,7 +20,8 @@ class _Stream(Protocol):
 
 
 class BadBody(Exception):
-    """The body cannot be taken: `status` and `reason` are the answer."""
+    """The body cannot be taken: `status` and `reason` are the answer (and the connection is
+    closed after it: the rest of the body is left unread)."""
 
     def __init__(self, status: int, reason: str) -> None:
         super().__init__(reason)

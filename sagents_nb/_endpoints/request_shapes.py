@@ -1,8 +1,4 @@
-"""What is wrong with a served request's JSON body for its wire format, named for a 400 answer.
-
-Only what the mock reads is checked (messages, their roles and contents, tools, the model and the
-stream flag): a body of the wrong shape is the client's error, not the mock handler's.
-"""
+"""What is wrong with a served request's JSON body for its wire format, named for a 400 answer."""
 
 from __future__ import annotations
 
@@ -97,7 +93,11 @@ _CHECKS = {"chat_completions": _chat, "anthropic_messages": _anthropic, "respons
 
 
 def shape_problem(api: Api, body: dict[str, Any]) -> str | None:
-    """What is wrong with `body` as a request in the `api` format, or None."""
+    """What is wrong with `body` as a request in the `api` format, or None.
+
+    Only what the mock reads is checked (the model, the stream flag, messages, their roles and
+    contents, tools): a body of the wrong shape is the client's error, not the mock handler's.
+    """
     try:
         _need(body.get("model"), "model", str, None, what="a string")
         _need(body.get("stream"), "stream", bool, None, what="a boolean")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from .._base.errors import ConfigurationError
 
@@ -133,8 +134,8 @@ def shown_url(url: str) -> tuple[str, tuple[str, ...]]:
     The password is a secret; so is a user name with no password (`https://KEY@host`, how some
     gateways take a token). A user name beside a password is only masked in the URL.
     """
-    from urllib.parse import unquote, urlsplit
-
+    if "@" not in url:
+        return url, ()
     parts = urlsplit(url)
     if "@" not in parts.netloc:
         return url, ()
