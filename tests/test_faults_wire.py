@@ -389,6 +389,10 @@ def test_a_key_in_a_request_path_is_masked_in_the_exchange(served: sn.MockServer
         headers={"x-api-key": PLANTED},
     )
     assert reply_text(routed.content) == f"echo: le mot de passe est {PLANTED}"  # to the handler
+    # and a large one, cut down in the exchange, with the key where the cut falls
+    large = "é" * 790 + PLANTED + "東" * 2**20
+    httpx.post(served.base_url + CHAT, content=chat_body(large), headers={"x-api-key": PLANTED})
+    assert "characters left out" in served.exchanges[-1].request["messages"][0]["content"]
     urls = [e.url for e in served.exchanges]
     assert urls[0] == f"{served.base_url}/proxy/***/v1/chat/completions"
     assert urls[1] == f"{served.base_url}/***{CHAT}"

@@ -315,13 +315,11 @@ class _RequestHandler(BaseHTTPRequestHandler):
 
 
 def _kept(value: Any, size: int, redact: Redactor, raw: bytes) -> Any:
-    """`value` (a parsed body of `size` bytes, `raw`) as the exchange keeps it: keys out, cut
-    down when large."""
-    if size > KEPT_BODY:
-        value = kept(value)
+    """`value` (a parsed body of `size` bytes, `raw`) as the exchange keeps it: keys out (before
+    any cut, so no piece of one is left), cut down when large."""
     if any(form.encode() in raw for form in redact.forms):
         value = redact.scrub_values(value)
-    return value
+    return kept(value) if size > KEPT_BODY else value
 
 
 def _stalled(read_timeout: float) -> BadBody:
