@@ -70,3 +70,43 @@ def test_import_errors(tmp_path: Path) -> None:
     plain = sn.Session(BOSS, llm=sn.mock_llm(boss_handler))
     with pytest.raises(sn.StoreError, match="needs a durable session"):
         plain.export_jsonl(tmp_path / "plain.jsonl")
+
+
+# every break `str.splitlines` splits at that JSON may leave raw in a string, and text in many
+# scripts: an export holding them imports whole
+BREAKS = "\u2028 \u2029 \x85 \x0b \x0c \x1c \x1d \x1e"
+WORDS = 'Voilà, l\'été ! 東京の天気は晴れ。日本語も。🎉🚀 `print("a\\nb")` {"k": [1]}'
+
+
+@pytest.mark.parametrize("store_kind", ["sqlite", "memory"])
+def test_texts_with_every_line_break_round_trip(tmp_path: Path, store_kind: str) -> None:
+    from sagents_nb.store import MemoryStore
+
+    def store(name: str) -> object:
+        return MemoryStore() if store_kind == "memory" else tmp_path / name
+
+    answer = f"{WORDS} {BREAKS} fin"
+    session = sn.Session(
+        sn.Agent("a"),
+        llm=sn.mock_llm(lambda req: f"{req.last_user} → {answer}"),
+        store=store("a.db"),
+    )
+    assert session.send(f"question {BREAKS} {WORDS}").result().status == "done"
+    path = session.export_jsonl(tmp_path / "breaks.jsonl")
+    text = path.read_text(encoding="utf-8")
+    # every record is one line, whichever line breaks a reader splits at
+    assert len(text.splitlines()) == text.count("\n") == len(text.split("\n")) - 1
+    assert "\\u2028" in text and "\u2028" not in text and "東京" in text and "🎉" in text
+
+    imported = sn.Session.import_jsonl(path, store("b.db"), agent=sn.Agent("a"))
+    assert snapshot(imported) == snapshot(session)
+    assert imported.runs[0].result().text == f"question {BREAKS} {WORDS} → {answer}"
+
+    # an export written before the breaks were escaped (them raw in its lines) imports too
+    raw = text.replace("\\u2028", "\u2028").replace("\\u2029", "\u2029").replace("\\u0085", "\x85")
+    assert "\u2028" in raw
+    older = tmp_path / "older.jsonl"
+    older.write_text(raw, encoding="utf-8")
+    again = sn.Session.import_jsonl(older, store("c.db"), agent=sn.Agent("a"), session_id="c")
+    assert snapshot(again)[1:] == snapshot(session)[1:]
+    assert again.runs[0].result().text == imported.runs[0].result().text

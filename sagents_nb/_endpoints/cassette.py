@@ -200,7 +200,7 @@ def record(
     """
     cassette = Cassette(Path(path), _mode(mode), _match_on(match_on))
     recorder = CassetteLLM(
-        endpoint.base_url,
+        endpoint._root,
         api_key=endpoint._api_key,
         model=endpoint.model,
         timeout=endpoint.timeout,

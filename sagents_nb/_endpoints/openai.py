@@ -26,7 +26,8 @@ from .._base.errors import (
 )
 from .._base.messages import Message, ToolCall, Usage
 from .deadline import Deadlines
-from .secrets import Redactor, checked_key
+from .foreign_formats import foreign_format, foreign_reply
+from .secrets import Redactor, checked_key, shown_url
 from .sse import SSEDecoder
 
 # httpx is imported where a request is made, not at import: `import httpx` also loads its CLI
@@ -83,6 +84,47 @@ class Exchange:
         }
 
 
+KEPT_TEXT, KEPT_CHARS = 1000, 64_000
+"""Characters the wire log keeps of one long string (its start and end), and of a whole body."""
+
+
+def kept(value: Any) -> Any:
+    """A large JSON body cut down the way the wire log keeps a long stream: of a long array or
+    object its first `STREAM_HEAD` and last `STREAM_TAIL` items, of a long string its start and
+    end, and a note of what was left out; at most about `KEPT_CHARS` characters in all."""
+    budget = [KEPT_CHARS]
+
+    def cut(value: Any, depth: int) -> Any:
+        if budget[0] <= 0 or depth > 32:
+            return "…"
+        if isinstance(value, str):
+            if len(value) > KEPT_TEXT:
+                end = KEPT_TEXT // 5
+                out = len(value) - KEPT_TEXT
+                value = f"{value[: KEPT_TEXT - end]}… [{out} characters left out] …{value[-end:]}"
+            budget[0] -= len(value)
+            return value
+        if isinstance(value, list):
+            if len(value) <= STREAM_HEAD + STREAM_TAIL:
+                return [cut(v, depth + 1) for v in value]
+            note = f"… [{len(value) - STREAM_HEAD - STREAM_TAIL} items left out] …"
+            return [
+                *(cut(v, depth + 1) for v in value[:STREAM_HEAD]),
+                note,
+                *(cut(v, depth + 1) for v in value[-STREAM_TAIL:]),
+            ]
+        if isinstance(value, dict):
+            items = list(value.items())
+            if len(items) > STREAM_HEAD + STREAM_TAIL:
+                marker = ("…", f"[{len(items) - STREAM_HEAD - STREAM_TAIL} keys left out]")
+                items = [*items[:STREAM_HEAD], marker, *items[-STREAM_TAIL:]]
+            budget[0] -= sum(len(k) for k, _ in items)
+            return {k: cut(v, depth + 1) for k, v in items}
+        return value
+
+    return cut(value, 0)
+
+
 @dataclass
 class RetryNotice:
     """Passed to the retry callback before a transient failure is retried."""
@@ -97,7 +139,9 @@ class LLM:
     """An OpenAI-compatible chat-completions endpoint.
 
     Args:
-        base_url: e.g. `https://api.openai.com/v1`; defaults to `OPENAI_BASE_URL`.
+        base_url: e.g. `https://api.openai.com/v1`; defaults to `OPENAI_BASE_URL`. A key in its
+            userinfo (`http://user:KEY@host/v1`) is used but never shown: `.base_url`, reprs,
+            labels, errors and the wire log read `http://***@host/v1`.
         api_key: defaults to `OPENAI_API_KEY`; never shown in reprs, events or cassettes. A key
             with whitespace or control characters (a newline pasted from a file) is refused.
         model: the default model name for agents that name none.
@@ -140,9 +184,11 @@ class LLM:
                     "api_key=...)"
                 )
             base_url = "https://api.openai.com/v1"
-        self.base_url = (base_url or "http://mock.invalid/v1").rstrip("/")
+        self._root = (base_url or "http://mock.invalid/v1").rstrip("/")
+        # what is shown (reprs, labels, errors, the wire log): a key in the URL's userinfo masked
+        self.base_url, in_url = shown_url(self._root)
         self._api_key = api_key or ""
-        self._redact = Redactor(self._api_key)
+        self._redact = Redactor(self._api_key, *in_url)
         self.model = model or os.environ.get("OPENAI_MODEL") or DEFAULT_MODEL
         self.timeout = timeout
         self.read_timeout = read_timeout
@@ -154,7 +200,7 @@ class LLM:
         self._client: httpx.AsyncClient | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
         self._deadlines: Deadlines
-        self._url = self.base_url + "/chat/completions"
+        self._url = self._root + "/chat/completions"
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(base_url={self.base_url!r}, model={self.model!r})"
@@ -271,7 +317,7 @@ class LLM:
 
         client = self._http()
         headers = {"Authorization": "Bearer ***"} if self._api_key else {}
-        exchange = Exchange(url=self._url, request=body, headers=headers)
+        exchange = Exchange(url=self.base_url + "/chat/completions", request=body, headers=headers)
         self.exchanges.append(exchange)
         started = time.perf_counter()
         # httpx bounds each read; this deadline bounds the whole attempt, stream included.
@@ -306,7 +352,7 @@ class LLM:
             if response.status_code >= 400:
                 raise self._status_error(response)
             if assembler is not None:
-                completion, exchange.response = _stream_result(response, assembler)
+                completion, exchange.response = _stream_result(assembler)
                 return completion
             data = self._json_body(response)
             exchange.response = data
@@ -393,14 +439,12 @@ async def _fold_stream(response: httpx.Response, assembler: StreamAssembler) -> 
         pass  # a cut stream keeps its partial text; `truncated` reports it
 
 
-def _stream_result(
-    response: httpx.Response, assembler: StreamAssembler
-) -> tuple[Completion, dict[str, Any]]:
+def _stream_result(assembler: StreamAssembler) -> tuple[Completion, dict[str, Any]]:
     completion = assembler.completion()
     if not assembler.chunk_count and assembler.malformed:
         raise MalformedReply(
             f"the stream carried {assembler.malformed} malformed chunk(s) and nothing usable",
-            base_url=str(response.url),
+            base_url=assembler.base_url,
         )
     return completion, assembler.wire_summary(completion.truncated)
 
@@ -447,6 +491,8 @@ def _type_name(value: Any) -> str:
 def parse_completion(data: dict[str, Any], base_url: str = "") -> Completion:
     """Parse a (non-streamed) chat-completions JSON object."""
     choices = data.get("choices")
+    if choices is None and (found := foreign_format(data)):
+        raise foreign_reply(base_url, found, "its reply")
     if not isinstance(choices, list) or not choices:
         raise MalformedReply(
             f"endpoint {base_url} answered without choices: {_excerpt(data)}", base_url=base_url
@@ -565,6 +611,8 @@ class StreamAssembler:
         if not isinstance(chunk, dict):
             self.malformed += 1
             return
+        if not self.chunk_count and (found := foreign_format(chunk)):
+            raise foreign_reply(self.base_url, found, "its first streamed event")
         self.chunk_count += 1
         if len(self.head) < STREAM_HEAD:
             self.head.append(chunk)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from .._base.errors import ConfigurationError
 
@@ -39,14 +40,19 @@ def checked_key(key: str, source: str) -> str:
 
 
 class Redactor:
-    """Replaces a key, and the forms JSON and `repr` give it, by `***`.
+    """Replaces keys, and the forms JSON and `repr` give them, by `***`.
 
     Apply it to the whole text before cutting an excerpt, and to the formatted message after:
     a key cut in two by an excerpt can no longer be found.
     """
 
-    def __init__(self, key: str) -> None:
-        forms = {key, json.dumps(key)[1:-1], repr(key)[1:-1]} if len(key) >= 4 else set()
+    def __init__(self, *keys: str) -> None:
+        forms = {
+            form
+            for key in keys
+            if len(key) >= 4
+            for form in (key, json.dumps(key)[1:-1], repr(key)[1:-1])
+        }
         self.forms = tuple(sorted(forms, key=len, reverse=True))
         self._runs = frozenset(
             form[i : i + RUN] for form in self.forms for i in range(len(form) - RUN + 1)
@@ -111,3 +117,30 @@ class Redactor:
             text = text[: limit + longest]
         text = self.scrub(text)
         return text if len(text) <= limit else text[:limit] + "…"
+
+
+_KEY_SHAPED = re.compile(r"(?=[^/]*\d)(?=[^/]*[A-Za-z])[A-Za-z0-9_.~-]{20,}")
+
+
+def masked_path(path: str) -> str:
+    """A URL path with each segment that looks like a key (20 or more URL characters, letters
+    and digits both) masked: a client may put its key in the path, where no header names it."""
+    return "/".join(MASK if _KEY_SHAPED.fullmatch(part) else part for part in path.split("/"))
+
+
+def shown_url(url: str) -> tuple[str, tuple[str, ...]]:
+    """`url` with its userinfo (`user:key@`) masked, and the secrets it held.
+
+    The password is a secret; so is a user name with no password (`https://KEY@host`, how some
+    gateways take a token). A user name beside a password is only masked in the URL.
+    """
+    if "@" not in url:
+        return url, ()
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url, ()
+    userinfo, _, host = parts.netloc.rpartition("@")
+    user, colon, password = userinfo.partition(":")
+    secrets = (password, unquote(password)) if colon else (user, unquote(user))
+    shown = parts._replace(netloc=f"{MASK}@{host}").geturl()
+    return shown, tuple(s for s in secrets if s)

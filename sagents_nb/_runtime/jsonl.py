@@ -73,7 +73,7 @@ def export_jsonl(session: Session, path: str | os.PathLike[str]) -> Path:
     target = Path(path)
     with target.open("w", encoding="utf-8") as file:
         for line in lines:
-            file.write(json.dumps(line, ensure_ascii=False) + "\n")
+            file.write(_json_line(line))
     return target
 
 
@@ -101,7 +101,9 @@ def read_jsonl(path: Path) -> SessionRows:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise StoreError(f"cannot read {path} ({exc}); check the path of the export") from exc
-    lines = text.splitlines()
+    # LF only ends a record: `str.splitlines` also splits at U+2028, U+0085 and other breaks
+    # an older export holds raw in its texts
+    lines = text.split("\n")
     try:
         header = json.loads(lines[0]) if lines else {}
     except json.JSONDecodeError:
@@ -118,6 +120,8 @@ def read_jsonl(path: Path) -> SessionRows:
         )
     rows = SessionRows(StoredSession(**header["session"]))
     for number, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue  # the last line's end, or a blank line: no record
         try:
             _add_record(rows, json.loads(line))
         except (json.JSONDecodeError, KeyError, TypeError) as exc:
@@ -155,6 +159,13 @@ def _add_record(rows: SessionRows, record: dict[str, Any]) -> None:
         rows.tasks.append(TaskRow(**record))
     else:
         raise KeyError(f"unknown record {kind!r}")
+
+
+def _json_line(record: dict[str, Any]) -> str:
+    """One record as a line: the line breaks JSON leaves raw (U+0085, U+2028, U+2029) escaped,
+    so a reader splitting at any line break still finds every record whole."""
+    line = json.dumps(record, ensure_ascii=False)
+    return line.translate({0x85: "\\u0085", 0x2028: "\\u2028", 0x2029: "\\u2029"}) + "\n"
 
 
 def _dump(body: Any) -> str:
