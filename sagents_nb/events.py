@@ -467,7 +467,7 @@ def parse_event(data: str | bytes | dict[str, Any]) -> Event:
 
 Handler = TypeVar("Handler", bound=Callable[..., Any])
 """A fold's handler: how its consumer calls it is its own (`handler(self, event)`,
-`line(event)`, `scan(rows, row)`...)."""
+`line(event)`, `scan(stored, row)`...)."""
 Decorated = TypeVar("Decorated", bound=Callable[..., Any])
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from .. import events
 from ..events import (
-    ColdRestore,
     ColdSink,
     Compaction,
     ContextBuilt,
@@ -13,18 +13,9 @@ from ..events import (
     ErrorOccurred,
     Event,
     Fold,
-    HarnessEventOccurred,
-    KindSwapped,
-    LLMSwapped,
-    MessagePreprocessed,
-    MessageRefused,
     ModelRequest,
     ModelResponse,
     Paused,
-    PreprocessorSwapped,
-    RelevanceView,
-    Resumed,
-    Retry,
     RunFinished,
     RunStarted,
     StatusChanged,
@@ -32,28 +23,26 @@ from ..events import (
     TaskReattached,
     TaskRefused,
     TaskSpawned,
-    TextDelta,
     ToolCallFinished,
     ToolCallStarted,
-    WindowTrim,
 )
 
 LINES: Fold[Callable[[Event], str]] = Fold(
     "trace",
     ignores={
-        # told by their type alone
-        MessagePreprocessed,
-        MessageRefused,
-        TextDelta,
-        ColdRestore,
-        RelevanceView,
-        WindowTrim,
-        KindSwapped,
-        PreprocessorSwapped,
-        LLMSwapped,
-        Resumed,
-        Retry,
-        HarnessEventOccurred,
+        # told by their type alone (the line's default)
+        events.ColdRestore,
+        events.HarnessEventOccurred,
+        events.KindSwapped,
+        events.LLMSwapped,
+        events.MessagePreprocessed,
+        events.MessageRefused,
+        events.PreprocessorSwapped,
+        events.RelevanceView,
+        events.Resumed,
+        events.Retry,
+        events.TextDelta,
+        events.WindowTrim,
     },
 )
 """What each event class's line says after its seq and path."""

@@ -7,38 +7,24 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import events
 from ..events import (
-    ColdRestore,
-    ColdSink,
-    Compaction,
     ContextBuilt,
-    ContextFull,
-    ErrorOccurred,
     Event,
     Fold,
     HarnessEventOccurred,
-    KindSwapped,
-    LLMSwapped,
-    MessagePreprocessed,
-    MessageRefused,
     ModelRequest,
     ModelResponse,
     Paused,
-    PreprocessorSwapped,
-    RelevanceView,
     Resumed,
-    Retry,
     RunFinished,
     RunStarted,
     StatusChanged,
     TaskFinished,
     TaskReattached,
-    TaskRefused,
     TaskSpawned,
-    TextDelta,
     ToolCallFinished,
     ToolCallStarted,
-    WindowTrim,
 )
 
 _ACTIVE = frozenset({"running", "spawned", "paused", "waiting"})
@@ -47,21 +33,24 @@ FOLD: Fold[Callable[[RunTiming, Any], None]] = Fold(
     "timings",
     ignores={
         # they take no time of their own and report no tokens: only their run's clock moves
-        MessagePreprocessed,
-        MessageRefused,
-        TextDelta,
-        TaskRefused,
-        Compaction,
-        ContextFull,
-        ColdSink,
-        ColdRestore,
-        RelevanceView,
-        WindowTrim,
-        KindSwapped,
-        PreprocessorSwapped,
-        LLMSwapped,
-        Retry,
-        ErrorOccurred,
+        events.MessagePreprocessed,
+        events.MessageRefused,
+        events.TaskRefused,
+        events.ErrorOccurred,
+        events.Retry,
+        # the context's changes (a summary's model call is timed as one)
+        events.Compaction,
+        events.ContextFull,
+        events.ColdSink,
+        events.ColdRestore,
+        events.RelevanceView,
+        events.WindowTrim,
+        # swaps between turns
+        events.KindSwapped,
+        events.PreprocessorSwapped,
+        events.LLMSwapped,
+        # a streamed chunk: within its model call's span
+        events.TextDelta,
     },
 )
 """What each timed event class does to its run (an event of a run already timed moves its
