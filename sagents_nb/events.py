@@ -6,13 +6,17 @@ in its session). `parse_event` (or `event_adapter()`) turns JSON back into the r
 
 Defining a subclass of `Event` with its own `type` literal registers it: parsing, the store and
 the view's event log take it from the class alone (the package's events are also listed in
-`AnyEvent`, for type checkers; ARCHITECTURE.md walks adding one).
+`AnyEvent`, for type checkers; ARCHITECTURE.md walks adding one). A consumer that folds events
+(the view, the Timing tab, the trace, a store's reload, the forgetting report) finds its handler
+of each event's class in a `Fold`.
 """
 
 # No `from __future__ import annotations` here: pydantic would then evaluate every field's
 # annotation from its string, for each event class and all its bases, at import.
 
-from typing import Annotated, Any, ClassVar, Literal, Union
+import weakref
+from collections.abc import Callable, Iterable
+from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -53,6 +57,8 @@ class Event(BaseModel):
 
 _TYPES: dict[str, type[Event]] = {}
 """The registry: every event class by its `type`, the package's first, in definition order."""
+_FOLDS: "weakref.WeakSet[Fold[Any]]" = weakref.WeakSet()
+"""Every `Fold`, whose `for_type` answers are forgotten when the registry changes."""
 
 
 def _register(cls: type[Event]) -> None:
@@ -76,6 +82,8 @@ def _register(cls: type[Event]) -> None:
         )
     _TYPES[name] = cls
     _adapter = None
+    for fold in _FOLDS:
+        fold._by_type.clear()
 
 
 class RunStarted(Event):
@@ -457,6 +465,95 @@ def parse_event(data: str | bytes | dict[str, Any]) -> Event:
     return event_adapter().validate_json(data)
 
 
+Handler = TypeVar("Handler", bound=Callable[..., Any])
+"""A fold's handler: how its consumer calls it is its own (`handler(self, event)`,
+`line(event)`, `scan(stored, row)`...)."""
+Decorated = TypeVar("Decorated", bound=Callable[..., Any])
+
+
+class Fold(Generic[Handler]):
+    """One consumer's handlers of events, by event class.
+
+    `@fold.handles(A, B)` registers a handler of `A` and `B`; `fold.handler(type(event))` finds
+    the handler of a class or of its nearest registered base class, None if it has none. Each
+    class is resolved once and kept, so folding costs one dict lookup per event;
+    `fold.for_type(row.type)` does the same for a stored row's `type`, before it is parsed, and
+    `fold.into(state, events)` calls each event's handler as `handler(state, event)`.
+
+    Args:
+        consumer: who folds (named in `tests/test_event_folds.py`'s table of event classes by
+            consumer).
+        ignores: the event classes it leaves alone on purpose (their subclasses too).
+        sees_all: whether every registered event class must be handled or ignored: true for a
+            consumer that shows everything (the view, the Timing tab, the trace line), so a new
+            event it does not know about fails the table's test; false for one that reads only
+            the events it names (a store's reload, a report).
+    """
+
+    def __init__(
+        self, consumer: str, *, ignores: Iterable[type[Event]] = (), sees_all: bool = True
+    ) -> None:
+        self.consumer = consumer
+        self.sees_all = sees_all
+        self.handlers: dict[type[Event], Handler] = {}
+        """The handlers as registered, by event class."""
+        self.ignores: set[type[Event]] = set(ignores)
+        self._by_class: dict[type[Event], Handler | None] = {}
+        self._by_type: dict[str, Handler | None] = {}
+        _FOLDS.add(self)
+
+    def handles(self, *classes: type[Event]) -> Callable[[Decorated], Decorated]:
+        """Register the decorated function as the handler of these event classes (and of their
+        subclasses that have no handler of their own)."""
+
+        def register(handler: Decorated) -> Decorated:
+            for cls in classes:
+                self.handlers[cls] = handler  # type: ignore[assignment]
+            self._by_class.clear()
+            self._by_type.clear()
+            return handler
+
+        return register
+
+    def ignore(self, *classes: type[Event]) -> None:
+        """Say that the consumer leaves these event classes alone on purpose."""
+        self.ignores.update(classes)
+
+    def handler(self, cls: type[Event]) -> Handler | None:
+        """The handler of event class `cls` (or of its nearest handled base class), or None."""
+        try:
+            return self._by_class[cls]
+        except KeyError:
+            found = next((self.handlers[b] for b in cls.__mro__ if b in self.handlers), None)
+            self._by_class[cls] = found
+            return found
+
+    def for_type(self, name: str) -> Handler | None:
+        """The handler of the event class registered under `type` `name`, or None."""
+        try:
+            return self._by_type[name]
+        except KeyError:
+            cls = _TYPES.get(name)
+            found = self._by_type[name] = self.handler(cls) if cls is not None else None
+            return found
+
+    def into(self, state: Any, events: Iterable[Event]) -> None:
+        """Fold `events` into `state`: each event's handler, if it has one, is called as
+        `handler(state, event)`."""
+        handler_of = self.handler
+        for event in events:
+            handler = handler_of(type(event))
+            if handler is not None:
+                handler(state, event)
+
+    def ignored(self, cls: type[Event]) -> bool:
+        """Whether the consumer leaves event class `cls` alone on purpose."""
+        return any(base in self.ignores for base in cls.__mro__)
+
+    def __repr__(self) -> str:
+        return f"Fold({self.consumer!r}, {len(self.handlers)} event classes handled)"
+
+
 __all__ = [
     "AnyEvent",
     "ColdRestore",
@@ -466,6 +563,7 @@ __all__ = [
     "ContextFull",
     "ErrorOccurred",
     "Event",
+    "Fold",
     "HarnessEventOccurred",
     "KindSwapped",
     "LLMSwapped",

@@ -1,5 +1,6 @@
 """One registry per event type: a new event shown in the view, defined here with no change to the
-package, is journaled, stored and reloaded, drawn by the hypothesis strategy and projected."""
+package, is journaled, stored and reloaded, drawn by the hypothesis strategy, projected, given a
+trace line, and left out of the Timing tab on purpose: the table of event folds has no gap."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from hypothesis import find
 
 import sagents_nb as sn
 from sagents_nb import events
+from sagents_nb._runtime.trace import LINES, describe
 from sagents_nb._store.journal import is_plain
 from sagents_nb._tools.hooks import ToolCallInfo
 from sagents_nb.events import Event, _event_classes, parse_event
@@ -21,7 +23,10 @@ from sagents_nb.notebook._context_pane import context_pane
 from sagents_nb.notebook._log_panes import events_pane
 from sagents_nb.notebook._panes import transcript_pane
 from sagents_nb.notebook._projector import Projector, handles
+from sagents_nb.notebook._timings import FOLD as TIMINGS
+from sagents_nb.notebook._timings import Span, Timings
 
+from .folds import FOLDS, gaps, matrix
 from .strategies import events as any_event
 
 NOTE = "budget dépassé · 预算超支 · 予算オーバー 🚨 `tokens > budget`"
@@ -43,6 +48,15 @@ def _budget_warning(projector: Projector, event: BudgetWarning) -> None:
     node = projector.node(event.path)
     projector.mark(node, event, f"{event.tokens} tokens of {event.budget}", note=event.note)
     node.transcript.append(event)
+
+
+@LINES.handles(BudgetWarning)
+def _budget_line(event: BudgetWarning) -> str:
+    """Its trace line (a consumer that sees every event handles it or ignores it)."""
+    return f"over budget: {event.tokens} tokens of {event.budget}"
+
+
+TIMINGS.ignore(BudgetWarning)  # it takes no time of its own and reports no tokens
 
 
 class BudgetWatch:
@@ -115,6 +129,19 @@ def test_a_new_event_is_journaled_stored_drawn_and_projected(tmp_path: Path) -> 
     log = events_pane(projector, {"budget_warning"}, None, {})
     assert [row["type"] for row in log["rows"]] == ["budget_warning"]
     assert "tokens=120" in log["rows"][0]["headline"]
+
+    # folded by every consumer that sees all events: a line of its own, no span of its own
+    assert "over budget: 120 tokens of 100" in describe(warned[0])
+    timings = Timings()
+    timings.update(again.events)
+    nodes = timings.runs[1].nodes.values()
+    labels = [span.label for node in nodes for span in node.entries if isinstance(span, Span)]
+    assert labels and not [label for label in labels if "budget" in label]
+    table = matrix([BudgetWarning])
+    assert not gaps([BudgetWarning]), table
+    row = table.splitlines()[1].split()
+    assert row == ["BudgetWarning", "✓", "·", "✓"]  # view, timings, trace; the rest read none
+    assert len(FOLDS) > 3
 
 
 def test_the_package_events_are_all_in_the_union_and_public() -> None:

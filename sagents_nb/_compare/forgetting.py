@@ -9,23 +9,25 @@ say. Across runs (divergence) there is no identity to share, so views are compar
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from .._base.messages import Message
 from ..events import (
+    ColdSink,
     Compaction,
     ContextBuilt,
+    ContextFull,
     Event,
+    Fold,
     ModelRequest,
     ModelResponse,
     RunStarted,
     TaskSpawned,
+    WindowTrim,
 )
 from .record import RunRecord
-
-MARKERS = ("compaction", "cold_sink", "window_trim", "context_full")
-"""Events the plot marks on the turn they affect."""
 
 Key = tuple[Any, ...]
 
@@ -119,97 +121,130 @@ class Turn:
     """Compactions, sinks, trims and context_full signals that took effect at this turn."""
 
 
+AGENTS: Fold[Callable[[dict[str, str], Any], None]] = Fold("forgetting: agents", sees_all=False)
+"""Where `agent_of_paths` learns a node path's agent."""
+
+
+@AGENTS.handles(RunStarted)
+def _root_agent(agents: dict[str, str], event: RunStarted) -> None:
+    agents[event.path] = event.agent
+
+
+@AGENTS.handles(TaskSpawned)
+def _child_agent(agents: dict[str, str], event: TaskSpawned) -> None:
+    agents[event.child] = event.agent
+
+
 def agent_of_paths(events: list[Event]) -> dict[str, str]:
     """Each node path's agent name."""
     agents: dict[str, str] = {}
-    for event in events:
-        if isinstance(event, RunStarted):
-            agents[event.path] = event.agent
-        elif isinstance(event, TaskSpawned):
-            agents[event.child] = event.agent
+    AGENTS.into(agents, events)
     return agents
+
+
+TURNS: Fold[Callable[[_Turns, Any], None]] = Fold("forgetting", sees_all=False)
+"""What each event class does to the facts and turns `turns_by_agent` follows."""
+
+
+class _Turns:
+    """The state of one run's fold into every agent's turns (`turns_by_agent`)."""
+
+    def __init__(self, events: list[Event]) -> None:
+        self.agents = agent_of_paths(events)
+        self.turns: dict[str, list[Turn]] = {}
+        self.known: dict[str, dict[Key, Fact]] = {}
+        self.texts: dict[str, dict[Key, Key]] = {}  # each fact's key -> its text's key
+        self.known_texts: dict[str, set[Key]] = {}
+        self.sizes: dict[str, int] = {}
+        self.runs: dict[str, list[int] | None] = {}
+        self.pending: dict[str, list[str]] = {}
+        self.summarising: dict[str, bool] = {}
+        self.storage = StoredMessages()
+
+    def agent(self, path: str) -> str:
+        return self.agents.get(path) or path.rpartition("/")[2].rpartition(".")[0] or path
+
+    @TURNS.handles(ColdSink, WindowTrim, ContextFull)
+    def _marker(self, event: Event) -> None:
+        self.pending.setdefault(self.agent(event.path), []).append(event.type)
+
+    @TURNS.handles(Compaction)
+    def _compaction(self, event: Compaction) -> None:
+        self._marker(event)
+        self.storage.compact(event)
+
+    @TURNS.handles(ContextBuilt)
+    def _context_built(self, event: ContextBuilt) -> None:
+        self.sizes[event.path] = event.view_tokens
+        self.runs[event.path] = event.from_storage
+        self.storage.fit(event.path, event.storage_messages)
+
+    @TURNS.handles(ModelRequest)
+    def _model_request(self, event: ModelRequest) -> None:
+        tokens = self.sizes.pop(event.path, None)
+        self.summarising[event.path] = tokens is None  # a compaction's summary call, not a turn
+        if tokens is None:
+            return
+        name = self.agent(event.path)
+        facts = self.known.setdefault(name, {})
+        text_of, told = self.texts.setdefault(name, {}), self.known_texts.setdefault(name, set())
+        number = len(self.turns.get(name, ())) + 1
+        mapped = self.runs.get(event.path)
+        stored = (
+            self.storage.keys(event.path, mapped, len(event.messages))
+            if mapped is not None
+            else [None] * len(event.messages)
+        )
+        held, held_texts = set(), set()
+        for message, identity in zip(event.messages, stored, strict=True):
+            text = message_key(message)
+            key = identity or text
+            held.add(key)
+            if identity is None:  # told by its text: an old log, a kind's own message
+                held_texts.add(text)
+            if message.role == "system" or key in facts:
+                continue
+            if identity is None and text in told:
+                continue  # a stored message's text, shown as a copy: the same fact
+            facts[key] = Fact(message.role, preview(message), number, key)
+            text_of[key] = text
+            told.add(text)
+        self.turns.setdefault(name, []).append(
+            Turn(
+                number,
+                event.path,
+                event.seq,
+                event.messages,
+                tokens,
+                len(facts),
+                [f for k, f in facts.items() if k not in held and text_of[k] not in held_texts],
+                self.pending.pop(name, []),
+            )
+        )
+
+    @TURNS.handles(ModelResponse)
+    def _model_response(self, event: ModelResponse) -> None:
+        if self.summarising.get(event.path):
+            return
+        name = self.agent(event.path)
+        facts = self.known.setdefault(name, {})
+        text = message_key(event.message)
+        key = self.storage.stored(event.path) if self.runs.get(event.path) is not None else text
+        number = len(self.turns.get(name, ())) + 1
+        if key not in facts:
+            facts[key] = Fact("assistant", preview(event.message), number, key)
+            self.texts.setdefault(name, {})[key] = text
+            self.known_texts.setdefault(name, set()).add(text)
 
 
 def turns_by_agent(events: list[Event]) -> dict[str, list[Turn]]:
     """Every agent's turns in a run, with what each forgot."""
-    agents = agent_of_paths(events)
-
-    def agent(path: str) -> str:
-        return agents.get(path) or path.rpartition("/")[2].rpartition(".")[0] or path
-
-    turns: dict[str, list[Turn]] = {}
-    known: dict[str, dict[Key, Fact]] = {}
-    texts: dict[str, dict[Key, Key]] = {}  # each fact's key -> its text's key
-    known_texts: dict[str, set[Key]] = {}
-    sizes: dict[str, int] = {}
-    runs: dict[str, list[int] | None] = {}
-    pending: dict[str, list[str]] = {}
-    summarising: dict[str, bool] = {}
-    storage = StoredMessages()
-    for event in events:
-        if event.type in MARKERS:
-            pending.setdefault(agent(event.path), []).append(event.type)
-        if isinstance(event, Compaction):
-            storage.compact(event)
-        if isinstance(event, ContextBuilt):
-            sizes[event.path] = event.view_tokens
-            runs[event.path] = event.from_storage
-            storage.fit(event.path, event.storage_messages)
-        elif isinstance(event, ModelRequest):
-            tokens = sizes.pop(event.path, None)
-            summarising[event.path] = tokens is None  # a compaction's summary call, not a turn
-            if tokens is None:
-                continue
-            name = agent(event.path)
-            facts = known.setdefault(name, {})
-            text_of, told = texts.setdefault(name, {}), known_texts.setdefault(name, set())
-            number = len(turns.get(name, ())) + 1
-            mapped = runs.get(event.path)
-            stored = (
-                storage.keys(event.path, mapped, len(event.messages))
-                if mapped is not None
-                else [None] * len(event.messages)
-            )
-            held, held_texts = set(), set()
-            for message, identity in zip(event.messages, stored, strict=True):
-                text = message_key(message)
-                key = identity or text
-                held.add(key)
-                if identity is None:  # told by its text: an old log, a kind's own message
-                    held_texts.add(text)
-                if message.role == "system" or key in facts:
-                    continue
-                if identity is None and text in told:
-                    continue  # a stored message's text, shown as a copy: the same fact
-                facts[key] = Fact(message.role, preview(message), number, key)
-                text_of[key] = text
-                told.add(text)
-            turns.setdefault(name, []).append(
-                Turn(
-                    number,
-                    event.path,
-                    event.seq,
-                    event.messages,
-                    tokens,
-                    len(facts),
-                    [f for k, f in facts.items() if k not in held and text_of[k] not in held_texts],
-                    pending.pop(name, []),
-                )
-            )
-        elif isinstance(event, ModelResponse) and not summarising.get(event.path):
-            name = agent(event.path)
-            facts = known.setdefault(name, {})
-            text = message_key(event.message)
-            key = storage.stored(event.path) if runs.get(event.path) is not None else text
-            number = len(turns.get(name, ())) + 1
-            if key not in facts:
-                facts[key] = Fact("assistant", preview(event.message), number, key)
-                texts.setdefault(name, {})[key] = text
-                known_texts.setdefault(name, set()).add(text)
-    for name, left in pending.items():  # after the agent's last turn: mark that turn
-        if turns.get(name):
-            turns[name][-1].markers.extend(left)
-    return turns
+    state = _Turns(events)
+    TURNS.into(state, events)
+    for name, left in state.pending.items():  # after the agent's last turn: mark that turn
+        if state.turns.get(name):
+            state.turns[name][-1].markers.extend(left)
+    return state.turns
 
 
 def first_divergence(a: list[Turn], b: list[Turn]) -> int | None:

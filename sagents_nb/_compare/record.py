@@ -5,15 +5,15 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .._runtime.session import Session
-from ..events import ContextBuilt, RunFinished
+from ..events import ContextBuilt, Event, Fold, RunFinished
 
 if TYPE_CHECKING:
     from .._runtime.agent import Agent
-    from ..events import Event
     from .variants import Endpoint, Variant
 
 FINAL = frozenset({"done", "incomplete", "pending"})
@@ -62,17 +62,28 @@ class RunRecord:
         self.counts = count(events)
 
 
+COUNTS: Fold[Callable[[dict[str, int], Any], None]] = Fold("record", sees_all=False)
+"""What the table counts of each event class besides its type (`count`)."""
+
+
+@COUNTS.handles(RunFinished)
+def _run_finished(counts: dict[str, int], event: RunFinished) -> None:
+    counts["turns"] += event.turns
+    counts["prompt_tokens"] += event.usage.prompt_tokens
+    counts["completion_tokens"] += event.usage.completion_tokens
+
+
+@COUNTS.handles(ContextBuilt)
+def _context_built(counts: dict[str, int], event: ContextBuilt) -> None:
+    counts["peak"] = max(counts["peak"], event.view_tokens)
+
+
 def count(events: list[Event]) -> dict[str, int]:
     """Event counts by type, plus the turns, tokens and peak view size the runs reported."""
     counts: dict[str, int] = {"turns": 0, "prompt_tokens": 0, "completion_tokens": 0, "peak": 0}
     for event in events:
         counts[event.type] = counts.get(event.type, 0) + 1
-        if isinstance(event, RunFinished):
-            counts["turns"] += event.turns
-            counts["prompt_tokens"] += event.usage.prompt_tokens
-            counts["completion_tokens"] += event.usage.completion_tokens
-        elif isinstance(event, ContextBuilt):
-            counts["peak"] = max(counts["peak"], event.view_tokens)
+    COUNTS.into(counts, events)
     return counts
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -27,7 +27,17 @@ from .._store.protocol import (
     supports_fork,
 )
 from .._store.resolve import resolve_store
-from ..events import Event, RunFinished, parse_event
+from ..events import (
+    Event,
+    Fold,
+    ModelRequest,
+    ModelResponse,
+    RunFinished,
+    RunStarted,
+    StatusChanged,
+    TaskSpawned,
+    parse_event,
+)
 from .eventlog import EventLog
 from .node import Node
 from .result import Result
@@ -183,7 +193,7 @@ def restore(
         events = stored.events()
         statuses = stored.statuses()
         runs = _restore_runs(session, rows, events)
-        if runs and runs[-1].status == "incomplete" and not _finished(rows):
+        if runs and runs[-1].status == "incomplete" and not stored.finished:
             statuses.update(_settle_cut_nodes(root))
     except (ValueError, KeyError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
         raise StoreError(
@@ -233,10 +243,15 @@ class _Stored:
         self.kind_states = {p: data for (p, part), data in parts.items() if part == "kind"}
         self.spawned_in: dict[tuple[str, str, str], int] = {}
         """(parent, agent, prompt) -> the run that last spawned that task."""
+        self.last_status: dict[str, EventRow] = {}
+        """Each node's newest `status_changed` row, the newest last."""
+        self.finished = True
+        """Whether the last run ended (the events end in a `run_finished`)."""
+        scan_of = SCAN.for_type
         for row in rows.events:
-            if row.type == "task_spawned":
-                spawned = json.loads(row.body)
-                self.spawned_in[(row.path, spawned["agent"], spawned["prompt"])] = row.run
+            scan = scan_of(row.type)
+            if scan is not None:
+                scan(self, row)
         self.children: dict[str, list[str]] = {}
         for path, state in sorted(self.states.items(), key=lambda item: item[1]["position"]):
             if state["parent"] is not None:
@@ -275,30 +290,23 @@ class _Stored:
             ) from exc
 
     def _event(self, row: EventRow) -> Event:
-        if row.type == "model_request":
-            data = json.loads(row.body)
-            data["messages"] = list(map(self._message, data["messages"]))
-            return parse_event(data)
-        if row.type == "model_response":
-            data = json.loads(row.body)
-            data["message"] = self._message(data["message"])
-            return parse_event(data)
-        return parse_event(row.body)
+        decode = DECODE.for_type(row.type)
+        if decode is None:
+            return parse_event(row.body)
+        data = json.loads(row.body)
+        decode(self, data)
+        return parse_event(data)
 
     def _message(self, item: dict[str, Any] | int) -> dict[str, Any] | Message:
         """A message in an event: its JSON, or the number of a stored one."""
         return item if isinstance(item, dict) else self.message(item)
 
     def statuses(self) -> dict[str, str]:
-        """Each node's last status, read from the newest `status_changed` rows back."""
-        wanted = set(self.states)
-        statuses: dict[str, str] = {}
-        for row in reversed(self.rows.events):
-            if row.type == "status_changed" and row.path not in statuses:
-                statuses[row.path] = json.loads(row.body)["status"]
-                if wanted and wanted <= statuses.keys():
-                    break
-        return dict(reversed(statuses.items()))
+        """Each node's last status, as read from the newest `status_changed` rows back until
+        every node with a stored state has its own."""
+        last, wanted = self.last_status, self.states.keys()
+        oldest = min((last[p].seq for p in wanted), default=0) if wanted <= last.keys() else 0
+        return {p: json.loads(row.body)["status"] for p, row in last.items() if row.seq >= oldest}
 
     def restore_node(self, node: Node) -> None:
         """Restore `node`'s storage and state, then its children and their task entries."""
@@ -331,6 +339,47 @@ class _Stored:
                     outcome=outcome,
                     run=self.spawned_in.get((node.path, *key), 0),
                 )
+
+
+SCAN: Fold[Callable[[_Stored, EventRow], None]] = Fold("restore", sees_all=False)
+"""What `_Stored` reads from each event row as it first goes through them, unparsed."""
+
+
+@SCAN.handles(TaskSpawned)
+def _task_spawned(stored: _Stored, row: EventRow) -> None:
+    spawned = json.loads(row.body)
+    stored.spawned_in[(row.path, spawned["agent"], spawned["prompt"])] = row.run
+
+
+@SCAN.handles(StatusChanged)
+def _status_changed(stored: _Stored, row: EventRow) -> None:
+    stored.last_status.pop(row.path, None)
+    stored.last_status[row.path] = row
+
+
+@SCAN.handles(RunStarted)
+def _run_started(stored: _Stored, row: EventRow) -> None:
+    stored.finished = False
+
+
+@SCAN.handles(RunFinished)
+def _run_finished(stored: _Stored, row: EventRow) -> None:
+    stored.finished = True
+
+
+DECODE: Fold[Callable[[_Stored, dict[str, Any]], None]] = Fold("restore: decode", sees_all=False)
+"""The event classes whose stored JSON numbers the stored messages it holds: each puts them
+back before the event is parsed (every other event is parsed as it was stored)."""
+
+
+@DECODE.handles(ModelRequest)
+def _request_view(stored: _Stored, data: dict[str, Any]) -> None:
+    data["messages"] = list(map(stored._message, data["messages"]))
+
+
+@DECODE.handles(ModelResponse)
+def _reply(stored: _Stored, data: dict[str, Any]) -> None:
+    data["message"] = stored._message(data["message"])
 
 
 def _team_member(parent: Agent, name: str) -> Agent:
@@ -377,16 +426,6 @@ def _restore_runs(session: Session, rows: SessionRows, events: EventLog) -> list
         run._stop.set()
         runs.append(run)
     return runs
-
-
-def _finished(rows: SessionRows) -> bool:
-    """Whether the stored session's last run ended (its events end in a `run_finished`)."""
-    for row in reversed(rows.events):
-        if row.type == "run_finished":
-            return True
-        if row.type == "run_started":
-            return False
-    return True
 
 
 def _interrupted_text(rows: SessionRows) -> str:

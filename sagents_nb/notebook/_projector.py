@@ -17,6 +17,7 @@ from ..events import (
     ContextFull,
     ErrorOccurred,
     Event,
+    Fold,
     HarnessEventOccurred,
     KindSwapped,
     LLMSwapped,
@@ -52,15 +53,16 @@ if TYPE_CHECKING:
 Handler = Callable[["Projector", Any], None]
 HandlerT = TypeVar("HandlerT", bound=Handler)
 
-_HANDLERS: dict[type[Event], Handler] = {}
-"""Each event type's handler (see `handles`); a type without one only shows in the event log."""
-_RESOLVED: dict[type[Event], Handler | None] = {}
+FOLD: Fold[Handler] = Fold("view")
+"""The projector's handler of each event class (see `handles`); an event without one only shows
+in the event log."""
 CHARTED: dict[str, str] = {}
 """The event types whose timeline marks also mark the context chart, with their legend label."""
 
 
 def handles(*kinds: type[Event], chart: str | None = None) -> Callable[[HandlerT], HandlerT]:
-    """Register the decorated function as the projector's handler of these event types.
+    """Register the decorated function as the projector's handler of these event classes
+    (`FOLD.handles`), and say where their marks go.
 
     Args:
         kinds: the event classes it folds into the view state.
@@ -69,11 +71,10 @@ def handles(*kinds: type[Event], chart: str | None = None) -> Callable[[HandlerT
     """
 
     def register(handler: HandlerT) -> HandlerT:
-        for kind in kinds:
-            _HANDLERS[kind] = handler
-            if chart is not None:
+        FOLD.handles(*kinds)(handler)
+        if chart is not None:
+            for kind in kinds:
                 CHARTED[kind.model_fields["type"].default] = chart
-        _RESOLVED.clear()
         return handler
 
     return register
@@ -129,12 +130,8 @@ class Projector:
     def _fold(self, events: list[Event]) -> None:
         self.events.extend(events)
         self.version += len(events)
-        counts = self.counts
-        for event in events:
-            counts[event.type] += 1
-            handler = _handler(type(event))
-            if handler is not None:
-                handler(self, event)
+        self.counts.update([event.type for event in events])
+        FOLD.into(self, events)
 
     def node(self, path: str) -> NodeState:
         """The state of the node at `path`, created (with its ancestors) on first mention."""
@@ -542,16 +539,6 @@ class Projector:
     @handles(ErrorOccurred)
     def _error(self, event: ErrorOccurred) -> None:
         self.node(event.path).transcript.append(event)
-
-
-def _handler(kind: type[Event]) -> Handler | None:
-    """The handler of an event type (or of its nearest handled base class), cached."""
-    try:
-        return _RESOLVED[kind]
-    except KeyError:
-        handler = next((_HANDLERS[base] for base in kind.__mro__ if base in _HANDLERS), None)
-        _RESOLVED[kind] = handler
-        return handler
 
 
 def _json(value: Any) -> str:

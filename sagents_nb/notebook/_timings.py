@@ -7,9 +7,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import events
 from ..events import (
     ContextBuilt,
     Event,
+    Fold,
     HarnessEventOccurred,
     ModelRequest,
     ModelResponse,
@@ -26,6 +28,33 @@ from ..events import (
 )
 
 _ACTIVE = frozenset({"running", "spawned", "paused", "waiting"})
+
+FOLD: Fold[Callable[[RunTiming, Any], None]] = Fold(
+    "timings",
+    ignores={
+        # they take no time of their own and report no tokens: only their run's clock moves
+        events.MessagePreprocessed,
+        events.MessageRefused,
+        events.TaskRefused,
+        events.ErrorOccurred,
+        events.Retry,
+        # the context's changes (a summary's model call is timed as one)
+        events.Compaction,
+        events.ContextFull,
+        events.ColdSink,
+        events.ColdRestore,
+        events.RelevanceView,
+        events.WindowTrim,
+        # swaps between turns
+        events.KindSwapped,
+        events.PreprocessorSwapped,
+        events.LLMSwapped,
+        # a streamed chunk: within its model call's span
+        events.TextDelta,
+    },
+)
+"""What each timed event class does to its run (an event of a run already timed moves its
+clock even when ignored)."""
 
 
 @dataclass(slots=True)
@@ -124,9 +153,10 @@ class Timings:
 
     def update(self, events: Sequence[Event]) -> None:
         """Fold the events of `events` after the ones already folded."""
+        handler_of = FOLD.handler
         for index in range(self.seen, len(events)):
             event = events[index]
-            fold = _FOLDS.get(event.type)
+            fold = handler_of(type(event))
             run = self.runs.get(event.run)
             if run is None:
                 if fold is None:
@@ -138,6 +168,7 @@ class Timings:
         self.seen = len(events)
 
 
+@FOLD.handles(RunStarted)
 def _run_started(run: RunTiming, event: RunStarted) -> None:
     run.start = min(run.start, event.ts)
     node = run.node(event.path)
@@ -145,6 +176,7 @@ def _run_started(run: RunTiming, event: RunStarted) -> None:
     node.tasks.append(run.span("task", f"run {event.run}", event.ts, began=event.ts))
 
 
+@FOLD.handles(RunFinished)
 def _run_finished(run: RunTiming, event: RunFinished) -> None:
     run.end, run.status = event.ts, event.status
     ended = "cancelled" if event.status == "cancelled" else "unfinished"
@@ -161,6 +193,7 @@ def _run_finished(run: RunTiming, event: RunFinished) -> None:
                 task.status = ended if node.status in _ACTIVE else node.status
 
 
+@FOLD.handles(StatusChanged)
 def _status_changed(run: RunTiming, event: StatusChanged) -> None:
     node = run.node(event.path)
     node.status = event.status
@@ -170,10 +203,12 @@ def _status_changed(run: RunTiming, event: StatusChanged) -> None:
             task.began = event.ts
 
 
+@FOLD.handles(ContextBuilt)
 def _context_built(run: RunTiming, event: ContextBuilt) -> None:
     run.views[event.path] = event.view_tokens
 
 
+@FOLD.handles(ModelRequest)
 def _model_request(run: RunTiming, event: ModelRequest) -> None:
     node = run.node(event.path)
     view = run.views.pop(event.path, None)
@@ -186,6 +221,7 @@ def _model_request(run: RunTiming, event: ModelRequest) -> None:
     run.asking[event.path] = span
 
 
+@FOLD.handles(ModelResponse)
 def _model_response(run: RunTiming, event: ModelResponse) -> None:
     node = run.node(event.path)
     span = run.asking.pop(event.path, None)
@@ -209,6 +245,7 @@ def _model_response(run: RunTiming, event: ModelResponse) -> None:
     span.began = None
 
 
+@FOLD.handles(ToolCallStarted)
 def _tool_call_started(run: RunTiming, event: ToolCallStarted) -> None:
     node = run.node(event.path)
     span = run.span("tool", event.name, event.ts, detail=_clip(event.arguments))
@@ -217,6 +254,7 @@ def _tool_call_started(run: RunTiming, event: ToolCallStarted) -> None:
     run.calls[(event.path, event.call_id)] = span
 
 
+@FOLD.handles(ToolCallFinished)
 def _tool_call_finished(run: RunTiming, event: ToolCallFinished) -> None:
     span = run.calls.pop((event.path, event.call_id), None)
     if span is None:  # refused before it started (bad arguments, a rejection at a pause)
@@ -228,6 +266,7 @@ def _tool_call_finished(run: RunTiming, event: ToolCallFinished) -> None:
     span.end, span.status = event.ts, event.status
 
 
+@FOLD.handles(Paused)
 def _paused(run: RunTiming, event: Paused) -> None:
     what = event.action if event.name is None else f"{event.action} {event.name}"
     span = run.span("pause", f"paused before {what}", event.ts)
@@ -235,6 +274,7 @@ def _paused(run: RunTiming, event: Paused) -> None:
     run.pauses[event.pause_id] = span
 
 
+@FOLD.handles(Resumed)
 def _resumed(run: RunTiming, event: Resumed) -> None:
     span = run.pauses.pop(event.pause_id, None)
     if span is not None:
@@ -243,6 +283,7 @@ def _resumed(run: RunTiming, event: Resumed) -> None:
             span.detail = _clip(event.reason)
 
 
+@FOLD.handles(TaskSpawned)
 def _task_spawned(run: RunTiming, event: TaskSpawned) -> None:
     parent = run.node(event.path)
     child = run.node(event.child)
@@ -259,10 +300,12 @@ def _task_spawned(run: RunTiming, event: TaskSpawned) -> None:
         parent.entries.append(event.child)
 
 
+@FOLD.handles(TaskReattached)
 def _task_reattached(run: RunTiming, event: TaskReattached) -> None:
     run.node(event.child)  # its row, whichever run its task began in
 
 
+@FOLD.handles(TaskFinished)
 def _task_finished(run: RunTiming, event: TaskFinished) -> None:
     child = run.node(event.child)
     child.status = event.status
@@ -272,6 +315,7 @@ def _task_finished(run: RunTiming, event: TaskFinished) -> None:
         child.tasks.append(run.span("task", "continued", event.ts, end=event.ts))
 
 
+@FOLD.handles(HarnessEventOccurred)
 def _harness_event(run: RunTiming, event: HarnessEventOccurred) -> None:
     data = event.event
     if data.get("type") != "done":
@@ -294,22 +338,3 @@ def _int(value: Any) -> int:
 def _clip(text: str | None, limit: int = 2000) -> str:
     text = text or ""
     return text if len(text) <= limit else f"{text[:limit]}… [{len(text) - limit} more characters]"
-
-
-_FOLDS: dict[str, Callable[[RunTiming, Any], None]] = {
-    "run_started": _run_started,
-    "run_finished": _run_finished,
-    "status_changed": _status_changed,
-    "context_built": _context_built,
-    "model_request": _model_request,
-    "model_response": _model_response,
-    "tool_call_started": _tool_call_started,
-    "tool_call_finished": _tool_call_finished,
-    "paused": _paused,
-    "resumed": _resumed,
-    "task_spawned": _task_spawned,
-    "task_reattached": _task_reattached,
-    "task_finished": _task_finished,
-    "harness_event": _harness_event,
-}
-"""What each timed event type does to its run, by `type` (a subclass keeps its parent's)."""
