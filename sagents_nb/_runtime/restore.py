@@ -17,7 +17,6 @@ from .._base.ids import new_session_id
 from .._base.messages import Message, Usage
 from .._base.outcome import Outcome
 from .._endpoints.openai import LLM
-from .._store.journal import Journal
 from .._store.protocol import (
     EventRow,
     SessionRows,
@@ -29,6 +28,7 @@ from .._store.protocol import (
 from .._store.resolve import resolve_store
 from ..events import Event, RunFinished, parse_event
 from .eventlog import EventLog
+from .journal import Journal
 from .node import Node
 from .result import Result
 from .run import Run

@@ -37,9 +37,9 @@ from .result import Result, TreeNode
 from .run import Run
 
 if TYPE_CHECKING:
-    from .._store.journal import Journal
     from .._store.protocol import Store
     from .agent import Agent
+    from .journal import Journal
 
 
 class Session:
@@ -147,7 +147,7 @@ class Session:
         `queue` row); `resume()` runs them after it."""
         self._slots: dict[str, asyncio.Semaphore] = {}
         if store is not None:
-            from .._store.journal import Journal
+            from .journal import Journal
 
             self.journal = Journal(self, resolve_store(store, create=True), durability=durability)
 

@@ -19,8 +19,7 @@ from pydantic_core import to_jsonable_python
 from .._base.errors import ConfigurationError, StoreError
 from .._base.loop import library_loop, on_library_thread
 from .._base.messages import Message
-from ..events import ErrorOccurred, ModelRequest, ModelResponse, _event_classes
-from .protocol import (
+from .._store.protocol import (
     EventRow,
     MessageRow,
     MessageWrite,
@@ -31,6 +30,10 @@ from .protocol import (
     StoredSession,
     TaskRow,
 )
+from .._store.sqlite.writes import body_text
+from .._store.text import UNENCODABLE, Report, has_surrogate, repaired, safe_json
+from .._store.writer import MAX_DELAY_SECONDS, QUIET_SECONDS, StepWriter, later
+from ..events import ErrorOccurred, ModelRequest, ModelResponse, _event_classes
 from .snapshot import (
     NODE_FIELDS,
     dump_json,
@@ -40,17 +43,14 @@ from .snapshot import (
     node_values_of,
     stored_field,
 )
-from .sqlite.writes import body_text
-from .text import UNENCODABLE, Report, has_surrogate, repaired, safe_json
-from .writer import MAX_DELAY_SECONDS, QUIET_SECONDS, StepWriter, later
 
 log = logging.getLogger("sagents_nb")
 
 if TYPE_CHECKING:
-    from .._runtime.node import Node, TaskEntry
-    from .._runtime.session import Session
+    from .._store.sqlite.writes import PlainStep
     from ..events import Event
-    from .sqlite.writes import PlainStep
+    from .node import Node, TaskEntry
+    from .session import Session
 
     Written = tuple[dict[tuple[str, str], TaskEntry], set[tuple[str, str]]]
     """The task entries written for a node, and the keys of those written unsettled."""

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import pydantic_core
 
 if TYPE_CHECKING:
-    from .._runtime.node import Node
+    from .node import Node
 
 
 NODE_FIELDS = (
