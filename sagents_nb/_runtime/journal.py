@@ -34,15 +34,7 @@ from .._store.sqlite.writes import body_text
 from .._store.text import UNENCODABLE, Report, has_surrogate, repaired, safe_json
 from .._store.writer import MAX_DELAY_SECONDS, QUIET_SECONDS, StepWriter, later
 from ..events import ErrorOccurred, ModelRequest, ModelResponse, _event_classes
-from .snapshot import (
-    NODE_FIELDS,
-    dump_json,
-    kind_state,
-    node_state,
-    node_values,
-    node_values_of,
-    stored_field,
-)
+from .snapshot import NodeSnapshot, dump_json, kind_state, stored_parts
 
 log = logging.getLogger("sagents_nb")
 
@@ -120,7 +112,7 @@ class Journal:
         store: where to write.
         rows: the session's stored record when it was reopened or forked; None for a new one.
         durability: `turn`, `async` or `exit` (see `DURABILITY`).
-        node_states: `rows.node_states()`, when the caller has merged them already.
+        node_states: `stored_parts(rows)`, when the caller has read them already.
 
     A new session's record is created before the constructor returns (a taken id raises
     `StoreError` here).
@@ -133,7 +125,7 @@ class Journal:
         *,
         rows: SessionRows | None = None,
         durability: str = "async",
-        node_states: dict[tuple[str, str], dict[str, Any]] | None = None,
+        node_states: dict[tuple[str, str], Any] | None = None,
     ):
         if durability not in DURABILITY:
             raise ConfigurationError(
@@ -149,7 +141,7 @@ class Journal:
         self._numbering = Numbering()
         self._dirty: set[str] = set()
         self._nodes: dict[str, Node] = {session.root.path: session.root}
-        self._states: dict[str, tuple[Any, ...]] = {}
+        self._states: dict[str, NodeSnapshot] = {}
         self._state_seqs: dict[str, int] = {}
         """The event of each node's last state row: a row at the same event replaces it, so it
         is written whole rather than as changes."""
@@ -170,21 +162,21 @@ class Journal:
         self._rescue_seen = 0
         if rows is None:
             root = session.root
-            state = node_values(root)
+            state = NodeSnapshot.of(root)
             self._states[root.path] = state
             self._state_seqs[root.path] = 0
             store.create(
                 SessionRows(
                     StoredSession(session.id, session.agent.name, time.time()),
-                    nodes=[NodeRow(root.path, "state", 0, dump_json(node_state(state)))],
+                    nodes=[NodeRow(root.path, "state", 0, dump_json(state.row()))],
                 )
             )
         self._writer = StepWriter(store, session.id, cut=self._end_step)
         if rows is not None:
-            merged = node_states if node_states is not None else rows.node_states()
+            merged = node_states if node_states is not None else stored_parts(rows)
             for (path, part), data in merged.items():
                 if part == "state":
-                    self._states[path] = node_values_of(data)
+                    self._states[path] = data
                 elif part == "kind":
                     self._kinds[path] = dump_json(data)
                 elif part == "queue" and path == session.root.path:
@@ -420,7 +412,7 @@ class Journal:
             node = self._node(path)
             if node is None:
                 continue
-            state = node_values(node)
+            state = NodeSnapshot.of(node)
             previous = self._states.get(path)
             if previous != state:
                 if self._state_seqs.get(path) == seq:
@@ -623,8 +615,8 @@ class PendingStep:
     numbering: Numbering
     """The journal's message numbers: given when a step is encoded, in order."""
     nodes: list[tuple[str, str, int, Any, Any]] = field(default_factory=list)
-    """(path, "state", seq, `node_values` tuple, the previous tuple or None) or (path, "kind",
-    seq, `kind_state` JSON, None): a state row holds the fields that changed, or all."""
+    """(path, "state", seq, `NodeSnapshot`, the previous one or None) or (path, "kind" or
+    "queue", seq, JSON text, None): a state row holds the fields that changed, or all."""
     tasks: list[TaskRow] = field(default_factory=list)
     retired: list[tuple[str, str, str, int]] = field(default_factory=list)
     report: Report | None = None
@@ -729,17 +721,10 @@ _VIEW = {"messages"}
 _MESSAGE = {"message"}
 
 
-def _node_json(
-    part: str, data: Any, previous: tuple[Any, ...] | None, report: Report | None
-) -> str:
+def _node_json(part: str, data: Any, previous: NodeSnapshot | None, report: Report | None) -> str:
     if part != "state":
         return data  # a kind state (or the queue) is JSON already
-    if previous is None:
-        return _dump(node_state(data), report)
-    changed = zip(NODE_FIELDS, data, previous, strict=True)
-    return _dump(
-        {name: stored_field(name, new) for name, new, old in changed if new != old}, report
-    )
+    return _dump(data.row() if previous is None else data.changes(previous), report)
 
 
 def _message_json(message: Message, report: Report | None = None) -> str:
