@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 import sagents_nb as sn
 from sagents_nb._runtime.journal import Numbering, PendingStep
 from sagents_nb._runtime.restore import _Stored
-from sagents_nb._store.sqlite.writes import body_text
+from sagents_nb._store.text import body_text
 from sagents_nb._store.writer import StepWriter
 from sagents_nb.events import Event, parse_event
 from sagents_nb.store import SessionRows, Store, StoredSession
@@ -106,7 +106,7 @@ def test_events_shipped_as_their_fields_read_back_the_same(data: st.DataObject) 
     """Events whose fields are all plain values reach the store thread as their `__dict__`
     and get their JSON there: it must parse back to the same event."""
     from sagents_nb._runtime.journal import plain_events
-    from sagents_nb._store.sqlite.writes import body_text
+    from sagents_nb._store.text import body_text
 
     event = data.draw(events(plain_events()))
     assert parse_event(body_text(event.__dict__)) == event

@@ -12,7 +12,7 @@ import types
 import typing
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from pydantic_core import to_jsonable_python
 
@@ -20,9 +20,7 @@ from .._base.errors import ConfigurationError, StoreError
 from .._base.loop import library_loop, on_library_thread
 from .._base.messages import Message
 from .._store.protocol import (
-    EventRow,
     MessageRow,
-    MessageWrite,
     NodeRow,
     SessionRows,
     Step,
@@ -30,7 +28,6 @@ from .._store.protocol import (
     StoredSession,
     TaskRow,
 )
-from .._store.sqlite.writes import body_text
 from .._store.text import UNENCODABLE, Report, has_surrogate, repaired, safe_json
 from .._store.writer import MAX_DELAY_SECONDS, QUIET_SECONDS, StepWriter, later
 from ..events import ErrorOccurred, ModelRequest, ModelResponse, _event_classes
@@ -39,7 +36,7 @@ from .snapshot import NodeSnapshot, dump_json, kind_state, stored_parts
 log = logging.getLogger("sagents_nb")
 
 if TYPE_CHECKING:
-    from .._store.sqlite.writes import PlainStep
+    from .._store.protocol import PlainStep
     from ..events import Event
     from .node import Node, TaskEntry
     from .session import Session
@@ -48,8 +45,6 @@ if TYPE_CHECKING:
     """The task entries written for a node, and the keys of those written unsettled."""
     MessageWrites = tuple[str, str, int, tuple[Message, ...], bool]
     """(path, transcript, seq, messages, replace): see `MessageWrite`."""
-
-log = logging.getLogger("sagents_nb")
 
 RESCUE_SECONDS = MAX_DELAY_SECONDS
 """A model request's sealed rows wait for the library loop to hand them over; if the loop
@@ -628,21 +623,10 @@ class PendingStep:
 
     def encode(self) -> Step:
         """The step's rows, as a store writes them."""
-        events, messages, nodes, _, _ = self.plain()
-        return Step(
-            self.seq,
-            [
-                EventRow(seq, run, kind, path, cast(str, body_text(body)))  # JSON text or fields
-                for seq, run, kind, path, body in events
-            ],
-            [MessageWrite(*write) for write in messages],
-            [NodeRow(*node) for node in nodes],
-            self.tasks,
-            self.retired,
-        )
+        return Step.from_plain(self.seq, self.plain())
 
     def plain(self) -> PlainStep:
-        """The step's rows as plain data (see `sqlite/writes.py`); numbers its messages
+        """The step's rows as plain data (`PlainStep`); numbers its messages
         first, so that the views in its requests can name them. Encoded once: a commit that
         is tried again sends the same rows."""
         if self._plain is None:
@@ -681,8 +665,8 @@ class PendingStep:
                 (path, part, seq, _node_json(part, data, previous, report))
                 for path, part, seq, data, previous in self.nodes
             ],
-            [_task_values(task, report) for task in self.tasks],
-            self.retired,
+            [_task_values(task.values(), report) for task in self.tasks],
+            [_task_values(key, report) for key in self.retired],
         )
 
     def _event_body(self, event: Event) -> str | dict[str, Any]:
@@ -744,8 +728,8 @@ def _dump(data: Any, report: Report | None) -> str:
         return dump_json(repaired(to_jsonable_python(data), report))
 
 
-def _task_values(task: TaskRow, report: Report | None) -> tuple[object, ...]:
-    values = task.values()
+def _task_values(values: tuple[Any, ...], report: Report | None) -> tuple[Any, ...]:
+    """A task row's values (or a retired task's key), its text repaired if need be."""
     if any(map(_unencodable, values)):
         return repaired(values, report)
     return values

@@ -19,11 +19,11 @@ from .._base.outcome import Outcome
 from .._endpoints.openai import LLM
 from .._store.protocol import (
     EventRow,
+    ForkingStore,
     SessionRows,
     Store,
     StoredSession,
     TaskRow,
-    supports_fork,
 )
 from .._store.resolve import resolve_store
 from ..events import Event, RunFinished, parse_event
@@ -117,12 +117,12 @@ def _fork(session: Session, journal: Journal, at: int | None) -> Session:
         new_session_id(), session.agent.name, time.time(), session.id, seq, seq
     )
     store = journal.store
-    if not supports_fork(store):
+    if not isinstance(store, ForkingStore):
         store.create(cut)
         return restore(_branch(session, cut.info.id), store, cut, journal.stored_messages())
     # the store copies the rows (in SQL, for a file) on another thread while they are rebuilt here
     with ThreadPoolExecutor(1, thread_name_prefix="sagents_nb-fork") as pool:
-        copied = pool.submit(store.fork, session.id, seq, cut.info)  # type: ignore[attr-defined]
+        copied = pool.submit(store.fork, session.id, seq, cut.info)
         held = journal.stored_messages()
         forked = restore(_branch(session, cut.info.id), store, cut, held)
         copied.result()
