@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 
@@ -158,3 +159,28 @@ def test_a_plain_step_is_the_step_it_holds() -> None:
     store.create(SessionRows(StoredSession("s", "a", 1.0)))
     store.commit("s", [step])
     assert store.load("s").info.last_seq == 1
+
+
+@pytest.mark.parametrize("kind", ["file", "text-only"])
+def test_a_forgotten_task_with_a_lone_surrogate_is_retired_by_its_stored_key(
+    kind: str, tmp_path: Path
+) -> None:
+    """A kind swap retires the tasks settled under the old kind, by the key the store holds:
+    the prompt repaired, as its row was (the file store refused the raw key: no later step of
+    the session could be written)."""
+    store = sn.SQLiteStore(tmp_path / "runs.db") if kind == "file" else TextOnlyStore()
+    worker = sn.Agent("worker", does="does one job", kind=sn.kinds.Resident())
+    boss = sn.Agent("boss", does="delegates", team=[worker])
+    session = sn.Session(boss, llm=sn.mock_llm(surrogate_boss), store=store)
+    assert session.send("go").result().status == "done"
+    worker.kind = sn.kinds.Worker()
+    assert session.send("again, 再来 🤖").result().status == "done"
+    session.flush()
+    tasks = store.load(session.id).tasks
+    assert [(t.prompt, t.retired is not None) for t in tasks] == [
+        ("job \ufffd", True),
+        ("job \ufffd", False),
+    ]
+    again = sn.Session.open(store, session.id, agent=boss)
+    assert [e.type for e in again.events] == [e.type for e in session.events]
+    store.close()

@@ -149,6 +149,8 @@ class Journal:
         self._queue_dirty = False
         self._kind_dirty: set[str] = set()
         self._task_dirty: set[str] = set()
+        self._swapped: set[str] = set()
+        """Nodes whose task entries a kind swap changed since the last seal."""
         self._tasks: dict[str, Written] = {}
         self._ended = self._seen = 0
         self._cut_at: float | None = None
@@ -397,6 +399,7 @@ class Journal:
                 self._kind_dirty.add(path)
                 if what == "kind_swapped":  # forgets the tasks settled under the old kind
                     self._task_dirty.add(path)
+                    self._swapped.add(path)
         step = self._step
         seq = step.seq = events[-1].seq if events else self.session.bus.last_seq
         step.events += events
@@ -420,12 +423,13 @@ class Journal:
                 step.nodes.append((path, "kind", seq, kind, None))
                 self._kinds[path] = kind
             if path in self._task_dirty:
-                self._task_changes(node, seq, step)
+                self._task_changes(node, seq, step, swapped=path in self._swapped)
         if self._queue_dirty:
             self._queue_rows(seq, step)
         self._dirty.clear()
         self._kind_dirty.clear()
         self._task_dirty.clear()
+        self._swapped.clear()
 
     def _kind_state(self, node: Node) -> str | None:
         """The JSON of what the node's kind keeps (`kind_state`); a kind whose `dump_state`
@@ -455,12 +459,16 @@ class Journal:
                 self._nodes[path] = node
         return node
 
-    def _task_changes(self, node: Node, seq: int, step: PendingStep) -> None:
+    def _task_changes(
+        self, node: Node, seq: int, step: PendingStep, *, swapped: bool = False
+    ) -> None:
         """Add the node's new, settled and forgotten tasks to `step`, stamped `seq`, and note
         them as written.
 
-        Tasks are only added (at the end), settled once, or forgotten (the count drops), so
-        only the newest and the unsettled ones need a look unless the count dropped.
+        Tasks are only added (at the end), settled once, or forgotten by a kind swap, so only
+        the newest and the unsettled ones need a look unless the count dropped or a kind was
+        `swapped` (it may forget tasks and add as many, under the same keys or others, before
+        the next seal).
         """
         tasks = node.tasks
         known = self._tasks.get(node.path)
@@ -470,12 +478,16 @@ class Journal:
             known = self._tasks[node.path] = ({}, set())
         written, unsettled = known
         added = len(tasks) - len(written)
-        if added == 0 and all(
-            tasks.get(key) is written[key] and written[key].outcome is None for key in unsettled
+        full = swapped or added < 0 or any(key not in tasks for key in unsettled)
+        if (
+            not full
+            and added == 0
+            and all(
+                tasks.get(key) is written[key] and written[key].outcome is None for key in unsettled
+            )
         ):
             return  # e.g. a child still running: nothing new
         candidates = [*unsettled, *itertools.islice(reversed(tasks), max(added, 0))]
-        full = added < 0 or any(key not in tasks for key in unsettled)
         if full or any(key in written for key in candidates[len(unsettled) :]):
             candidates = list(tasks)
         for key in candidates:
