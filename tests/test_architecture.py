@@ -24,8 +24,9 @@ def _modules() -> dict[str, Path]:
     return modules
 
 
-def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
-    """The package's modules that `name` imports when it runs (any depth, TYPE_CHECKING aside)."""
+def _imports(name: str, path: Path, modules: dict[str, Path], *, typing: bool = False) -> set[str]:
+    """The package's modules that `name` imports when it runs (any depth, TYPE_CHECKING aside;
+    with `typing`, those the type checker follows too)."""
     package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
     found: set[str] = set()
 
@@ -37,7 +38,10 @@ def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
 
     def walk(tree: ast.AST) -> None:
         for node in ast.iter_child_nodes(tree):
-            if isinstance(node, ast.If) and ast.unparse(node.test).endswith("TYPE_CHECKING"):
+            is_typing = isinstance(node, ast.If) and ast.unparse(node.test).endswith(
+                "TYPE_CHECKING"
+            )
+            if is_typing and not typing:
                 continue
             named: list[str] = []
             if isinstance(node, ast.ImportFrom):
@@ -88,5 +92,20 @@ def test_no_module_imports_itself_through_others() -> None:
 
 def test_the_graph_walk_sees_imports_inside_functions() -> None:
     modules = _modules()
-    node = "sagents_nb._runtime.node"
-    assert "sagents_nb._runtime.turns" in _imports(node, modules[node], modules)
+    agent = "sagents_nb._runtime.agent"
+    assert "sagents_nb._runtime.session" in _imports(agent, modules[agent], modules)
+
+
+def test_the_store_room_names_nothing_above_events_and_base() -> None:
+    """`_store/` keeps rows, not runtime objects: not even its type hints name a node, a kind,
+    a tool, an endpoint or a session (import-linter's contract counts the imports that run)."""
+    modules = _modules()
+    allowed = ("sagents_nb._store", "sagents_nb.events", "sagents_nb._base")
+    reached = {
+        f"{name} -> {imported}"
+        for name, path in modules.items()
+        if name.startswith("sagents_nb._store")
+        for imported in _imports(name, path, modules, typing=True)
+        if not imported.startswith(allowed)
+    }
+    assert reached == set()
