@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import sagents_nb as sn
+from sagents_nb._store.protocol import PlainStep
 from sagents_nb.store import (
     ForkingStore,
     MemoryStore,
@@ -69,9 +70,9 @@ class PlainMemoryStore(MemoryStore):
         super().__init__()
         self.plain_commits = 0
 
-    def commit_plain(self, session_id: str, steps: list[tuple[list[object], ...]]) -> None:
+    def commit_plain(self, session_id: str, steps: list[PlainStep]) -> None:
         self.plain_commits += 1
-        self.commit(session_id, [Step.from_plain(0, step) for step in steps])  # type: ignore[arg-type]
+        self.commit(session_id, [Step.from_plain(0, step) for step in steps])
 
 
 def test_a_store_opts_in_by_having_the_method() -> None:
@@ -182,5 +183,6 @@ def test_a_forgotten_task_with_a_lone_surrogate_is_retired_by_its_stored_key(
         ("job \ufffd", False),
     ]
     again = sn.Session.open(store, session.id, agent=boss)
-    assert [e.type for e in again.events] == [e.type for e in session.events]
+    told = [e.type for e in session.events if e.type != "error"]  # the repair's notice may be
+    assert [e.type for e in again.events if e.type != "error"] == told  # after the last commit
     store.close()

@@ -55,26 +55,31 @@ class NodeSnapshot(NamedTuple):
         usage = node.usage
         parent = node.parent
         counters, persistent = node.counters, node.persistent
-        return cls(
-            node.agent.name,
-            node.kind.name,
-            parent.path if parent is not None else None,
-            parent.order.index(node) if parent is not None else 0,
-            node.status,
-            node.turns,
-            node.task_turns,
-            node.task_tool_calls,
-            node.task_tokens,
-            (usage.prompt_tokens, usage.completion_tokens, usage.total_tokens),
-            tuple(counters.items()) if counters else (),
-            tuple((name, child.path) for name, child in persistent.items()) if persistent else (),
-            node.input_index,
-            node.input_text,
-            node.display_text,
-            node.reattached,
-            tuple(node.refused),
-            tuple(node.notices),
-            (outcome.status, outcome.text) if outcome is not None else None,
+        return _new(  # as a tuple: the NamedTuple `__new__` is a Python call of 19 arguments
+            cls,
+            (
+                node.agent.name,
+                node.kind.name,
+                parent.path if parent is not None else None,
+                parent.order.index(node) if parent is not None else 0,
+                node.status,
+                node.turns,
+                node.task_turns,
+                node.task_tool_calls,
+                node.task_tokens,
+                (usage.prompt_tokens, usage.completion_tokens, usage.total_tokens),
+                tuple(counters.items()) if counters else (),
+                tuple((name, child.path) for name, child in persistent.items())
+                if persistent
+                else (),
+                node.input_index,
+                node.input_text,
+                node.display_text,
+                node.reattached,
+                tuple(node.refused),
+                tuple(node.notices),
+                (outcome.status, outcome.text) if outcome is not None else None,
+            ),
         )
 
     @classmethod
@@ -118,6 +123,8 @@ class NodeSnapshot(NamedTuple):
         outcome = self.outcome
         node.last_outcome = Outcome(*outcome) if outcome is not None else None
 
+
+_new = tuple.__new__
 
 _MAPPINGS = frozenset({"counters", "persistent"})
 """Fields a snapshot keeps as tuples of items and a row stores as objects."""

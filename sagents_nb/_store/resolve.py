@@ -41,7 +41,7 @@ def resolve_store(target: object, *, create: bool) -> Store:
         return open_file(store_path(target), create=create)
     if isinstance(target, Store):
         return target
-    missing = [name for name in _STORE_METHODS if name not in dir(target)]  # to say so
+    missing = [name for name in _STORE_METHODS if name not in dir(target)]  # for the message
     lacks = f" (it has no {', '.join(missing)})" if len(missing) < len(_STORE_METHODS) else ""
     raise StoreError(f"{ACCEPTS}; not a {type(target).__name__}{lacks}")
 
