@@ -9,7 +9,10 @@ stood after that event (what reopening and forking read).
 `MemoryStore` is the reference: the semantics every store keeps (retired rows, one live
 task row per key, merged partial node states, all-or-nothing commits) in plain Python, held
 to the same contract tests as `SQLiteStore`. To put sessions elsewhere, implement the five
-methods of `Store` the way `MemoryStore` does and pass the object as `store=`.
+methods of `Store` the way `MemoryStore` does and pass the object as `store=`. Two more are
+optional, each named by a protocol a store satisfies by having the method: `ForkingStore`
+(`fork`, a fork copied where the rows are) and `PlainCommitStore` (`commit_plain`, steps taken
+as plain tuples: `PlainStep` in `_store/protocol.py`).
 """
 
 from __future__ import annotations
@@ -20,9 +23,11 @@ from ._base.errors import StoreError
 from ._store.memory import MemoryStore
 from ._store.protocol import (
     EventRow,
+    ForkingStore,
     MessageRow,
     MessageWrite,
     NodeRow,
+    PlainCommitStore,
     SessionRows,
     Step,
     Store,
@@ -35,10 +40,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EventRow",
+    "ForkingStore",
     "MemoryStore",
     "MessageRow",
     "MessageWrite",
     "NodeRow",
+    "PlainCommitStore",
     "SQLiteStore",
     "SessionRows",
     "Step",
@@ -52,10 +59,10 @@ __all__ = [
 # Shown as sagents_nb.store.<name> in reprs, docs and tracebacks (as httpx does); Store,
 # StoredSession and StoreError show as sagents_nb.<name>, where the package publishes them
 # (on its first look-up of the name, so here too, for whoever comes through this module first).
-for _row in (EventRow, MemoryStore, MessageRow, MessageWrite, NodeRow, SessionRows, Step, TaskRow):
-    _row.__module__ = __name__
+for _name in set(__all__) - {"SQLiteStore", "Store", "StoreError", "StoredSession"}:
+    globals()[_name].__module__ = __name__
 Store.__module__ = StoredSession.__module__ = "sagents_nb"
-del _row
+del _name
 
 
 def __getattr__(name: str) -> Any:

@@ -93,8 +93,8 @@ def test_no_module_imports_itself_through_others() -> None:
 
 def test_the_graph_walk_sees_imports_inside_functions() -> None:
     modules = _modules()
-    node = "sagents_nb._runtime.node"
-    assert "sagents_nb._runtime.turns" in _imports(node, modules[node], modules)
+    agent = "sagents_nb._runtime.agent"
+    assert "sagents_nb._runtime.session" in _imports(agent, modules[agent], modules)
 
 
 def test_kinds_and_tools_are_typed_against_ports_below_them() -> None:
@@ -115,3 +115,19 @@ def test_kinds_and_tools_are_typed_against_ports_below_them() -> None:
         if name.startswith(("sagents_nb.kinds", "sagents_nb._tools"))
     }
     assert {name: found for name, found in reaching.items() if found} == {}
+
+
+
+def test_the_store_room_names_nothing_above_events_and_base() -> None:
+    """`_store/` keeps rows, not runtime objects: not even its type hints name a node, a kind,
+    a tool, an endpoint or a session (import-linter's contract counts the imports that run)."""
+    modules = _modules()
+    allowed = ("sagents_nb._store", "sagents_nb.events", "sagents_nb._base")
+    reached = {
+        f"{name} -> {imported}"
+        for name, path in modules.items()
+        if name.startswith("sagents_nb._store")
+        for imported in _imports(name, path, modules, type_checking=True)
+        if not imported.startswith(allowed)
+    }
+    assert reached == set()

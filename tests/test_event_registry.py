@@ -15,8 +15,8 @@ from hypothesis import find
 
 import sagents_nb as sn
 from sagents_nb import events
+from sagents_nb._runtime.journal import is_plain
 from sagents_nb._runtime.trace import LINES, describe
-from sagents_nb._store.journal import is_plain
 from sagents_nb._tools.hooks import ToolCallInfo
 from sagents_nb.events import Event, _event_classes, parse_event
 from sagents_nb.notebook._context_pane import context_pane

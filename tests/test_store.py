@@ -323,3 +323,38 @@ def test_built_in_kinds_store_the_shapes_older_stores_hold(tmp_path: Path) -> No
     }
     cold = next(json.loads(b)["state"]["cold"] for p, b in reversed(rows) if p == "chief")
     assert cold and all(len(span) == 2 and span[0] < span[1] for span in cold)
+
+
+@pytest.mark.parametrize("prompts", [("job A", "job A"), ("job A", "job B")])
+def test_a_kind_swap_retires_the_forgotten_task_and_stores_the_next(
+    prompts: tuple[str, str], tmp_path: Path
+) -> None:
+    """A kind swap forgets the tasks settled under the old kind; the task delegated after it
+    in the same step (as many entries as before, under the same key or another) is stored,
+    and reopening finds it, not the forgotten one."""
+    worker = sn.Agent("worker", does="does one job", kind=sn.kinds.Resident())
+    boss = sn.Agent("boss", does="delegates", team=[worker])
+    asked = iter(prompts)
+
+    def handler(req: sn.ChatRequest) -> sn.Reply | str:
+        if "task" not in req.tools:
+            return f"fait : {req.last_user} ✓"
+        if req.messages[-1]["role"] == "user":
+            return sn.reply(tool_calls=[sn.call("task", agent="worker", prompt=next(asked))])
+        return "boss done: " + req.tool_results[-1]
+
+    session = sn.Session(boss, llm=sn.mock_llm(handler), store=tmp_path / "runs.db")
+    session.send("go").result()
+    worker.kind = sn.kinds.Worker()
+    session.send("encore, 再来").result()
+    session.flush()
+    rows = session.store.load(session.id).tasks
+    assert [(t.prompt, t.child, t.retired is not None) for t in rows] == [
+        (prompts[0], "boss/worker.1", True),
+        (prompts[1], "boss/worker.2", False),
+    ]
+    again = sn.Session.open(tmp_path / "runs.db", session.id, agent=boss)
+    assert {key: e.child.path for key, e in again.root.tasks.items()} == {
+        ("worker", prompts[1]): "boss/worker.2"
+    }
+    session.store.close()

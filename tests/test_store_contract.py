@@ -15,13 +15,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sagents_nb._store.protocol import supports_fork
 from sagents_nb.store import (
     EventRow,
+    ForkingStore,
     MemoryStore,
     MessageRow,
     MessageWrite,
     NodeRow,
+    PlainCommitStore,
     SessionRows,
     SQLiteStore,
     Step,
@@ -427,6 +428,8 @@ def test_the_record_as_of_an_event_makes_a_fork(store: Store) -> None:
 @pytest.mark.parametrize("seq", [1, 2, 3])
 def test_fork_copies_the_record_as_of_an_event(store: Store, seq: int) -> None:
     """The optional `fork` keeps exactly what `create(load(...).at(seq))` keeps."""
+    if not isinstance(store, ForkingStore):
+        pytest.skip("fork is optional (ForkingStore)")
     new(store)
     store.commit(
         "s1",
@@ -443,16 +446,49 @@ def test_fork_copies_the_record_as_of_an_event(store: Store, seq: int) -> None:
             ),
         ],
     )
-    assert supports_fork(store)
     info = StoredSession("f1", "boss", 2.0, "s1", seq, seq)
-    store.fork("s1", seq, info)  # type: ignore[attr-defined]
+    store.fork("s1", seq, info)
     forked = store.load("f1")
     assert shape(forked)[1:] == shape(store.load("s1").at(seq))[1:]
     assert (forked.info.parent, forked.info.fork_seq, forked.info.last_seq) == ("s1", seq, seq)
     with pytest.raises(StoreError, match="already exists"):
-        store.fork("s1", seq, info)  # type: ignore[attr-defined]
+        store.fork("s1", seq, info)
     store.commit("f1", [Step(seq + 1, [event(seq + 1, "run_finished")], [write(seq + 1, 9)])])
     assert [m.n for m in store.load("s1").messages] == [1, 2, 3, 4]
+
+
+def test_commit_plain_keeps_what_commit_keeps(store: Store) -> None:
+    """The optional `commit_plain` of steps as plain tuples keeps exactly what `commit` of the
+    same steps keeps (a plain event's fields made JSON), and refuses what it refuses."""
+    if not isinstance(store, PlainCommitStore):
+        pytest.skip("commit_plain is optional (PlainCommitStore)")
+    fields = {"type": "text_delta", "path": "boss", "seq": 2, "text": TEXTS[1]}
+    plain = [
+        (
+            [(1, 1, "model_request", "boss", event(1).body)],
+            [("boss", "llm", 1, write(1, 1, 2).messages, False)],
+            [("boss", "state", 1, node(1, status="running").body)],
+            [task(1).values()],
+            [],
+        ),
+        (
+            [(2, 1, "text_delta", "boss", fields)],
+            [("boss", "llm", 2, write(2, 3).messages, True)],
+            [],
+            [task(2, status="done", settled=2).values()],
+            [("boss", "worker", "job A", 2)],
+        ),
+    ]
+    reference = MemoryStore()
+    for target in (store, reference):
+        new(target)
+    store.commit_plain("s1", plain)  # type: ignore[arg-type]
+    reference.commit("s1", [Step.from_plain(seq, step) for seq, step in enumerate(plain, 1)])  # type: ignore[arg-type]
+    assert shape(store.load("s1")) == shape(reference.load("s1"))
+    assert json.loads(store.load("s1").events[1].body) == fields
+    with pytest.raises(StoreError, match="already has events"):
+        store.commit_plain("s1", plain[:1])  # type: ignore[arg-type]
+    assert shape(store.load("s1")) == shape(reference.load("s1"))
 
 
 # copies and closing

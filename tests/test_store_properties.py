@@ -16,9 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import sagents_nb as sn
+from sagents_nb._runtime.journal import Numbering, PendingStep
 from sagents_nb._runtime.restore import _Stored
-from sagents_nb._store.journal import Numbering, PendingStep
-from sagents_nb._store.sqlite.writes import body_text
+from sagents_nb._store.text import body_text
 from sagents_nb._store.writer import StepWriter
 from sagents_nb.events import Event, parse_event
 from sagents_nb.store import SessionRows, Store, StoredSession
@@ -105,8 +105,8 @@ def test_rows_are_inserted_in_order_whatever_their_count(count: int) -> None:
 def test_events_shipped_as_their_fields_read_back_the_same(data: st.DataObject) -> None:
     """Events whose fields are all plain values reach the store thread as their `__dict__`
     and get their JSON there: it must parse back to the same event."""
-    from sagents_nb._store.journal import plain_events
-    from sagents_nb._store.sqlite.writes import body_text
+    from sagents_nb._runtime.journal import plain_events
+    from sagents_nb._store.text import body_text
 
     event = data.draw(events(plain_events()))
     assert parse_event(body_text(event.__dict__)) == event
@@ -126,7 +126,7 @@ def test_a_lone_surrogate_in_any_text_of_a_plain_event_is_repaired(data: st.Data
     """The journal looks for lone surrogates only in a plain event's text fields, learnt from
     its class (`text_fields`): one put in any field holding text, or a list of texts, is found
     and stored as U+FFFD, and said."""
-    from sagents_nb._store.journal import plain_events
+    from sagents_nb._runtime.journal import plain_events
 
     event = data.draw(events(plain_events()))
     fields = type(event).model_fields

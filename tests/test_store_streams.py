@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import sagents_nb as sn
-from sagents_nb._store.sqlite.writes import body_text
+from sagents_nb._store.text import body_text
 from sagents_nb.store import (
     EventRow,
     MemoryStore,

@@ -6,6 +6,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from .._base.errors import ConfigurationError
+from .._base.loop import run_sync
 from .._tools.tool import Tool
 
 if TYPE_CHECKING:
@@ -101,6 +102,7 @@ class Agent:
         self, prompt: str, *, llm: LLM | None = None, pause_on: Iterable[str] = (), **session: Any
     ) -> Result:
         """Run once on a fresh session and return the `Result` (async)."""
+        # the session loads the rest of the runtime, the kinds and the endpoint: at the first run
         from .session import Session
 
         return await Session(self, llm=llm, **session).run(prompt, pause_on=pause_on)
@@ -113,7 +115,7 @@ class Agent:
         Ctrl-C (a kernel interrupt) cancels the run: dangling tool calls are answered as
         cancelled, and `KeyboardInterrupt` is re-raised once the run has ended (or after 5 s).
         """
-        from .._base.loop import run_sync
+        # the session loads the rest of the runtime, the kinds and the endpoint: at the first run
         from .session import Session
 
         return run_sync(

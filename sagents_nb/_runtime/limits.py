@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .._base.errors import ConfigurationError
+from ..events import ErrorOccurred
 
 if TYPE_CHECKING:
     from .node import Node
@@ -60,8 +61,6 @@ def spawn_refusal(session: Session) -> str | None:
 
 def _hit(node: Node, name: str, cap: int, what: str) -> None:
     """Stop `node` and, through the same message at their next model call, every other node."""
-    from ..events import ErrorOccurred
-
     text = node.session.limit_hit = (
         f"hit the session's {name} ({cap}): {what}; the work so far is kept. If the run "
         f"needs more, raise it: sn.Session(..., {name}=...)"

@@ -12,6 +12,8 @@ from ..events import Event, StatusChanged
 from ..kinds import kind_name
 from .result import TreeNode
 from .tasks import QueuedInput, TaskEntry
+from .toolcalls import execute_call
+from .turns import run_task, summarise
 
 if TYPE_CHECKING:
     from .._tools.tool import ToolResult
@@ -248,8 +250,6 @@ class Node:
 
     async def execute_tools(self, calls: list[Any]) -> list[ToolResult]:
         """Run tool calls concurrently (hooks and pauses applied); results in call order."""
-        from .toolcalls import execute_call
-
         if len(calls) == 1:
             return [await execute_call(self, calls[0])]
         tasks: list[asyncio.Task[Any]] = []
@@ -334,14 +334,10 @@ class Node:
 
     async def run_task(self, message: Message | None, *, resume: bool = False) -> Outcome:
         """Run one task on this node through the turn loop (`resume`: go on from storage)."""
-        from .turns import run_task
-
         return await run_task(self, message, resume=resume)
 
     async def summarise(self, messages: Sequence[Message]) -> str:
         """Ask this node's endpoint for a summary of `messages` (visible in events and the wire)."""
-        from .turns import summarise
-
         return await summarise(self, messages)
 
 

@@ -14,17 +14,16 @@ import httpx
 
 from .._base.errors import ConfigurationError, StoreError
 from .._base.ids import new_session_id
-from .._base.messages import Message, Usage
+from .._base.messages import Message
 from .._base.outcome import Outcome
 from .._endpoints.openai import LLM
-from .._store.journal import Journal
 from .._store.protocol import (
     EventRow,
+    ForkingStore,
     SessionRows,
     Store,
     StoredSession,
     TaskRow,
-    supports_fork,
 )
 from .._store.resolve import resolve_store
 from ..events import (
@@ -39,9 +38,11 @@ from ..events import (
     parse_event,
 )
 from .eventlog import EventLog
+from .journal import Journal
 from .node import Node
 from .result import Result
 from .run import Run
+from .snapshot import NodeSnapshot, load_kind_state, stored_parts
 from .tasks import TaskEntry
 
 if TYPE_CHECKING:
@@ -126,12 +127,12 @@ def _fork(session: Session, journal: Journal, at: int | None) -> Session:
         new_session_id(), session.agent.name, time.time(), session.id, seq, seq
     )
     store = journal.store
-    if not supports_fork(store):
+    if not isinstance(store, ForkingStore):
         store.create(cut)
         return restore(_branch(session, cut.info.id), store, cut, journal.stored_messages())
     # the store copies the rows (in SQL, for a file) on another thread while they are rebuilt here
     with ThreadPoolExecutor(1, thread_name_prefix="sagents_nb-fork") as pool:
-        copied = pool.submit(store.fork, session.id, seq, cut.info)  # type: ignore[attr-defined]
+        copied = pool.submit(store.fork, session.id, seq, cut.info)
         held = journal.stored_messages()
         forked = restore(_branch(session, cut.info.id), store, cut, held)
         copied.result()
@@ -238,8 +239,10 @@ class _Stored:
         for task in rows.tasks:
             if task.retired is None:
                 self.tasks.setdefault(task.parent, []).append(task)
-        parts = self.parts = rows.node_states()
-        self.states = {p: data for (p, part), data in parts.items() if part == "state"}
+        parts = self.parts = stored_parts(rows)
+        self.states: dict[str, NodeSnapshot] = {
+            p: data for (p, part), data in parts.items() if part == "state"
+        }
         self.kind_states = {p: data for (p, part), data in parts.items() if part == "kind"}
         self.spawned_in: dict[tuple[str, str, str], int] = {}
         """(parent, agent, prompt) -> the run that last spawned that task."""
@@ -253,9 +256,9 @@ class _Stored:
             if scan is not None:
                 scan(self, row)
         self.children: dict[str, list[str]] = {}
-        for path, state in sorted(self.states.items(), key=lambda item: item[1]["position"]):
-            if state["parent"] is not None:
-                self.children.setdefault(state["parent"], []).append(path)
+        for path, state in sorted(self.states.items(), key=lambda item: item[1].position):
+            if state.parent is not None:
+                self.children.setdefault(state.parent, []).append(path)
 
     def queue(self, path: str) -> list[dict[str, Any]]:
         """The inputs that were waiting behind the run in flight (the root's `queue` row)."""
@@ -315,10 +318,13 @@ class _Stored:
         state = self.states.get(node.path)
         if state is None:
             return
-        load_node(node, state, self.kind_states.get(node.path))
+        state.apply(node)
+        kind_state = self.kind_states.get(node.path)
+        if kind_state is not None:
+            load_kind_state(node, kind_state)
         session = node.session
         for path in self.children.get(node.path, ()):
-            agent = _team_member(node.agent, self.states[path]["agent"])
+            agent = _team_member(node.agent, self.states[path].agent)
             kind = agent.kind if agent.kind is not None else session.default_worker
             child = Node(session, agent, kind, path=path, parent=node)
             node.order.append(child)
@@ -326,7 +332,7 @@ class _Stored:
             self.restore_node(child)
         children = {child.path: child for child in node.order}
         node.persistent = {
-            name: children[path] for name, path in state["persistent"].items() if path in children
+            name: children[path] for name, path in state.persistent if path in children
         }
         for task in self.tasks.get(node.path, ()):
             owner = children.get(task.child)
@@ -448,40 +454,3 @@ def _settle_cut_nodes(root: Node) -> dict[str, str]:
         if node.status in ACTIVE and (node.status != "spawned" or node.parent is not None):
             node.status = changed[node.path] = "incomplete"
     return changed
-
-
-def load_node(node: Node, state: dict[str, Any], kind_state: dict[str, Any] | None) -> None:
-    """Put a snapshot's fields back on `node` (its history must already be restored)."""
-    node.status = state["status"]
-    node.turns = state["turns"]
-    node.task_turns = state["task_turns"]
-    node.task_tool_calls = state["task_tool_calls"]
-    node.task_tokens = state["task_tokens"]
-    prompt, completion, total = state["usage"]
-    node.usage = Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=total)
-    node.counters = dict(state["counters"])
-    node.input_index = state["input_index"]
-    node.input_text = state["input_text"]
-    node.display_text = state["display_text"]
-    node.reattached = state["reattached"]
-    node.refused = list(state["refused"])
-    node.notices = list(state["notices"])
-    outcome = state["outcome"]
-    node.last_outcome = Outcome(*outcome) if outcome is not None else None
-    if kind_state is not None:
-        _load_kind_state(node, kind_state)
-
-
-def _load_kind_state(node: Node, stored: dict[str, Any]) -> None:
-    """Give the node's kind what it stored; a kind that changed since keeps only the history."""
-    kind = node.kind
-    if kind.name != stored["kind"]:
-        return
-    try:
-        kind.load_state(node, stored["state"])
-    except Exception as exc:
-        raise StoreError(
-            f"the {kind.name!r} kind of {node.path} could not load its stored state "
-            f"({type(exc).__name__}: {exc}); the store is damaged, or the kind's load_state "
-            "does not read what its dump_state wrote"
-        ) from exc

@@ -123,12 +123,12 @@ class Result:
         )
 
     def _ipython_display_(self) -> None:
-        from ..notebook import display_live
+        from ..notebook import display_live  # the display hook: widgets load when shown
 
         display_live(self)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        from .static import static_bundle
+        from .static import static_bundle  # `html` and its entity table: for HTML only
 
         return static_bundle(self.tree, self.text, self.status)
 

@@ -70,12 +70,12 @@ class Run:
         return f"Run({self.number}, status={self.status!r}{at})"
 
     def _ipython_display_(self) -> None:
-        from ..notebook import display_live
+        from ..notebook import display_live  # the display hook: widgets load when shown
 
         display_live(self)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        from .static import static_bundle
+        from .static import static_bundle  # `html` and its entity table: for HTML only
 
         result = self._result
         text = result.text if result else (str(self.paused_at) if self.paused_at else "")

@@ -29,15 +29,16 @@ from ..events import (
 )
 from ..kinds import Main, Worker
 from .bus import EventBus
+from .journal import Journal
 from .limits import MAX_MODEL_CALLS, MAX_NODES, MAX_TOKENS, checked_cap
 from .node import Node, default_token_counter
 from .pausing import APPROVE, Decision
 from .preprocess import AgentState, PreprocessContext, checked_preprocessor, preprocessor_name
 from .result import Result, TreeNode
+from .resume import enqueue_resume
 from .run import Run
 
 if TYPE_CHECKING:
-    from .._store.journal import Journal
     from .._store.protocol import Store
     from .agent import Agent
 
@@ -147,8 +148,6 @@ class Session:
         `queue` row); `resume()` runs them after it."""
         self._slots: dict[str, asyncio.Semaphore] = {}
         if store is not None:
-            from .._store.journal import Journal
-
             self.journal = Journal(self, resolve_store(store, create=True), durability=durability)
 
     def __repr__(self) -> str:
@@ -158,12 +157,12 @@ class Session:
         )
 
     def _ipython_display_(self) -> None:
-        from ..notebook import display_live
+        from ..notebook import display_live  # the display hook: widgets load when shown
 
         display_live(self)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        from .static import static_bundle
+        from .static import static_bundle  # `html` and its entity table: for HTML only
 
         last = self.runs[-1] if self.runs else None
         result = last._result if last else None
@@ -304,6 +303,7 @@ class Session:
             StoreError: no such file, not a sagents_nb store, an unknown id (the error lists the
                 ids there are), or a store written by an incompatible version.
         """
+        # restore builds a Message and loads httpx at import: loaded to reopen, not to run
         from .restore import open_session, reopening_endpoint
 
         options["llm"] = reopening_endpoint(llm)
@@ -327,6 +327,7 @@ class Session:
     ) -> Session:
         """Add a session exported by `export_jsonl` to `store` (under its id, or `session_id`)
         and open it."""
+        # jsonl loads restore (a Message, httpx): loaded to import or export, not to run
         from .jsonl import import_jsonl
         from .restore import reopening_endpoint
 
@@ -336,6 +337,7 @@ class Session:
 
     def export_jsonl(self, path: str | os.PathLike[str]) -> Path:
         """Write this durable session (events, transcripts, node state) to `path` as JSON lines."""
+        # jsonl loads restore (a Message, httpx): loaded to import or export, not to run
         from .jsonl import export_jsonl
 
         return export_jsonl(self, path)
@@ -349,8 +351,6 @@ class Session:
         order (they are stored when sent). Returns the first `Run` at once, like `send`;
         `session.runs` holds the others.
         """
-        from .resume import enqueue_resume
-
         return block_on(submit(enqueue_resume(self, pause_on)), what="session.resume()")
 
     def fork(self, at: int | None = None) -> Session:
@@ -361,6 +361,7 @@ class Session:
         untouched. A fork taken mid-run continues with `fork.resume()` (pausing where the run
         paused); until then its run, and every node the cut left in flight, is `incomplete`.
         """
+        # restore builds a Message and loads httpx at import: loaded to reopen, not to run
         from .restore import fork_session
 
         return fork_session(self, at)

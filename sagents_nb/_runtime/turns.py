@@ -22,6 +22,7 @@ from ..events import (
     ToolCallFinished,
 )
 from ..kinds import View, kind_name
+from .delegation import team_tools
 from .limits import LimitReached, before_model_call
 
 if TYPE_CHECKING:
@@ -192,8 +193,6 @@ async def _at_turn_cap(node: Node, limit: int) -> Outcome:
 
 
 def _turn_tools(node: Node, kind: ChildKind) -> list[Any]:
-    from .delegation import team_tools
-
     agent = node.agent
     own, team, kinds = agent.tools, team_tools(agent), kind.own_tools(node)
     tools = [*own, *team, *kinds]

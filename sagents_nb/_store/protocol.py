@@ -12,7 +12,9 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
+
+from .text import body_text
 
 
 @dataclass(frozen=True)
@@ -139,6 +141,22 @@ class Step:
     retired: list[tuple[str, str, str, int]] = field(default_factory=list)
     """(parent, agent, prompt, seq) of tasks the parent forgot, and the event it did at."""
 
+    @classmethod
+    def from_plain(cls, seq: int, plain: PlainStep) -> Step:
+        """The step whose rows `plain` holds (a plain event's JSON made from its fields)."""
+        events, messages, nodes, tasks, retired = plain
+        return cls(
+            seq,
+            [
+                EventRow(s, run, kind, path, cast(str, body_text(body)))
+                for s, run, kind, path, body in events
+            ],
+            [MessageWrite(*write) for write in messages],
+            [NodeRow(*node) for node in nodes],
+            [TaskRow(*task) for task in tasks],
+            list(retired),
+        )
+
 
 @dataclass
 class SessionRows:
@@ -205,10 +223,16 @@ class Store(Protocol):
     returns. `load` reads a session's whole record; reading part of it (paging) would be a
     further, optional method, so a store with these five keeps working.
 
-    Optional: `fork(source, seq, info)` adds session `info` holding `source`'s rows as of
-    event `seq`, the same as `create` of `load(source).at(seq)` with `info` (which
-    `Session.fork` does without it); a store that can copy rows where they are (SQL's
-    INSERT ... SELECT) spares reading and sending them (`supports_fork`).
+    Two methods are optional, each declared by a protocol of its own that a store satisfies by
+    having the method (no registration, no base class; the runtime asks `isinstance(store,
+    ForkingStore)`, `isinstance(store, PlainCommitStore)`):
+
+    - `fork(source, seq, info)` (`ForkingStore`): the same as `create` of
+      `load(source).at(seq)` under `info`, which `Session.fork` does without it; a store that
+      can copy rows where they are (SQL's INSERT ... SELECT) spares reading and sending them.
+    - `commit_plain(session_id, steps)` (`PlainCommitStore`): the same as `commit` of the
+      steps given as plain tuples (`PlainStep`), which the store thread then hands over
+      without building the `Step` rows, and with plain events' bodies still as their fields.
     """
 
     def create(self, rows: SessionRows) -> None:
@@ -250,6 +274,30 @@ class Store(Protocol):
         twice is fine)."""
 
 
-def supports_fork(store: object) -> bool:
-    """Whether `store` has the protocol's optional `fork(source, seq, info)`."""
-    return callable(getattr(store, "fork", None))
+PlainStep = tuple[list[Any], list[Any], list[Any], list[Any], list[Any]]
+"""A `Step`'s rows as plain data, the fields of each row in order: `(events, messages, nodes,
+tasks, retired)` with `events` [(seq, run, type, path, body)], `messages` [(path, transcript,
+seq, [(n, body)], replace)], `nodes` [(path, part, seq, body)], `tasks` [`TaskRow.values()`]
+and `retired` [(parent, agent, prompt, seq)]. An event's body is its JSON text, or (for an
+event whose fields are all plain values) the dict of its fields, whose JSON the store makes
+(`_store.text.body_text`), off the library loop."""
+
+
+@runtime_checkable
+class ForkingStore(Store, Protocol):
+    """A `Store` that forks in place (optional; see `Store`)."""
+
+    def fork(self, source: str, seq: int, info: StoredSession) -> None:
+        """Add session `info` holding `source`'s rows as they stood after event `seq`: the
+        same as `create` of `load(source).at(seq)` with `info`, in one transaction.
+
+        Raises `StoreError` if the id is taken; nothing is added then.
+        """
+
+
+@runtime_checkable
+class PlainCommitStore(Store, Protocol):
+    """A `Store` that takes steps as plain data (optional; see `Store`)."""
+
+    def commit_plain(self, session_id: str, steps: list[PlainStep]) -> None:
+        """`commit` of `steps` given as `PlainStep`s: the same rows, the same refusals."""

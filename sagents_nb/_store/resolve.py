@@ -21,7 +21,7 @@ _STORE_METHODS = ("create", "commit", "load", "sessions", "close")
 
 
 def resolve_store(target: object, *, create: bool) -> Store:
-    """The `Store` behind `target`: a file path (SQLite), a `Store`, or a session's `.store`.
+    """The `Store` behind `target`: a file path (SQLite) or a `Store`.
 
     Args:
         target: what the user passed as `store=`.
@@ -41,10 +41,7 @@ def resolve_store(target: object, *, create: bool) -> Store:
         return open_file(store_path(target), create=create)
     if isinstance(target, Store):
         return target
-    inner = getattr(target, "store", None)
-    if isinstance(inner, Store):
-        return inner
-    missing = [name for name in _STORE_METHODS if not callable(getattr(target, name, None))]
+    missing = [name for name in _STORE_METHODS if name not in dir(target)]  # for the message
     lacks = f" (it has no {', '.join(missing)})" if len(missing) < len(_STORE_METHODS) else ""
     raise StoreError(f"{ACCEPTS}; not a {type(target).__name__}{lacks}")
 

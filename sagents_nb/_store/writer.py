@@ -22,10 +22,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from .._base.errors import StoreError
+from .protocol import PlainCommitStore
 
 if TYPE_CHECKING:
-    from .protocol import SessionRows, Step, Store
-    from .sqlite.writes import PlainStep
+    from .protocol import PlainStep, SessionRows, Step, Store
 
 log = logging.getLogger("sagents_nb")
 
@@ -59,7 +59,7 @@ class Encodable(Protocol):
     def encode(self) -> Step: ...
 
     def plain(self) -> PlainStep:
-        """The rows as plain data, for a store with `commit_plain` (`SQLiteStore`)."""
+        """The rows as plain data, for a `PlainCommitStore` (`SQLiteStore`)."""
         ...
 
 
@@ -84,6 +84,8 @@ class StepWriter:
         create: SessionRows | None = None,
     ) -> None:
         self.store = store
+        self._plain = store if isinstance(store, PlainCommitStore) else None
+        """The store, if it takes steps as plain data (`PlainCommitStore`)."""
         self.session_id = session_id
         self._cut = cut
         self._create = create
@@ -158,9 +160,8 @@ class StepWriter:
             if self._create is not None:
                 self.store.create(self._create)
                 self._create = None
-            commit_plain = getattr(self.store, "commit_plain", None)
-            if steps and commit_plain is not None:
-                commit_plain(self.session_id, [step.plain() for step in steps])
+            if steps and self._plain is not None:
+                self._plain.commit_plain(self.session_id, [step.plain() for step in steps])
             elif steps:
                 self.store.commit(self.session_id, [step.encode() for step in steps])
         except Exception as exc:

@@ -17,6 +17,7 @@ from ..protocol import (
     EventRow,
     MessageRow,
     NodeRow,
+    PlainStep,
     SessionRows,
     Step,
     StoredSession,
@@ -41,7 +42,6 @@ from .writes import (
     ANOTHER_WRITER,
     Conflict,
     PlainSession,
-    PlainStep,
     create_session,
     failure,
     fork_session,
@@ -277,8 +277,8 @@ class SQLiteStore:
         self.commit_plain(session_id, [_plain_step(step) for step in steps])
 
     def commit_plain(self, session_id: str, steps: list[PlainStep]) -> None:
-        """`commit` for steps already as plain data (see `sqlite/writes.py`): the journal
-        encodes its steps so, without building the `Step` rows first."""
+        """`commit` for steps already as plain data (`PlainCommitStore`): the journal encodes
+        its steps so, without building the `Step` rows first."""
         cutter = Cutter()
         steps, streams = pack_steps(steps, cutter)
         steps = [cutter.step(step) for step in steps]

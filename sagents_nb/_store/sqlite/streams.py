@@ -34,9 +34,10 @@ from typing import Any
 
 from pydantic_core import to_json
 
+from ..protocol import PlainStep
 from ..text import has_surrogate
 from .texts import Cutter, Texts, keep
-from .writes import PlainStep, taken_numbers
+from .writes import taken_numbers
 
 SCHEMA = """CREATE TABLE streams (
     session TEXT NOT NULL, last INTEGER NOT NULL, first INTEGER NOT NULL, run INTEGER NOT NULL,

@@ -29,7 +29,8 @@ from typing import Any
 
 from pydantic_core import PydanticSerializationError, to_json
 
-from .writes import PlainSession, PlainStep
+from ..protocol import PlainStep
+from .writes import PlainSession
 
 MIN_CHARS = 512
 """Strings this long or longer are kept apart: a reference and its row cost ~100 bytes, so

@@ -1,31 +1,27 @@
 """The SQL that writes to a store file: a step, a new session, a fork, each in one transaction.
 
 `SQLiteStore` runs it on its own connection, on the store thread (`_store/writer.py`). Rows
-arrive as plain data (tuples, not `Step` objects: the journal encodes its steps so): a step is
-`(events, messages, nodes, tasks, retired)` with `events` [(seq, run, type, path, body)] (a body
-is JSON text, or the event's fields when they are all plain values: the JSON is then made here,
-on the store thread), `messages` [(path, transcript, seq, [(n, body)], replace)], `nodes` [(path,
-part, seq, body)], `tasks` [(parent, agent, prompt, child, seq, status, text, settled, retired)]
-and `retired` [(parent, agent, prompt, seq)]: the fields of `_store.Step`'s rows, in order. A new
-session is `((id, agent, created, parent, fork_seq), events, messages, nodes, tasks)` with
-`messages` [(n, path, transcript, added, removed, body)].
+arrive as plain data (tuples, not `Step` objects: the journal encodes its steps so, and the
+store takes them through `commit_plain`): a step is a `PlainStep` (`_store/protocol.py`; a
+plain event's JSON is made here, on the store thread). A new session is `((id, agent, created,
+parent, fork_seq), events, messages, nodes, tasks)` with `messages` [(n, path, transcript,
+added, removed, body)].
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
-import json
 import sqlite3
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from pydantic_core import PydanticSerializationError, to_json
+from ..protocol import PlainStep
+from ..text import body_text
 
 CHECKPOINT_PAGES = 8192
 BUSY_SECONDS = 30
 
-PlainStep = tuple[list[Any], list[Any], list[Any], list[Any], list[Any]]
 PlainSession = tuple[tuple[Any, ...], list[Any], list[Any], list[Any], list[Any]]
 
 _RETIRE_MESSAGES = """
@@ -44,8 +40,6 @@ _RETIRE_TASK = """
 UPDATE tasks SET retired = ?
 WHERE session = ? AND parent = ? AND agent = ? AND prompt = ? AND retired IS NULL
 """
-_ascii_json = json.JSONEncoder(separators=(",", ":")).encode
-"""ASCII JSON: a lone surrogate in model text comes out escaped, which SQLite's UTF-8 takes."""
 
 
 class Conflict(Exception):
@@ -92,20 +86,6 @@ def write_steps(db: sqlite3.Connection, sid: str, steps: Sequence[PlainStep]) ->
         insert_rows(db, INSERT_TASKS, tasks, _UPSERT_TASKS)
     if added:
         insert_rows(db, "INSERT INTO messages", added)
-
-
-def body_text(body: str | bytes | dict[str, Any]) -> str | bytes:
-    """An event's body as JSON text (bytes: one with long texts kept apart, see `texts.py`).
-
-    Plain fields get pydantic's JSON, as the other events' bodies have (several times faster
-    than the standard library's; until 2026-12-01 they got its ASCII JSON), or ASCII JSON if
-    their text has a lone surrogate, which UTF-8 cannot take."""
-    if isinstance(body, (str, bytes)):
-        return body
-    try:
-        return to_json(body).decode()
-    except PydanticSerializationError:
-        return _ascii_json(body)
 
 
 def insert_session(db: sqlite3.Connection, info: tuple[Any, ...]) -> str:

@@ -12,18 +12,15 @@ import types
 import typing
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from pydantic_core import to_jsonable_python
 
 from .._base.errors import ConfigurationError, StoreError
 from .._base.loop import library_loop, on_library_thread
 from .._base.messages import Message
-from ..events import ErrorOccurred, ModelRequest, ModelResponse, _event_classes
-from .protocol import (
-    EventRow,
+from .._store.protocol import (
     MessageRow,
-    MessageWrite,
     NodeRow,
     SessionRows,
     Step,
@@ -31,33 +28,23 @@ from .protocol import (
     StoredSession,
     TaskRow,
 )
-from .snapshot import (
-    NODE_FIELDS,
-    dump_json,
-    kind_state,
-    node_state,
-    node_values,
-    node_values_of,
-    stored_field,
-)
-from .sqlite.writes import body_text
-from .text import UNENCODABLE, Report, has_surrogate, repaired, safe_json
-from .writer import MAX_DELAY_SECONDS, QUIET_SECONDS, StepWriter, later
+from .._store.text import UNENCODABLE, Report, has_surrogate, repaired, safe_json
+from .._store.writer import MAX_DELAY_SECONDS, QUIET_SECONDS, StepWriter, later
+from ..events import ErrorOccurred, ModelRequest, ModelResponse, _event_classes
+from .snapshot import NodeSnapshot, dump_json, kind_state, stored_parts
 
 log = logging.getLogger("sagents_nb")
 
 if TYPE_CHECKING:
-    from .._runtime.node import Node, TaskEntry
-    from .._runtime.session import Session
+    from .._store.protocol import PlainStep
     from ..events import Event
-    from .sqlite.writes import PlainStep
+    from .node import Node, TaskEntry
+    from .session import Session
 
     Written = tuple[dict[tuple[str, str], TaskEntry], set[tuple[str, str]]]
     """The task entries written for a node, and the keys of those written unsettled."""
     MessageWrites = tuple[str, str, int, tuple[Message, ...], bool]
     """(path, transcript, seq, messages, replace): see `MessageWrite`."""
-
-log = logging.getLogger("sagents_nb")
 
 RESCUE_SECONDS = MAX_DELAY_SECONDS
 """A model request's sealed rows wait for the library loop to hand them over; if the loop
@@ -120,7 +107,7 @@ class Journal:
         store: where to write.
         rows: the session's stored record when it was reopened or forked; None for a new one.
         durability: `turn`, `async` or `exit` (see `DURABILITY`).
-        node_states: `rows.node_states()`, when the caller has merged them already.
+        node_states: `stored_parts(rows)`, when the caller has read them already.
 
     A new session's record is created before the constructor returns (a taken id raises
     `StoreError` here).
@@ -133,7 +120,7 @@ class Journal:
         *,
         rows: SessionRows | None = None,
         durability: str = "async",
-        node_states: dict[tuple[str, str], dict[str, Any]] | None = None,
+        node_states: dict[tuple[str, str], Any] | None = None,
     ):
         if durability not in DURABILITY:
             raise ConfigurationError(
@@ -149,7 +136,7 @@ class Journal:
         self._numbering = Numbering()
         self._dirty: set[str] = set()
         self._nodes: dict[str, Node] = {session.root.path: session.root}
-        self._states: dict[str, tuple[Any, ...]] = {}
+        self._states: dict[str, NodeSnapshot] = {}
         self._state_seqs: dict[str, int] = {}
         """The event of each node's last state row: a row at the same event replaces it, so it
         is written whole rather than as changes."""
@@ -162,6 +149,8 @@ class Journal:
         self._queue_dirty = False
         self._kind_dirty: set[str] = set()
         self._task_dirty: set[str] = set()
+        self._swapped: set[str] = set()
+        """Nodes whose task entries a kind swap changed since the last seal."""
         self._tasks: dict[str, Written] = {}
         self._ended = self._seen = 0
         self._cut_at: float | None = None
@@ -170,21 +159,21 @@ class Journal:
         self._rescue_seen = 0
         if rows is None:
             root = session.root
-            state = node_values(root)
+            state = NodeSnapshot.of(root)
             self._states[root.path] = state
             self._state_seqs[root.path] = 0
             store.create(
                 SessionRows(
                     StoredSession(session.id, session.agent.name, time.time()),
-                    nodes=[NodeRow(root.path, "state", 0, dump_json(node_state(state)))],
+                    nodes=[NodeRow(root.path, "state", 0, dump_json(state.row()))],
                 )
             )
         self._writer = StepWriter(store, session.id, cut=self._end_step)
         if rows is not None:
-            merged = node_states if node_states is not None else rows.node_states()
+            merged = node_states if node_states is not None else stored_parts(rows)
             for (path, part), data in merged.items():
                 if part == "state":
-                    self._states[path] = node_values_of(data)
+                    self._states[path] = data
                 elif part == "kind":
                     self._kinds[path] = dump_json(data)
                 elif part == "queue" and path == session.root.path:
@@ -410,6 +399,7 @@ class Journal:
                 self._kind_dirty.add(path)
                 if what == "kind_swapped":  # forgets the tasks settled under the old kind
                     self._task_dirty.add(path)
+                    self._swapped.add(path)
         step = self._step
         seq = step.seq = events[-1].seq if events else self.session.bus.last_seq
         step.events += events
@@ -420,7 +410,7 @@ class Journal:
             node = self._node(path)
             if node is None:
                 continue
-            state = node_values(node)
+            state = NodeSnapshot.of(node)
             previous = self._states.get(path)
             if previous != state:
                 if self._state_seqs.get(path) == seq:
@@ -433,12 +423,13 @@ class Journal:
                 step.nodes.append((path, "kind", seq, kind, None))
                 self._kinds[path] = kind
             if path in self._task_dirty:
-                self._task_changes(node, seq, step)
+                self._task_changes(node, seq, step, swapped=path in self._swapped)
         if self._queue_dirty:
             self._queue_rows(seq, step)
         self._dirty.clear()
         self._kind_dirty.clear()
         self._task_dirty.clear()
+        self._swapped.clear()
 
     def _kind_state(self, node: Node) -> str | None:
         """The JSON of what the node's kind keeps (`kind_state`); a kind whose `dump_state`
@@ -468,12 +459,16 @@ class Journal:
                 self._nodes[path] = node
         return node
 
-    def _task_changes(self, node: Node, seq: int, step: PendingStep) -> None:
+    def _task_changes(
+        self, node: Node, seq: int, step: PendingStep, *, swapped: bool = False
+    ) -> None:
         """Add the node's new, settled and forgotten tasks to `step`, stamped `seq`, and note
         them as written.
 
-        Tasks are only added (at the end), settled once, or forgotten (the count drops), so
-        only the newest and the unsettled ones need a look unless the count dropped.
+        Tasks are only added (at the end), settled once, or forgotten by a kind swap, so only
+        the newest and the unsettled ones need a look unless the count dropped or a kind was
+        `swapped` (it may forget tasks and add as many, under the same keys or others, before
+        the next seal).
         """
         tasks = node.tasks
         known = self._tasks.get(node.path)
@@ -483,12 +478,16 @@ class Journal:
             known = self._tasks[node.path] = ({}, set())
         written, unsettled = known
         added = len(tasks) - len(written)
-        if added == 0 and all(
-            tasks.get(key) is written[key] and written[key].outcome is None for key in unsettled
+        full = swapped or added < 0 or any(key not in tasks for key in unsettled)
+        if (
+            not full
+            and added == 0
+            and all(
+                tasks.get(key) is written[key] and written[key].outcome is None for key in unsettled
+            )
         ):
             return  # e.g. a child still running: nothing new
         candidates = [*unsettled, *itertools.islice(reversed(tasks), max(added, 0))]
-        full = added < 0 or any(key not in tasks for key in unsettled)
         if full or any(key in written for key in candidates[len(unsettled) :]):
             candidates = list(tasks)
         for key in candidates:
@@ -623,8 +622,8 @@ class PendingStep:
     numbering: Numbering
     """The journal's message numbers: given when a step is encoded, in order."""
     nodes: list[tuple[str, str, int, Any, Any]] = field(default_factory=list)
-    """(path, "state", seq, `node_values` tuple, the previous tuple or None) or (path, "kind",
-    seq, `kind_state` JSON, None): a state row holds the fields that changed, or all."""
+    """(path, "state", seq, `NodeSnapshot`, the previous one or None) or (path, "kind" or
+    "queue", seq, JSON text, None): a state row holds the fields that changed, or all."""
     tasks: list[TaskRow] = field(default_factory=list)
     retired: list[tuple[str, str, str, int]] = field(default_factory=list)
     report: Report | None = None
@@ -636,21 +635,10 @@ class PendingStep:
 
     def encode(self) -> Step:
         """The step's rows, as a store writes them."""
-        events, messages, nodes, _, _ = self.plain()
-        return Step(
-            self.seq,
-            [
-                EventRow(seq, run, kind, path, cast(str, body_text(body)))  # JSON text or fields
-                for seq, run, kind, path, body in events
-            ],
-            [MessageWrite(*write) for write in messages],
-            [NodeRow(*node) for node in nodes],
-            self.tasks,
-            self.retired,
-        )
+        return Step.from_plain(self.seq, self.plain())
 
     def plain(self) -> PlainStep:
-        """The step's rows as plain data (see `sqlite/writes.py`); numbers its messages
+        """The step's rows as plain data (`PlainStep`); numbers its messages
         first, so that the views in its requests can name them. Encoded once: a commit that
         is tried again sends the same rows."""
         if self._plain is None:
@@ -689,8 +677,8 @@ class PendingStep:
                 (path, part, seq, _node_json(part, data, previous, report))
                 for path, part, seq, data, previous in self.nodes
             ],
-            [_task_values(task, report) for task in self.tasks],
-            self.retired,
+            [_task_values(task.values(), report) for task in self.tasks],
+            [_task_values(key, report) for key in self.retired],
         )
 
     def _event_body(self, event: Event) -> str | dict[str, Any]:
@@ -729,17 +717,10 @@ _VIEW = {"messages"}
 _MESSAGE = {"message"}
 
 
-def _node_json(
-    part: str, data: Any, previous: tuple[Any, ...] | None, report: Report | None
-) -> str:
+def _node_json(part: str, data: Any, previous: NodeSnapshot | None, report: Report | None) -> str:
     if part != "state":
         return data  # a kind state (or the queue) is JSON already
-    if previous is None:
-        return _dump(node_state(data), report)
-    changed = zip(NODE_FIELDS, data, previous, strict=True)
-    return _dump(
-        {name: stored_field(name, new) for name, new, old in changed if new != old}, report
-    )
+    return _dump(data.row() if previous is None else data.changes(previous), report)
 
 
 def _message_json(message: Message, report: Report | None = None) -> str:
@@ -759,8 +740,8 @@ def _dump(data: Any, report: Report | None) -> str:
         return dump_json(repaired(to_jsonable_python(data), report))
 
 
-def _task_values(task: TaskRow, report: Report | None) -> tuple[object, ...]:
-    values = task.values()
+def _task_values(values: tuple[Any, ...], report: Report | None) -> tuple[Any, ...]:
+    """A task row's values (or a retired task's key), its text repaired if need be."""
     if any(map(_unencodable, values)):
         return repaired(values, report)
     return values

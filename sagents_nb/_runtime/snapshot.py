@@ -1,0 +1,173 @@
+"""`NodeSnapshot`: a node's stored state, taken from a node and put back on one; and the row of
+what its kind keeps (`dump_state` / `load_state`)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import pydantic_core
+
+from .._base.errors import StoreError
+from .._base.messages import Usage
+from .._base.outcome import Outcome
+
+if TYPE_CHECKING:
+    from .._store.protocol import SessionRows
+    from .node import Node
+
+
+class NodeSnapshot(NamedTuple):
+    """A node's state besides its messages and kind: one `state` row, both ways.
+
+    `of(node)` takes it (a tuple: cheap to take and compare on the loop), `row()` is the JSON
+    object a store keeps and `changes(previous)` the part of it that changed; `from_row(data)`
+    reads a stored one back and `apply(node)` puts the node's own fields on a restored node.
+    The tree's fields (`agent`, `parent`, `position`, `persistent`) are read by the restore,
+    which builds the children from them. A field kept is a field here, in `of` and in `apply`.
+    """
+
+    agent: str
+    kind: str
+    parent: str | None
+    position: int
+    status: str
+    turns: int
+    task_turns: int
+    task_tool_calls: int
+    task_tokens: int
+    usage: tuple[int, int, int]
+    counters: tuple[tuple[str, int], ...]
+    persistent: tuple[tuple[str, str], ...]
+    """(name, child path) of each persistent child."""
+    input_index: int
+    input_text: str
+    display_text: str | None
+    reattached: int
+    refused: tuple[str, ...]
+    notices: tuple[str, ...]
+    outcome: tuple[str, str] | None
+    """(status, text) of the node's last task."""
+
+    @classmethod
+    def of(cls, node: Node) -> NodeSnapshot:
+        """The node's state now (a copy)."""
+        outcome = node.last_outcome
+        usage = node.usage
+        parent = node.parent
+        counters, persistent = node.counters, node.persistent
+        return _new(  # as a tuple: the NamedTuple `__new__` is a Python call of 19 arguments
+            cls,
+            (
+                node.agent.name,
+                node.kind.name,
+                parent.path if parent is not None else None,
+                parent.order.index(node) if parent is not None else 0,
+                node.status,
+                node.turns,
+                node.task_turns,
+                node.task_tool_calls,
+                node.task_tokens,
+                (usage.prompt_tokens, usage.completion_tokens, usage.total_tokens),
+                tuple(counters.items()) if counters else (),
+                tuple((name, child.path) for name, child in persistent.items())
+                if persistent
+                else (),
+                node.input_index,
+                node.input_text,
+                node.display_text,
+                node.reattached,
+                tuple(node.refused),
+                tuple(node.notices),
+                (outcome.status, outcome.text) if outcome is not None else None,
+            ),
+        )
+
+    @classmethod
+    def from_row(cls, data: dict[str, Any]) -> NodeSnapshot:
+        """A stored state (`row()`'s object, merged from the node's rows) read back."""
+        values = []
+        for name in cls._fields:
+            value = data[name]
+            if name in _MAPPINGS:
+                value = tuple(value.items())
+            elif isinstance(value, list):
+                value = tuple(value)
+            values.append(value)
+        return cls(*values)
+
+    def row(self) -> dict[str, Any]:
+        """The JSON object a `state` row stores (tuples are arrays, mappings objects)."""
+        return {name: _stored(name, value) for name, value in zip(self._fields, self, strict=True)}
+
+    def changes(self, previous: NodeSnapshot) -> dict[str, Any]:
+        """The part of `row()` that differs from `previous` (a row may hold only that)."""
+        changed = zip(self._fields, self, previous, strict=True)
+        return {name: _stored(name, new) for name, new, old in changed if new != old}
+
+    def apply(self, node: Node) -> None:
+        """Put the node's own fields back on `node` (its history must already be restored)."""
+        node.status = self.status
+        node.turns = self.turns
+        node.task_turns = self.task_turns
+        node.task_tool_calls = self.task_tool_calls
+        node.task_tokens = self.task_tokens
+        prompt, completion, total = self.usage
+        node.usage = Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=total)
+        node.counters = dict(self.counters)
+        node.input_index = self.input_index
+        node.input_text = self.input_text
+        node.display_text = self.display_text
+        node.reattached = self.reattached
+        node.refused = list(self.refused)
+        node.notices = list(self.notices)
+        outcome = self.outcome
+        node.last_outcome = Outcome(*outcome) if outcome is not None else None
+
+
+_new = tuple.__new__
+
+_MAPPINGS = frozenset({"counters", "persistent"})
+"""Fields a snapshot keeps as tuples of items and a row stores as objects."""
+
+
+def _stored(name: str, value: Any) -> Any:
+    return dict(value) if name in _MAPPINGS else value
+
+
+def stored_parts(rows: SessionRows) -> dict[tuple[str, str], Any]:
+    """Each node's parts as of the last row (`rows.node_states()`), its `state` read as a
+    `NodeSnapshot`; the `kind` and `queue` parts as stored."""
+    parts: dict[tuple[str, str], Any] = rows.node_states()
+    for key, data in parts.items():
+        if key[1] == "state":
+            parts[key] = NodeSnapshot.from_row(data)
+    return parts
+
+
+def kind_state(node: Node) -> str | None:
+    """The JSON of what the node's kind keeps besides the messages, tagged with the kind's name
+    (`{"kind": name, "state": dump_state(node)}`); None if it keeps nothing."""
+    kind = node.kind
+    state = kind.dump_state(node)
+    return dump_json({"kind": kind.name, "state": state}) if state is not None else None
+
+
+def load_kind_state(node: Node, stored: dict[str, Any]) -> None:
+    """Give the node's kind what `kind_state` stored; a kind that changed since keeps only the
+    history."""
+    kind = node.kind
+    if kind.name != stored["kind"]:
+        return
+    try:
+        kind.load_state(node, stored["state"])
+    except Exception as exc:
+        raise StoreError(
+            f"the {kind.name!r} kind of {node.path} could not load its stored state "
+            f"({type(exc).__name__}: {exc}); the store is damaged, or the kind's load_state "
+            "does not read what its dump_state wrote"
+        ) from exc
+
+
+def dump_json(data: Any) -> str:
+    """Compact JSON text, as snapshots are stored."""
+    return pydantic_core.to_json(data).decode()
