@@ -117,7 +117,6 @@ def test_kinds_and_tools_are_typed_against_ports_below_them() -> None:
     assert {name: found for name, found in reaching.items() if found} == {}
 
 
-
 def test_the_store_room_names_nothing_above_events_and_base() -> None:
     """`_store/` keeps rows, not runtime objects: not even its type hints name a node, a kind,
     a tool, an endpoint or a session (import-linter's contract counts the imports that run)."""
