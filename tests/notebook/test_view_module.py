@@ -120,5 +120,7 @@ def test_a_name_declared_by_two_modules_is_refused(tmp_path: Path) -> None:
         "export function pane() {\n  return helper();\n}\n",
         parts="export function helper() {\n  return 'ヘルパー';\n}\n",
     )
-    with pytest.raises(RuntimeError, match="`render` is declared by static/panes/pane.js"):
+    with pytest.raises(
+        RuntimeError, match=re.escape("`render` is declared by static/panes/pane.js")
+    ):
         view_module(static)
