@@ -1,6 +1,6 @@
 """The view's one ES module, joined from the shell and its pane modules: every module is in it,
 nothing is loaded over the network, each pane names the Python that builds its state, and a
-module the join cannot inline is refused with the reason."""
+module the join cannot inline (or a name two modules declare) is refused with the reason."""
 
 from __future__ import annotations
 
@@ -106,21 +106,12 @@ def test_a_pane_is_joined_after_what_it_imports(tmp_path: Path) -> None:
         ('import { other } from "./missing.js";\nexport function pane() {}\n', "no static/panes"),
         ("function pane() {}\nexport default pane;\n", "`export default` is the shell's"),
         ("export function paint() {}\n", "does not export them"),
+        (  # inlined, the modules share one scope
+            "function render() {}\nexport function pane() {}\n",
+            "`render` is declared by static/panes/pane.js and static/view.js",
+        ),
     ],
 )
 def test_a_module_the_join_cannot_inline_is_refused(tmp_path: Path, pane: str, says: str) -> None:
     with pytest.raises(RuntimeError, match=re.escape(says)):
         view_module(static_dir(tmp_path, pane=pane))
-
-
-def test_a_name_declared_by_two_modules_is_refused(tmp_path: Path) -> None:
-    static = static_dir(
-        tmp_path,
-        pane='import { helper } from "./parts.js";\nfunction render() {}\n'
-        "export function pane() {\n  return helper();\n}\n",
-        parts="export function helper() {\n  return 'ヘルパー';\n}\n",
-    )
-    with pytest.raises(
-        RuntimeError, match=re.escape("`render` is declared by static/panes/pane.js")
-    ):
-        view_module(static)

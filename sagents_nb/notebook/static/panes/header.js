@@ -1,5 +1,6 @@
-// The header, the notice line, the run's controls and the decision at a pause.
-// Its state: notebook/_widget.py, LiveView._header(); the buttons' messages: notebook/_controls.py, handle_message().
+// The header, the notice line, the run's controls and the decision at a pause (their messages
+// are handled by the second module named below).
+// Its state: notebook/_widget.py, LiveView._header(); notebook/_controls.py, handle_message().
 
 import { html, nothing, repeat } from "../lit-html.js";
 import { pill, status } from "./parts.js";

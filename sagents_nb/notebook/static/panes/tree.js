@@ -1,4 +1,4 @@
-// The delegation tree: a filter, a summary, the kind selectors and the rows (the WAI-ARIA tree pattern).
+// The delegation tree: its filter, summary, kind selectors and rows (the WAI-ARIA tree pattern).
 // Its state: notebook/_render.py, tree_state().
 
 import { html, nothing, repeat } from "../lit-html.js";
