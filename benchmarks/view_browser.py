@@ -16,30 +16,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
-import socket
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
-import urllib.request
-import uuid
 from pathlib import Path
 from typing import Any
 
-import nbformat
+from _browser import Lab, chromium, jupyter_lab, missing_browser, open_notebook, run_cell
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+IDLE_MS = 60_000
+"""How long an opened notebook's kernel may take to be idle (an earlier one may still run)."""
 
 SETUP = '''
 import asyncio
@@ -164,60 +150,8 @@ PROBE = """
 """
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def start_lab(base: Path) -> tuple[subprocess.Popen[bytes], str, str]:
-    root, config, runtime = base / "root", base / "config", base / "runtime"
-    for directory in (root, config, runtime):
-        directory.mkdir()
-    port, token = free_port(), uuid.uuid4().hex
-    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(config), "JUPYTER_RUNTIME_DIR": str(runtime)}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root",
-         "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
-         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}", "--LabApp.news_url="],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=1).close()
-            return process, url, token
-        except OSError:
-            time.sleep(0.2)
-    raise RuntimeError("JupyterLab did not answer within 60 s")
-
-
-def write_notebook(root: Path, name: str, *cells: str) -> None:
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3",
-        "language": "python",
-    }
-    nb.cells = [nbformat.v4.new_code_cell(source) for source in cells]
-    nbformat.write(nb, root / name)
-
-
-def run_cell(page: Any, index: int) -> None:
-    cell = page.locator(".jp-NotebookPanel:visible .jp-Cell").nth(index)
-    cell.locator(".jp-InputArea-editor").click()
-    page.keyboard.press("Shift+Enter")
-
-
-def open_notebook(page: Any, url: str) -> None:
-    page.goto(url)
-    page.locator(".jp-NotebookPanel:visible .jp-Cell").first.wait_for()
-    page.get_by_text("| Idle").first.wait_for(timeout=60_000)
-
-
-def measure_clicks(page: Any, url: str, token: str, clicks: int) -> dict[str, Any]:
-    open_notebook(page, f"{url}/lab/tree/clicks.ipynb?reset&token={token}")
+def measure_clicks(page: Any, lab: Lab, clicks: int) -> dict[str, Any]:
+    open_notebook(page, lab.notebook("clicks.ipynb", SETUP, SEND), timeout=IDLE_MS)
     page.evaluate(PROBE)
     run_cell(page, 0)
     view = page.locator(".sagents-view")
@@ -244,8 +178,8 @@ def measure_clicks(page: Any, url: str, token: str, clicks: int) -> dict[str, An
     return {"events_per_second": round(rate), **_latencies(probe, clicks), "tree_summary": summary}
 
 
-def measure_cost(page: Any, url: str, token: str) -> dict[str, Any]:
-    open_notebook(page, f"{url}/lab/tree/cost.ipynb?reset&token={token}")
+def measure_cost(page: Any, lab: Lab) -> dict[str, Any]:
+    open_notebook(page, lab.notebook("cost.ipynb", COST, COST_RUN), timeout=IDLE_MS)
     run_cell(page, 0)
     page.wait_for_timeout(500)
     run_cell(page, 1)
@@ -265,9 +199,9 @@ def measure_cost(page: Any, url: str, token: str) -> dict[str, Any]:
     }
 
 
-def measure_long(page: Any, url: str, token: str, clicks: int) -> dict[str, Any]:
+def measure_long(page: Any, lab: Lab, clicks: int) -> dict[str, Any]:
     """Tab switches on a long run while it streams: click to the pane of the new tab."""
-    open_notebook(page, f"{url}/lab/tree/long.ipynb?reset&token={token}")
+    open_notebook(page, lab.notebook("long.ipynb", LONG, LONG_SEND), timeout=IDLE_MS)
     page.evaluate(PROBE)
     run_cell(page, 0)
     view = page.locator(".sagents-view")
@@ -334,37 +268,20 @@ def main() -> None:
     parser.add_argument("--clicks", type=int, default=40)
     parser.add_argument("--json", action="store_true", help="print the figures as JSON too")
     options = parser.parse_args()
-    from playwright.sync_api import sync_playwright
-
-    with tempfile.TemporaryDirectory() as tmp:
-        base = Path(tmp)
-        lab, url, token = start_lab(base)
-        try:
-            write_notebook(base / "root", "clicks.ipynb", SETUP, SEND)
-            write_notebook(base / "root", "cost.ipynb", COST, COST_RUN)
-            write_notebook(base / "root", "long.ipynb", LONG, LONG_SEND)
-            with sync_playwright() as p:
-                browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
-                try:
-                    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-                    context.set_default_timeout(30_000)
-                    page = context.new_page()
-                    results = {"clicks": measure_clicks(page, url, token, options.clicks)}
-                    page.close()
-                    page = context.new_page()
-                    results["long"] = measure_long(page, url, token, max(10, options.clicks // 2))
-                    page.close()
-                    page = context.new_page()
-                    results["kernel_cost"] = measure_cost(page, url, token)
-                finally:
-                    browser.close()
-        finally:
-            os.killpg(lab.pid, signal.SIGTERM)
-            try:
-                lab.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(lab.pid, signal.SIGKILL)
-                lab.wait(timeout=5)
+    missing = missing_browser()
+    if missing is not None:
+        raise SystemExit(missing)
+    with tempfile.TemporaryDirectory() as tmp, jupyter_lab(Path(tmp)) as lab, chromium() as browser:
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        context.set_default_timeout(30_000)
+        page = context.new_page()
+        results = {"clicks": measure_clicks(page, lab, options.clicks)}
+        page.close()
+        page = context.new_page()
+        results["long"] = measure_long(page, lab, max(10, options.clicks // 2))
+        page.close()
+        page = context.new_page()
+        results["kernel_cost"] = measure_cost(page, lab)
     if options.json:
         print(json.dumps(results, indent=1, ensure_ascii=False))
     print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")

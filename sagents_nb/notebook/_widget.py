@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import base64
 import json
 import uuid
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 try:
@@ -28,22 +26,10 @@ from ._state import PendingState
 from ._target import Target
 from ._throttle import Throttle
 from ._timing_pane import TimingStamp
+from ._view_module import STATIC, view_module
 
 if TYPE_CHECKING:
     from .. import Result, Run, Session
-
-STATIC = Path(__file__).parent / "static"
-LIT_IMPORT = '"./lit-html.js"'
-
-
-def view_module() -> str:
-    """The view's ES module, its vendored lit-html import made a data: URL: anywidget loads the
-    module from a blob, where a relative import has nothing to resolve against."""
-    view = (STATIC / "view.js").read_text(encoding="utf-8")
-    lit = base64.b64encode((STATIC / "lit-html.js").read_bytes()).decode("ascii")
-    if LIT_IMPORT not in view:
-        raise RuntimeError(f"view.js no longer imports {LIT_IMPORT}")
-    return view.replace(LIT_IMPORT, f'"data:text/javascript;base64,{lit}"', 1)
 
 
 class LiveView(anywidget.AnyWidget):
@@ -61,9 +47,9 @@ class LiveView(anywidget.AnyWidget):
         rate: front-end updates per second at most.
     """
 
-    # The text, not the paths: for a path anywidget connects a closure over each widget to the
-    # file's change signal, which keeps every widget (and its session) alive for good (the
-    # upstream report is listed in ARCHITECTURE.md).
+    # The text, not the paths (the shell and its pane modules joined by `_view_module`): for a
+    # path anywidget connects a closure over each widget to the file's change signal, which keeps
+    # every widget (and its session) alive for good (the upstream report is in ARCHITECTURE.md).
     _esm = view_module()
     _css = (STATIC / "view.css").read_text(encoding="utf-8")
 

@@ -8,7 +8,9 @@ from typing import Any
 
 import pytest
 
-from .conftest import Lab, open_notebook, run_cell, screenshot, wait_until
+from benchmarks._browser import Lab, open_notebook, run_cell
+
+from .conftest import screenshot, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 

@@ -7,7 +7,9 @@ from typing import Any
 
 import pytest
 
-from .conftest import Lab, open_notebook, run_cell, screenshot
+from benchmarks._browser import Lab, open_notebook, run_cell
+
+from .conftest import screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(120)]
 

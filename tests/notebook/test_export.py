@@ -10,7 +10,9 @@ import pytest
 from nbclient import NotebookClient
 from nbconvert import HTMLExporter
 
-from .conftest import XSS, Lab, open_notebook, run_cell, wait_until
+from benchmarks._browser import Lab, open_notebook, run_cell
+
+from .conftest import XSS, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
 

@@ -1,0 +1,33 @@
+// The Decisions tab: every pause of the session and how it ended, kept after the run.
+// Its state: notebook/_decision_pane.py, decisions_pane().
+
+import { html, nothing, repeat } from "../lit-html.js";
+import { argumentsDiff, earlier, pill, pre, token } from "./parts.js";
+
+// Every pause of the session and how it ended, kept after the run (e.g. under Run All).
+export function decisions(view, state) {
+  const { ui, focus } = view;
+  const entries = state.decisions || [];
+  if (!entries.length) return html`<div class="sn-empty">no pauses yet: send with pause_on=... to step</div>`;
+  const entry = (e) => html`<li class="sn-decision-entry sn-decided-${token(e.decision)}" data-pause=${e.seq}>
+    <div>
+      ${pill(e.decision, `verdict-${e.decision}`)} <b>${e.what}</b>
+      <span class="sn-meta"> run ${e.run} · event ${e.seq}</span>
+      <button class="sn-link" ?disabled=${!!ui.dead} @click=${() => focus({ node: e.path, tab: "transcript" })}>
+        open ${e.path}
+      </button>
+    </div>
+    ${e.reason ? html`<div class="sn-reason-text">reason: ${e.reason}</div>` : nothing}
+    ${e.edited !== null && e.edited !== undefined
+      ? argumentsDiff(e)
+      : e.arguments !== null && e.arguments !== undefined
+        ? html`<details><summary>arguments</summary>${pre(e.arguments)}</details>`
+        : nothing}
+    ${e.reply !== null && e.reply !== undefined
+      ? html`<div class="sn-label">reply used instead of calling the model</div>${pre(e.reply)}`
+      : nothing}
+  </li>`;
+  return html`<ol class="sn-timeline sn-decisions">
+    ${earlier(state.earlier, "pauses")} ${repeat(entries, (e) => `${e.run}.${e.seq}`, entry)}
+  </ol>`;
+}

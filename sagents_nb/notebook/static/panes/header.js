@@ -1,0 +1,135 @@
+// The header, the notice line, the run's controls and the decision at a pause (their messages
+// are handled by the second module named below).
+// Its state: notebook/_widget.py, LiveView._header(); notebook/_controls.py, handle_message().
+
+import { html, nothing, repeat } from "../lit-html.js";
+import { pill, status } from "./parts.js";
+
+const ACTIVE = new Set(["running", "spawned", "paused", "waiting"]);
+
+export function header(view, state, live) {
+  const run = state.run;
+  return html`<div class="sn-header">
+    <span class="sn-title">sagents_nb · ${state.title || ""}</span>
+    ${run ? html`<span class="sn-run">run ${run.number} ${status(run.status)}</span>` : nothing}
+    ${state.llm ? html`<span class="sn-llm" title="endpoint">${state.llm}</span>` : nothing}
+    ${live && state.preprocessors && state.preprocessors.length ? preprocessorSelect(view, state) : nothing}
+    <span class="sn-count">${state.events || 0} events</span>
+  </div>`;
+}
+
+export function notice(state) {
+  const message = state.notice || {};
+  return html`<div class=${message.error ? "sn-notice sn-error" : "sn-notice"} role="status">
+    ${message.text || ""}
+  </div>`;
+}
+
+export function controls(view, state, live) {
+  const { send } = view;
+  const run = state.run;
+  const open = live && run && (run.status === "running" || run.status === "paused");
+  // a fork taken mid-run (or a session reopened after a crash): Step and Resume continue it
+  const cut = live && Boolean(state.resumable);
+  const button = (label, action, hint) =>
+    html`<button
+      class="sn-button"
+      data-action=${action}
+      title=${cut && action !== "cancel" ? `${hint} (continues the cut run: session.resume())` : hint}
+      ?disabled=${!open && !(cut && action !== "cancel")}
+      @click=${() => send({ action })}
+    >
+      ${label}
+    </button>`;
+  const answer =
+    run && run.text !== null && run.text !== undefined && !ACTIVE.has(run.status)
+      ? html`<div class="sn-answer"><span class="sn-label">[${run.status}] </span>${run.text}</div>`
+      : nothing;
+  return html`<div class="sn-controls">
+    ${live
+      ? html`${button("Step", "step", "pause again before the very next action")}
+        ${button("Resume", "resume", "run to the end without pausing")}
+        ${button("Cancel", "cancel", "stop the run and its children")}`
+      : nothing}
+    ${answer}
+  </div>`;
+}
+
+function preprocessorSelect(view, state) {
+  const { send } = view;
+  const names = [...state.preprocessors];
+  if (state.preprocessor && !names.includes(state.preprocessor)) names.push(state.preprocessor);
+  const current = state.preprocessor || "none";
+  return html`<label class="sn-select"
+    >preprocessor
+    <select
+      class="sn-preprocessor"
+      title="the session's message preprocessor"
+      @change=${(e) => send({ action: "preprocessor", name: e.target.value })}
+    >
+      ${names.map(
+        (name) =>
+          html`<option
+            value=${name}
+            .selected=${name === current}
+            ?disabled=${!state.preprocessors.includes(name)}
+          >
+            ${name}
+          </option>`,
+      )}
+    </select></label
+  >`;
+}
+
+export function pending(view, state, live) {
+  const first = (state.pending || [])[0];
+  const shownPauses = first && live ? [first] : [];
+  // keyed by pause: the editor keeps what the person typed until that pause ends
+  return html`<div class=${shownPauses.length ? "sn-pending sn-pending-open" : "sn-pending"}>
+    ${repeat(
+      shownPauses,
+      (pause) => pause.pause_id,
+      (pause) => decision(view, pause, state.pending.length),
+    )}
+  </div>`;
+}
+
+function decision(view, pause, waiting) {
+  const { send } = view;
+  const model_ = pause.action === "model";
+  const what = model_
+    ? `model request from ${pause.path}`
+    : `${pause.action} call ${pause.name} from ${pause.path}`;
+  const more = waiting > 1 ? ` (+${waiting - 1} more waiting)` : "";
+  const decide = (action, extra) => send({ action, pause_id: pause.pause_id, ...extra });
+  const root = (e) => e.target.closest(".sn-decision");
+  return html`<div class="sn-decision" data-pause=${pause.pause_id}>
+    <div class="sn-pending-what">${pill("paused", "paused")} before ${what}${more}</div>
+    <div class="sn-label">${model_ ? "reply (for Edit)" : "arguments (JSON, for Edit)"}</div>
+    <textarea
+      class="sn-edit"
+      aria-label=${model_ ? "reply to use (for Edit)" : "arguments as JSON (for Edit)"}
+      rows="4"
+      spellcheck="false"
+      placeholder=${model_ ? "a reply to use instead of calling the model" : ""}
+      .value=${model_ ? "" : pause.arguments || "{}"}
+    ></textarea>
+    <div class="sn-decide">
+      <button class="sn-button sn-approve" @click=${() => decide("approve")}>Approve</button>
+      <button
+        class="sn-button"
+        title="send the text above instead"
+        @click=${(e) => decide("edit", { text: root(e).querySelector(".sn-edit").value })}
+      >
+        Edit
+      </button>
+      <button
+        class="sn-button sn-reject"
+        @click=${(e) => decide("reject", { reason: root(e).querySelector(".sn-reason").value })}
+      >
+        Reject
+      </button>
+      <input class="sn-reason" type="text" placeholder="reason (for Reject)" aria-label="reason (for Reject)" />
+    </div>
+  </div>`;
+}

@@ -1,0 +1,237 @@
+// The delegation tree: its filter, summary, kind selectors and rows (the WAI-ARIA tree pattern).
+// Its state: notebook/_render.py, tree_state().
+
+import { html, nothing, repeat } from "../lit-html.js";
+import { amount, pill, shown, status, walk } from "./parts.js";
+
+const SUMMARY = ["running", "waiting", "paused", "queued", "done", "incomplete", "error", "cancelled"];
+
+export function tree(view, head, pane, live) {
+  const { model, ui, focus, schedule } = view;
+  const state = model.get("tree") || {};
+  if (!state.id) return html`<div class="sn-tree"><div class="sn-empty">no runs yet</div></div>`;
+  const selected = ui.node || pane.node || state.id;
+  const counts = {};
+  let total = 0;
+  walk(state, (node) => {
+    const label = shown(node.status);
+    counts[label] = (counts[label] || 0) + 1;
+    total += 1;
+  });
+  const summary = SUMMARY.filter((name) => counts[name] || ["running", "queued", "done"].includes(name))
+    .map((name) => `${counts[name] || 0} ${name}`)
+    .join(" · ");
+  const visible = matching(state, ui.filter.trim().toLowerCase());
+  const following = ui.node === null;
+  ui.rows = visible === null || visible.has(state.id) ? treeRows(view, state, visible) : [];
+  const cursor = ui.rows.some((row) => row.id === ui.cursor) ? ui.cursor : selected;
+  return html`<div class="sn-tree">
+    <div class="sn-tree-tools">
+      <input
+        class="sn-tree-filter"
+        type="search"
+        placeholder="filter nodes (name, status, prompt)"
+        aria-label="filter the tree"
+        .value=${ui.filter}
+        @input=${(e) => {
+          ui.filter = e.target.value;
+          schedule();
+        }}
+      />
+      <button
+        class="sn-link sn-follow"
+        title="select the paused or newest active node as the run goes"
+        ?disabled=${following || !!ui.dead}
+        @click=${() => focus({ node: null })}
+      >
+        ${following ? "following the run" : "follow the run"}
+      </button>
+    </div>
+    <div class="sn-tree-summary">${total} nodes · ${summary}</div>
+    ${live ? kindSelectors(view, head) : nothing}
+    <div class="sn-tree-rows" role="tree" aria-label="delegation tree" @keydown=${(event) => treeKeys(view, event)}>
+      ${visible === null || visible.has(state.id)
+        ? treeNode(view, state, 0, selected, head, visible, 1, 1, cursor)
+        : html`<div class="sn-empty">no node matches “${ui.filter}”</div>`}
+    </div>
+  </div>`;
+}
+
+// The ids to show for a filter: matching nodes and their ancestors (null: no filter).
+function matching(root, text) {
+  if (!text) return null;
+  const keep = new Set();
+  const visit = (node, trail) => {
+    const haystack = [node.id, node.agent, node.kind, shown(node.status), node.prompt || ""]
+      .join(" ")
+      .toLowerCase();
+    const path = [...trail, node.id];
+    if (haystack.includes(text)) for (const id of path) keep.add(id);
+    for (const child of node.children || []) visit(child, path);
+  };
+  visit(root, []);
+  return keep;
+}
+
+function treeNode(view, node, depth, selected, state, visible, position, siblings, cursor) {
+  const { ui, focus, schedule } = view;
+  const children = (node.children || []).filter((child) => visible === null || visible.has(child.id));
+  const collapsed = ui.collapsed.has(node.id) && visible === null;
+  const name = depth === 0 ? node.agent : node.id.slice(node.id.lastIndexOf("/") + 1);
+  const toggle = (event) => {
+    event.stopPropagation();
+    if (ui.collapsed.has(node.id)) ui.collapsed.delete(node.id);
+    else ui.collapsed.add(node.id);
+    schedule();
+  };
+  const below = node.descendants || 0;
+  return html`<div class="sn-branch">
+    <div
+      class=${node.id === selected ? "sn-node sn-selected" : "sn-node"}
+      data-path=${node.id}
+      role="treeitem"
+      aria-level=${depth + 1}
+      aria-selected=${node.id === selected ? "true" : "false"}
+      aria-expanded=${children.length ? (collapsed ? "false" : "true") : nothing}
+      aria-posinset=${position}
+      aria-setsize=${siblings}
+      tabindex=${node.id === cursor ? "0" : "-1"}
+      title=${[node.id, node.display_text, node.detail].filter(Boolean).join("\n")}
+      @click=${() => focus({ node: node.id })}
+    >
+      ${children.length
+        ? html`<button
+            class="sn-twist"
+            title=${collapsed ? "expand" : "collapse"}
+            tabindex="-1"
+            aria-hidden="true"
+            @click=${toggle}
+          >
+            ${collapsed ? "▸" : "▾"}
+          </button>`
+        : html`<span class="sn-twist-space"></span>`}
+      <span class="sn-agent">${name}</span>
+      <span class="sn-kind">${node.kind}</span>
+      ${status(node.status)}
+      <span
+        class="sn-meta"
+        title=${`${node.tokens} tokens: ${node.prompt_tokens ?? "?"} prompt + ` +
+        `${node.completion_tokens ?? "?"} completion, as the endpoint reported them ` +
+        "(this node and those below)"}
+        >${node.turns} turns · ${amount(node.tokens)} tokens</span
+      >
+      ${collapsed && below ? html`<span class="sn-meta">(${below} below)</span>` : nothing}
+      ${node.prompt ? html`<span class="sn-display" title=${node.prompt}>${node.prompt}</span>` : nothing}
+      ${node.reattached
+        ? html`<span class="sn-flag sn-reattached">reattached ×${node.reattached}</span>`
+        : nothing}
+    </div>
+    ${(node.refused || []).map(
+      (reason) => html`<div class="sn-refused-row">${pill("refused", "refused")} ${reason}</div>`,
+    )}
+    ${collapsed || !children.length
+      ? nothing
+      : html`<div class="sn-children" role="group">
+          ${repeat(
+            children,
+            (child) => child.id,
+            (child, i) => treeNode(view, child, depth + 1, selected, state, visible, i + 1, children.length, cursor),
+          )}
+        </div>`}
+  </div>`;
+}
+
+// The rows on screen, in order (collapsed branches and filtered-out nodes left out).
+function treeRows(view, root, visible) {
+  const { ui } = view;
+  const found = [];
+  const visit = (node, parent) => {
+    const children = (node.children || []).filter((child) => visible === null || visible.has(child.id));
+    const collapsed = ui.collapsed.has(node.id) && visible === null;
+    found.push({ id: node.id, parent, expandable: children.length > 0, collapsed });
+    if (!collapsed) for (const child of children) visit(child, node.id);
+  };
+  visit(root, null);
+  return found;
+}
+
+// The WAI-ARIA tree pattern: arrows move, Left/Right fold, Home/End jump, Enter selects.
+function treeKeys(view, event) {
+  const { ui, focus, schedule } = view;
+  const item = event.target.closest('[role="treeitem"]');
+  const rows = ui.rows;
+  const at = item ? rows.findIndex((row) => row.id === item.dataset.path) : -1;
+  if (at < 0 || event.altKey || event.ctrlKey || event.metaKey) return;
+  const row = rows[at];
+  let next = null;
+  switch (event.key) {
+    case "ArrowDown":
+      next = rows[at + 1];
+      break;
+    case "ArrowUp":
+      next = rows[at - 1];
+      break;
+    case "Home":
+      next = rows[0];
+      break;
+    case "End":
+      next = rows[rows.length - 1];
+      break;
+    case "ArrowRight":
+      if (row.expandable && row.collapsed) ui.collapsed.delete(row.id);
+      else if (row.expandable) next = rows[at + 1];
+      break;
+    case "ArrowLeft":
+      if (row.expandable && !row.collapsed) ui.collapsed.add(row.id);
+      else next = rows.find((other) => other.id === row.parent);
+      break;
+    case "Enter":
+    case " ":
+      focus({ node: row.id });
+      break;
+    default:
+      return;
+  }
+  event.preventDefault();
+  if (next) {
+    ui.cursor = next.id;
+    // this view's rows only: a fork's own view is nested in `el`
+    const items = [...event.currentTarget.querySelectorAll('[role="treeitem"]')];
+    const target = items.find((node) => node.dataset.path === next.id);
+    if (target) {
+      // the one tab stop moves now, not at the next frame: a Tab pressed at once leaves the tree
+      for (const node of items) node.tabIndex = node === target ? 0 : -1;
+      target.focus();
+    }
+  } else {
+    ui.cursor = row.id;
+  }
+  schedule();
+}
+
+// One selector per agent (not per instance): the kind its next task runs with.
+function kindSelectors(view, state) {
+  const { send } = view;
+  const current = state.agent_kinds || {};
+  const options = state.kind_options || {};
+  return html`<div class="sn-kinds">
+    <span class="sn-label">kind for the next task:</span>
+    ${repeat(
+      Object.keys(current),
+      (agent) => agent,
+      (agent) => html`<label class="sn-kind-choice"
+        >${agent}
+        <select
+          class="sn-kind-select"
+          data-agent=${agent}
+          title=${`the kind ${agent} uses from its next task`}
+          @change=${(e) => send({ action: "kind", agent, kind: e.target.value })}
+        >
+          ${(options[agent] || [current[agent]]).map(
+            (name) => html`<option value=${name} .selected=${name === current[agent]}>${name}</option>`,
+          )}
+        </select></label
+      >`,
+    )}
+  </div>`;
+}
