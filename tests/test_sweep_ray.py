@@ -171,3 +171,48 @@ def test_what_cannot_travel_fails_before_the_sweep_starts_naming_it() -> None:
         assert asked == []
     finally:
         live.close()
+
+
+class Traduction(sn.Task):
+    task_name = "traduction"
+    description = "traduit"
+    instructions = "Traduis en japonais."
+    model_override = sn.script("翻訳", "二回目")
+
+
+def relay(req: sn.ChatRequest):
+    if "task" in req.tools:
+        if req.last["role"] == "user":
+            member = "helper" if req.agent == "boss" else "traduction"
+            return sn.reply(tool_calls=[sn.call("task", agent=member, prompt=req.last_user)])
+        return f"{req.agent}: {req.tool_results[-1]}"
+    return "the session's endpoint should not answer here"
+
+
+@pytest.mark.timeout(300)
+def test_a_ray_sweep_gives_every_run_fresh_tree_endpoints_and_reuses_by_fingerprint(
+    local_ray, tmp_path
+) -> None:
+    store = tmp_path / "ray.db"
+
+    def sweep(variants):
+        helper = sn.Agent("helper", does="aide", model=sn.mock_llm(relay), team=[Traduction])
+        return sn.sweep(
+            sn.Agent("boss", team=[helper]),
+            ["chat 🐱", "chien 🐶", "oiseau 🐦"],
+            variants,
+            llm=sn.mock_llm(relay),
+            executor="ray",
+            concurrency=2,
+            store=store,
+            progress=False,
+        )
+
+    first = sweep({"w": {}, "r": {"helper": "resident"}})
+    assert [r["answer"] for r in first.rows] == ["boss: helper: 翻訳"] * 6, first.rows
+    again = sweep({"w": {}, "r": {"helper": {"kind": "resident", "window_tokens": 900}}})
+    assert [(r["reused"], r["why"]) for r in again.rows[:2]] == [
+        (True, None),
+        (False, "changed: variant"),
+    ]
+    assert [r["answer"] for r in again.rows] == ["boss: helper: 翻訳"] * 6

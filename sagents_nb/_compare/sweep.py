@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from .._base.errors import ConfigurationError
 from .._base.loop import block_on, call_soon, submit
 from .comparison import Comparison
+from .fingerprint import run_fingerprint
 from .items import Item, conversation, sweep_items
 from .progress import Progress, progress_for
 from .record import RunRecord, run_variant
@@ -177,6 +178,7 @@ class _Job:
     async def run(self) -> list[RunRecord]:
         previous = self.previous
         queue = []
+        why: dict[int, str | None] = {}
         for index, (item, variant) in enumerate(self.pairs):
             found = previous.get(run_id(item, variant.name)) if self.store is not None else None
             if found is not None and found.finished is not None:
@@ -184,6 +186,7 @@ class _Job:
                 self.done += 1
             else:
                 queue.append((index, found.attempts if found else 0))
+                why[index] = found.why if found else None
         if self.progress is not None:
             self.progress.start(len(self.pairs), self.done)
         pending = iter(queue)
@@ -196,7 +199,10 @@ class _Job:
         finally:
             if self.progress is not None:
                 self.progress.close(self.cancelled)
-        return [record or self._never_started(index) for index, record in enumerate(self.records)]
+        records = [record or self._never_started(i) for i, record in enumerate(self.records)]
+        for index, reason in why.items():
+            records[index].why = reason
+        return records
 
     def cancel(self) -> None:
         """Stop: cancel every run in flight, start no more (on the loop)."""
@@ -208,7 +214,10 @@ class _Job:
         """What the store already holds of this sweep's runs."""
         if self.store is None:
             return {}
-        wanted = {run_id(item, v.name): (item, v.name) for item, v in self.pairs}
+        wanted = {
+            run_id(item, v.name): (item, v.name, run_fingerprint(v, item.prompts))
+            for item, v in self.pairs
+        }
         return previous_runs(self.store, wanted)
 
     async def _work(self, pending: Any) -> None:
