@@ -190,3 +190,80 @@ def test_an_errored_stored_run_says_so(tmp_path) -> None:
     broken["on"] = False
     row = compare(agent, store, llm=sn.mock_llm(handler)).rows[0]
     assert (row["answer"], row["why"]) == ("réparé", "the stored run ended in error")
+
+
+SETUP = '''
+import sys
+import sagents_nb as sn
+
+instructions, key = sys.argv[1], sys.argv[2]
+
+
+@sn.tool
+def cherche(mot: str) -> str:
+    """Cherche un mot.
+
+    Args:
+        mot: le mot 単語.
+    """
+    return mot
+
+
+class Garde:
+    def before_tool(self, call):
+        return None
+
+
+def crie(scope, message, context):
+    return message, message
+
+
+class Résumé(sn.Task):
+    task_name = "resume"
+    description = "résume"
+    instructions = "Résume en une phrase."
+    model_override = sn.script("court")
+
+
+coder = sn.Agent("coder", does="code", kind=sn.kinds.Native(sn.harness.ClaudeCode(api_key=key)))
+helper = sn.Agent("helper", does="aide", kind=sn.kinds.Resident(window_tokens=900), team=[Résumé])
+boss = sn.Agent(
+    "boss", instructions=instructions, tools=[cherche], hooks=[Garde()], pause_on=(),
+    team=[helper, coder],
+)
+cmp = sn.compare(
+    boss,
+    ["salut", "ça va ? 🙂"],
+    {"v": {"preprocessor": crie, "state": {"langue": "fr", "tags": {"a", "b", "c"}}}},
+    llm=sn.mock_llm(lambda req: "réponse"),
+    store=sys.argv[3],
+)
+print(cmp.records[0].reused, cmp.records[0].why)
+'''
+
+
+def test_a_new_process_with_the_same_setup_reuses_the_run_and_a_new_key_is_the_same(
+    tmp_path,
+) -> None:
+    import os
+    import subprocess
+    import sys
+
+    script, store = tmp_path / "setup.py", tmp_path / "runs.db"
+    script.write_text(SETUP, encoding="utf-8")
+
+    def run(instructions: str, key: str, seed: str) -> str:
+        environment = {**os.environ, "PYTHONHASHSEED": seed}
+        done = subprocess.run(
+            [sys.executable, str(script), instructions, key, str(store)],
+            capture_output=True,
+            text=True,
+            env=environment,
+            check=True,
+        )
+        return done.stdout.strip()
+
+    assert run("Sois bref.", "sk-ant-first", "1") == "False None"
+    assert run("Sois bref.", "sk-ant-second", "2") == "True None"  # set order, key: the same
+    assert run("簡潔に。", "sk-ant-second", "3") == "False changed: agent tree"
+    assert b"sk-ant-" not in store.read_bytes()

@@ -27,6 +27,11 @@ PART = "fingerprint"
 _DEPTH = 8
 """How deep a plain object's attributes are described."""
 
+MASK = "***"
+"""What stands for a secret (a field or key named like one): a new key is the same setup."""
+
+_SECRET = re.compile(r"key|secret|password|passwd|credential|auth|token$", re.IGNORECASE)
+
 
 def config_fingerprint(agent: Agent, variant: Variant, llm: Endpoint | None) -> dict[str, str]:
     """The digests of `variant`'s changes, of `agent`'s tree as given, and of the endpoint the
@@ -59,7 +64,8 @@ def digest(value: Any) -> str:
 def canonical(value: Any, path: frozenset[int] = frozenset(), depth: int = 0) -> Any:
     """`value` as plain JSON data that is the same in every process: agents, kinds, tools and
     endpoints by their configuration, functions and classes by their qualified names, other
-    objects by their public attributes; a cycle or a deep object by its class."""
+    objects by their public attributes; a cycle or a deep object by its class; a value under a
+    name like a secret's (`api_key`, `GITHUB_TOKEN`, `password`) by `MASK`."""
     if value is None or isinstance(value, bool | int | str):
         return value
     if isinstance(value, float):
@@ -76,7 +82,10 @@ def canonical(value: Any, path: frozenset[int] = frozenset(), depth: int = 0) ->
     if callable(getattr(value, "to_wire", None)) and not isinstance(value, type):
         return {"tool": canonical(value.to_wire(), path, depth)}
     if isinstance(value, Mapping):
-        return {str(canonical(k, path, depth)): canonical(v, path, depth) for k, v in value.items()}
+        return {
+            str(canonical(k, path, depth)): (MASK if _secret(k, v) else canonical(v, path, depth))
+            for k, v in value.items()
+        }
     if isinstance(value, list | tuple):
         return [canonical(item, path, depth) for item in value]
     if isinstance(value, set | frozenset):
@@ -126,6 +135,10 @@ def _kind_arguments(kind: ChildKind) -> dict[str, Any]:
         return {"name": kind.name, **dict(list(bound.arguments.items())[1:])}
     public = {k: v for k, v in getattr(kind, "__dict__", {}).items() if not k.startswith("_")}
     return {"name": getattr(kind, "name", ""), **public}
+
+
+def _secret(name: Any, value: Any) -> bool:
+    return isinstance(name, str) and value is not None and _SECRET.search(name) is not None
 
 
 def _name(code: Any) -> str:
