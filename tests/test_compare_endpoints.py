@@ -3,6 +3,8 @@ depth) is fresh per variant and per sweep item, as the session's `llm` is."""
 
 from __future__ import annotations
 
+import pytest
+
 import sagents_nb as sn
 
 
@@ -54,3 +56,20 @@ def test_a_variants_own_agent_endpoint_is_fresh_per_item() -> None:
         progress=False,
     )
     assert [r["answer"] for r in cmp.rows] == ["première"] * 3
+
+
+def test_an_endpoint_used_before_the_compare_still_starts_each_variant_afresh() -> None:
+    helper = sn.Agent("helper", model=sn.script("a", "b", "c"))
+    assert helper.run_sync("d'abord", llm=sn.script("session")).text == "a"  # used in a cell
+    session_llm = sn.script("unused")
+    cmp = sn.compare(helper, "ensuite", {"x": {}, "y": {}}, llm=session_llm)
+    assert [r["answer"] for r in cmp.rows] == ["a", "a"], cmp.rows
+    assert helper.run_sync("encore", llm=session_llm).text == "b"  # its own place is kept
+
+
+def test_a_fresh_copy_of_a_used_endpoint_can_travel_to_another_process() -> None:
+    cloudpickle = pytest.importorskip("ray.cloudpickle")
+    used = sn.script("réponse", "encore")
+    assert sn.Agent("solo").run_sync("salut", llm=used).text == "réponse"
+    travelled = cloudpickle.loads(cloudpickle.dumps(used.fresh()))  # no timers of its loop
+    assert sn.Agent("solo").run_sync("salut", llm=travelled).text == "réponse"

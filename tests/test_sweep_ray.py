@@ -194,13 +194,17 @@ def test_a_ray_sweep_gives_every_run_fresh_tree_endpoints_and_reuses_by_fingerpr
     local_ray, tmp_path
 ) -> None:
     store = tmp_path / "ray.db"
+    own = sn.mock_llm(relay)
+    helper = sn.Agent("helper", does="aide", model=sn.mock_llm(relay), team=[Traduction])
+    boss = sn.Agent("boss", team=[helper])
+    # used here first: these endpoints hold live clients now, which cannot travel as they are
+    assert boss.run_sync("échauffement", llm=own).status == "done"
 
-    def sweep(variants):
-        helper = sn.Agent("helper", does="aide", model=sn.mock_llm(relay), team=[Traduction])
+    def sweep(resident):
         return sn.sweep(
-            sn.Agent("boss", team=[helper]),
+            boss,
             ["chat 🐱", "chien 🐶", "oiseau 🐦"],
-            variants,
+            {"w": {}, "r": {"helper": resident, "llm": own}},
             llm=sn.mock_llm(relay),
             executor="ray",
             concurrency=2,
@@ -208,9 +212,9 @@ def test_a_ray_sweep_gives_every_run_fresh_tree_endpoints_and_reuses_by_fingerpr
             progress=False,
         )
 
-    first = sweep({"w": {}, "r": {"helper": "resident"}})
+    first = sweep("resident")
     assert [r["answer"] for r in first.rows] == ["boss: helper: 翻訳"] * 6, first.rows
-    again = sweep({"w": {}, "r": {"helper": {"kind": "resident", "window_tokens": 900}}})
+    again = sweep({"kind": "resident", "window_tokens": 900})
     assert [(r["reused"], r["why"]) for r in again.rows[:2]] == [
         (True, None),
         (False, "changed: variant"),
