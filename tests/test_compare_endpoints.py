@@ -73,3 +73,18 @@ def test_a_fresh_copy_of_a_used_endpoint_can_travel_to_another_process() -> None
     assert sn.Agent("solo").run_sync("salut", llm=used).text == "réponse"
     travelled = cloudpickle.loads(cloudpickle.dumps(used.fresh()))  # no timers of its loop
     assert sn.Agent("solo").run_sync("salut", llm=travelled).text == "réponse"
+
+
+def test_agents_sharing_an_endpoint_share_its_fresh_copy_as_in_a_plain_run() -> None:
+    def tree() -> sn.Agent:
+        shared = sn.script(
+            sn.reply(tool_calls=[sn.call("task", agent="helper", prompt="aide-moi")]),
+            "l'aide 助け",
+            "fin 🏁",
+        )
+        return sn.Agent("boss", model=shared, team=[sn.Agent("helper", model=shared)])
+
+    assert tree().run_sync("go", llm=sn.script("unused")).text == "fin 🏁"
+    boss = tree()
+    cmp = sn.compare(boss, "go", {"x": {}, "y": {}}, llm=boss.model)  # the session's too
+    assert [r["answer"] for r in cmp.rows] == ["fin 🏁", "fin 🏁"], cmp.rows

@@ -9,6 +9,7 @@ import socket
 import pytest
 
 import sagents_nb as sn
+from tests.test_compare_endpoints import delegating as relay
 
 try:
     import ray
@@ -178,15 +179,6 @@ class Traduction(sn.Task):
     description = "traduit"
     instructions = "Traduis en japonais."
     model_override = sn.script("翻訳", "二回目")
-
-
-def relay(req: sn.ChatRequest):
-    if "task" in req.tools:
-        if req.last["role"] == "user":
-            member = "helper" if req.agent == "boss" else "traduction"
-            return sn.reply(tool_calls=[sn.call("task", agent=member, prompt=req.last_user)])
-        return f"{req.agent}: {req.tool_results[-1]}"
-    return "the session's endpoint should not answer here"
 
 
 @pytest.mark.timeout(300)

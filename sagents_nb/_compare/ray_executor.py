@@ -41,14 +41,14 @@ class RayRunner:
         from ray import cloudpickle
 
         # endpoints travel as fresh copies (no live client inside); each run makes its own
+        shared_llm = llm.fresh() if isinstance(llm, LLM) else llm
         agent = copy_tree(agent, {})
-        fresh_models(agent)
+        fresh_models(agent, {id(llm): shared_llm} if isinstance(shared_llm, LLM) else {})
         self.variants = {v.name: travelling(v) for v in variants}
         # what cannot travel fails now, naming the object, before any run starts
         check_travel(cloudpickle, "the agent", agent)
         for variant in self.variants.values():
             check_travel(cloudpickle, f"variant {variant.name!r}", variant)
-        shared_llm = llm.fresh() if isinstance(llm, LLM) else llm
         check_travel(cloudpickle, "llm=", shared_llm)
         if not ray.is_initialized():
             ray.init(address=None if executor == "ray" else executor)

@@ -74,12 +74,13 @@ class Variant:
         for node in walk(tree):
             for attribute, value in self.agents.get(node.name, {}).items():
                 setattr(node, attribute, list(value) if attribute == "hooks" else value)
-        fresh_models(tree)
         options = dict(self.session)
         for key in ("state", "tool_context"):  # a run may write to them: each has its own
             if key in options:
                 options[key] = dict(options[key])
-        endpoint = fresh_endpoint(options.pop("llm", llm), self.name)
+        source = options.pop("llm", llm)
+        endpoint = fresh_endpoint(source, self.name)
+        fresh_models(tree, {id(source): endpoint} if isinstance(source, LLM) else {})
         model = options.pop("model", None)
         if model is not None:
             endpoint.model = model
@@ -262,17 +263,22 @@ def copy_tree(agent: Agent, memo: dict[int, Agent]) -> Agent:
     return twin
 
 
-def fresh_models(tree: Agent) -> None:
+def fresh_models(tree: Agent, made: dict[int, LLM]) -> None:
     """Give every agent of `tree` whose `model` is an endpoint a fresh copy of it (an
-    `sn.script` starts from its first reply), one per agent however often it appears."""
+    `sn.script` starts from its first reply); agents that shared an endpoint share its copy
+    (`made`: the copies so far, by the original's id)."""
     for node in walk(tree):
         if isinstance(node.model, LLM):
-            node.model = node.model.fresh()
+            original = id(node.model)
+            if original not in made:
+                made[original] = node.model.fresh()
+            node.model = made[original]
 
 
 def tree_endpoints(tree: Agent) -> list[LLM]:
-    """The endpoints `tree`'s agents call instead of the session's."""
-    return [node.model for node in walk(tree) if isinstance(node.model, LLM)]
+    """The endpoints `tree`'s agents call instead of the session's, each once."""
+    found = {id(node.model): node.model for node in walk(tree) if isinstance(node.model, LLM)}
+    return list(found.values())
 
 
 def walk(agent: Agent) -> list[Agent]:
