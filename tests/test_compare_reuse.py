@@ -267,3 +267,16 @@ def test_a_new_process_with_the_same_setup_reuses_the_run_and_a_new_key_is_the_s
     assert run("Sois bref.", "sk-ant-second", "2") == "True None"  # set order, key: the same
     assert run("簡潔に。", "sk-ant-second", "3") == "False changed: agent tree"
     assert b"sk-ant-" not in store.read_bytes()
+
+
+def test_the_same_tree_is_reused_after_its_runs_and_a_kind_changed_in_place_is_not(
+    tmp_path,
+) -> None:
+    store, agent = tmp_path / "runs.db", tree()
+    compare(agent, store, variants={"r": {"helper": {"keep_recent": 2}}})
+    assert compare(agent, store, variants={"r": {"helper": {"keep_recent": 2}}}).records[0].reused
+    helper = agent.member("helper")
+    assert helper is not None and isinstance(helper.kind, sn.kinds.Resident)
+    helper.kind.window_tokens = 120  # a setting changed between cells, not through a variant
+    row = compare(agent, store, variants={"r": {"helper": {"keep_recent": 2}}}).records[0]
+    assert not row.reused and row.why == "changed: agent tree"

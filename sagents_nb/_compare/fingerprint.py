@@ -123,18 +123,21 @@ def _agent(agent: Agent, path: frozenset[int], depth: int) -> dict[str, Any]:
 
 
 def _kind_arguments(kind: ChildKind) -> dict[str, Any]:
-    """The constructor's arguments (defaults filled in) of a `BaseKind`, else the kind's name and
-    public attributes."""
+    """A kind's name and public attributes (a setting changed between cells too) and, for a
+    `BaseKind`, its constructor's arguments with the defaults filled in (what `configured`
+    builds on, kept under private names by some kinds)."""
+    public = {k: v for k, v in getattr(kind, "__dict__", {}).items() if not k.startswith("_")}
+    described = {"name": getattr(kind, "name", ""), "attributes": public}
     if isinstance(kind, BaseKind):
         args, kwargs = kind._given
         try:
             bound = inspect.signature(type(kind).__init__).bind(kind, *args, **kwargs)
         except TypeError:
-            return {"name": kind.name, "given": [list(args), kwargs]}
-        bound.apply_defaults()
-        return {"name": kind.name, **dict(list(bound.arguments.items())[1:])}
-    public = {k: v for k, v in getattr(kind, "__dict__", {}).items() if not k.startswith("_")}
-    return {"name": getattr(kind, "name", ""), **public}
+            described["given"] = [list(args), kwargs]
+        else:
+            bound.apply_defaults()
+            described["arguments"] = dict(list(bound.arguments.items())[1:])
+    return described
 
 
 def _secret(name: Any, value: Any) -> bool:
