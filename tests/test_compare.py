@@ -238,6 +238,13 @@ def test_a_variant_that_does_not_apply_fails_before_anything_runs(variants, mess
     assert calls == []
 
 
+def test_empty_or_non_dict_variants_are_told_what_is_wrong() -> None:
+    with pytest.raises(sn.ConfigurationError, match="variants= is empty: give at least one"):
+        sn.compare(team(), "allons-y", {}, llm=sn.script("x"))
+    with pytest.raises(sn.ConfigurationError, match=r"variants= takes a dict .*not list"):
+        sn.compare(team(), "allons-y", ["worker"], llm=sn.script("x"))
+
+
 def test_the_error_lists_the_agents_and_the_kinds_parameters() -> None:
     with pytest.raises(sn.ConfigurationError) as info:
         sn.compare(team(), "go", {"v": {"helper": {"kind": "resident", "windw": 1}}}, llm=None)
@@ -287,7 +294,7 @@ def test_the_table_columns_text_and_pandas() -> None:
     try:
         import pandas  # noqa: F401
     except ImportError:
-        with pytest.raises(ImportError, match="pip install pandas"):
+        with pytest.raises(ImportError, match=r"pip install 'sagents_nb\[pandas\]'"):
             cmp.to_pandas()
     else:
         assert list(cmp.to_pandas()["variant"]) == ["worker", "resident", "realtime"]

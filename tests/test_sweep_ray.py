@@ -9,6 +9,7 @@ import socket
 import pytest
 
 import sagents_nb as sn
+from tests.test_compare_endpoints import delegating as relay
 
 try:
     import ray
@@ -171,3 +172,43 @@ def test_what_cannot_travel_fails_before_the_sweep_starts_naming_it() -> None:
         assert asked == []
     finally:
         live.close()
+
+
+class Traduction(sn.Task):
+    task_name = "traduction"
+    description = "traduit"
+    instructions = "Traduis en japonais."
+    model_override = sn.script("翻訳", "二回目")
+
+
+@pytest.mark.timeout(300)
+def test_a_ray_sweep_gives_every_run_fresh_tree_endpoints_and_reuses_by_fingerprint(
+    local_ray, tmp_path
+) -> None:
+    store = tmp_path / "ray.db"
+    own = sn.mock_llm(relay)
+    helper = sn.Agent("helper", does="aide", model=sn.mock_llm(relay), team=[Traduction])
+    boss = sn.Agent("boss", team=[helper])
+    # used here first: these endpoints hold live clients now, which cannot travel as they are
+    assert boss.run_sync("échauffement", llm=own).status == "done"
+
+    def sweep(resident):
+        return sn.sweep(
+            boss,
+            ["chat 🐱", "chien 🐶", "oiseau 🐦"],
+            {"w": {}, "r": {"helper": resident, "llm": own}},
+            llm=sn.mock_llm(relay),
+            executor="ray",
+            concurrency=2,
+            store=store,
+            progress=False,
+        )
+
+    first = sweep("resident")
+    assert [r["answer"] for r in first.rows] == ["boss: helper: 翻訳"] * 6, first.rows
+    again = sweep({"kind": "resident", "window_tokens": 900})
+    assert [(r["reused"], r["why"]) for r in again.rows[:2]] == [
+        (True, None),
+        (False, "changed: variant"),
+    ]
+    assert [r["answer"] for r in again.rows] == ["boss: helper: 翻訳"] * 6

@@ -9,12 +9,17 @@ from .._base.errors import ConfigurationError
 from .forgetting import ForgettingReport
 from .plot import ContextPlot
 from .record import RunRecord
-from .table import html_table, row, text_table
+from .table import COLUMNS, html_table, row, text_table
 
 if TYPE_CHECKING:
     from .._runtime.agent import Agent
     from .._runtime.session import Session
     from .variants import Variant
+
+MISSING_PANDAS = (
+    "Comparison.to_pandas() needs pandas, an optional extra: pip install 'sagents_nb[pandas]' "
+    "(or use .rows, plain dicts)"
+)
 
 
 class Comparison:
@@ -55,20 +60,20 @@ class Comparison:
     @property
     def rows(self) -> list[dict[str, Any]]:
         """One dict per (item, variant): status, answer, turns, model and tool calls, tokens,
-        seconds, compactions, sinks, trims, context_full signals, peak context, error."""
+        seconds, compactions, sinks, trims, context_full signals, peak context, error, stored
+        session, whether it was reused from the store and, if a stored run was not, why."""
         return [row(r) for r in self.records]
 
     def to_pandas(self) -> Any:
-        """The table as a `pandas.DataFrame` (pandas is not a dependency: install it)."""
+        """The table as a `pandas.DataFrame`: one row per (item, variant), the columns of
+        `.rows` (pandas is an optional extra: `pip install 'sagents_nb[pandas]'`)."""
         import importlib
 
         try:
             pandas = importlib.import_module("pandas")
         except ImportError as exc:
-            raise ImportError(
-                "Comparison.to_pandas() needs pandas: pip install pandas (or use .rows)"
-            ) from exc
-        return pandas.DataFrame(self.rows)
+            raise ImportError(MISSING_PANDAS) from exc
+        return pandas.DataFrame(self.rows, columns=list(COLUMNS))
 
     def record(self, variant: str, item: Any = None) -> RunRecord:
         """The run of `variant` on `item` (default: the first item)."""

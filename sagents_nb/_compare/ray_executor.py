@@ -6,13 +6,14 @@ from __future__ import annotations
 import asyncio
 import types
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from .._base.errors import ConfigurationError
 from .._endpoints.openai import LLM
 from .._runtime.agent import Agent
 from .record import RunRecord, run_session
-from .variants import Endpoint, Variant
+from .variants import Endpoint, Variant, copy_tree, fresh_models
 
 if TYPE_CHECKING:
     from .._store.protocol import SessionRows, Store
@@ -39,11 +40,15 @@ class RayRunner:
         ray = import_ray()
         from ray import cloudpickle
 
+        # endpoints travel as fresh copies (no live client inside); each run makes its own
+        shared_llm = llm.fresh() if isinstance(llm, LLM) else llm
+        agent = copy_tree(agent, {})
+        fresh_models(agent, {id(llm): shared_llm} if isinstance(shared_llm, LLM) else {})
+        self.variants = {v.name: travelling(v) for v in variants}
         # what cannot travel fails now, naming the object, before any run starts
         check_travel(cloudpickle, "the agent", agent)
-        for variant in variants:
+        for variant in self.variants.values():
             check_travel(cloudpickle, f"variant {variant.name!r}", variant)
-        shared_llm = llm.fresh() if isinstance(llm, LLM) else llm  # no live client inside
         check_travel(cloudpickle, "llm=", shared_llm)
         if not ray.is_initialized():
             ray.init(address=None if executor == "ray" else executor)
@@ -54,7 +59,8 @@ class RayRunner:
 
     async def __call__(self, variant: Variant, item: Item, session_id: str | None) -> RunRecord:
         keep_rows = self.store is not None and session_id is not None
-        ref = self.task.remote(self.shared, variant, item.id, item.prompts, session_id, keep_rows)
+        sent = self.variants[variant.name]
+        ref = self.task.remote(self.shared, sent, item.id, item.prompts, session_id, keep_rows)
         try:
             record, rows = await asyncio.wrap_future(ref.future())
         except asyncio.CancelledError:
@@ -68,6 +74,20 @@ class RayRunner:
             await asyncio.to_thread(self.store.create, rows)
             record.session_id = rows.info.id
         return record
+
+
+def travelling(variant: Variant) -> Variant:
+    """`variant` with fresh copies of the endpoints it sets (a used one holds a live client)."""
+
+    def fresh(value: Any) -> Any:
+        return value.fresh() if isinstance(value, LLM) else value
+
+    session = {key: fresh(value) for key, value in variant.session.items()}
+    agents = {
+        name: {key: fresh(value) for key, value in changes.items()}
+        for name, changes in variant.agents.items()
+    }
+    return replace(variant, session=session, agents=agents)
 
 
 def run_remote(

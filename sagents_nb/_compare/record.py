@@ -11,9 +11,13 @@ from typing import TYPE_CHECKING, Any
 
 from .._runtime.session import Session
 from ..events import ContextBuilt, Event, Fold, RunFinished
+from .fingerprint import PART, run_fingerprint
+from .variants import tree_endpoints
 
 if TYPE_CHECKING:
+    from .._endpoints.openai import LLM
     from .._runtime.agent import Agent
+    from .._store.protocol import Store
     from .variants import Endpoint, Variant
 
 FINAL = frozenset({"done", "incomplete", "pending"})
@@ -39,6 +43,8 @@ class RunRecord:
     attempts: int = 1
     reused: bool = False
     """Read back from the store instead of run again."""
+    why: str | None = None
+    """Why a run stored under this run's id was not reused (e.g. `changed: variant`)."""
     meta: dict[str, Any] = field(default_factory=dict)
     """The item's other fields (a dict item's keys besides `prompt`/`prompts`/`id`)."""
     log: bytes = field(default=b"[]", repr=False)
@@ -122,11 +128,15 @@ async def run_session(
     record = RunRecord(item, variant.name, prompts, "done", session_id=session_id)
     started = time.perf_counter()
     session: Session | None = None
-    endpoint = None
+    endpoints: list[LLM] = []
     run = None
     try:
         tree, endpoint, options = variant.build(agent, llm)
+        endpoints = [endpoint, *tree_endpoints(tree)]
         session = Session(tree, llm=endpoint, store=store, session_id=session_id, **options)
+        if session.store is not None:
+            fingerprint = run_fingerprint(variant, prompts)
+            await keep_fingerprint(session.store, session.id, session.root.path, fingerprint)
         for prompt in prompts:
             run = await session.send_async(prompt)
             if await run.wait_async() == "paused":
@@ -151,12 +161,22 @@ async def run_session(
     except Exception as exc:  # a bad variant at run time: its own row, the others go on
         record.status, record.error = "error", f"{type(exc).__name__}: {exc}"
     record.seconds = time.perf_counter() - started
-    if endpoint is not None:  # this run's own copy
-        await endpoint.aclose()
+    for own in endpoints:  # this run's own copies
+        await own.aclose()
     if session is not None:
         record.events = list(session.events)
         record.session_id = session.id if session.journal is not None else None
     return record, session
+
+
+async def keep_fingerprint(
+    store: Store, session_id: str, root: str, fingerprint: dict[str, str]
+) -> None:
+    """Store a run's fingerprint with it: a node row of its root, at seq 0."""
+    from .._store.protocol import NodeRow, Step
+
+    step = Step(0, nodes=[NodeRow(root, PART, 0, json.dumps(fingerprint))])
+    await asyncio.to_thread(store.commit, session_id, [step])
 
 
 async def _settle(run: Any) -> None:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from .._base.errors import ConfigurationError
 from .._base.loop import block_on, call_soon, submit
 from .comparison import Comparison
+from .fingerprint import run_fingerprint
 from .items import Item, conversation, sweep_items
 from .progress import Progress, progress_for
 from .record import RunRecord, run_variant
@@ -38,16 +39,24 @@ def compare(
         agent: the top agent; each variant runs a private copy of its tree.
         prompts: a prompt, or prompts sent in order to one session (a conversation).
         variants: `{name: changes}`. A change's key is a session option (`llm`, `model` — the
-            endpoint's default model —, `preprocessor`, `hooks`, `scope`, `max_depth`,
-            `max_parallel`) or an agent's name, whose value is a kind (`sn.kinds.Resident()`,
-            `"resident"`) or a dict of its attributes (`kind`, `model`, `instructions`, `tools`,
-            `hooks`, `max_turns`, `token_budget`, `tool_call_budget`, `does`) and its kind's
-            parameters (`{"helper": {"kind": "resident", "window_tokens": 300}}`).
+            endpoint's default model —, `preprocessor`, `hooks`, `scope`, the limits
+            `max_model_calls`, `max_tokens`, `max_nodes`, `max_depth`, `max_parallel`, and
+            `durability`, `reattach`, `state`, `tool_context`, `token_counter`, as
+            `sn.Session` takes them) or an agent's name, whose value is a kind
+            (`sn.kinds.Resident()`, `"resident"`) or a dict of its attributes (`kind`, `model`,
+            `instructions`, `tools`, `hooks`, `max_turns`, `token_budget`, `tool_call_budget`,
+            `does`) and its kind's parameters (`{"helper": {"kind": "resident",
+            "window_tokens": 300}}`).
         llm: the endpoint every variant meets: each gets `llm.fresh()` (an `sn.script` starts
-            from its first reply), or pass a function that makes one.
+            from its first reply), or pass a function that makes one. So does every endpoint
+            in the tree (an agent's `model`, a Task's `model_override`).
         store: a path or `sn.Store`: each run is recorded there as a session
-            (`.open(variant)` reopens it); run again with the same store, the runs that
-            finished are read back instead of run again.
+            (`.open(variant)` reopens it) with its fingerprint; run again with the same store,
+            a run that finished is read back instead of run again when its variant, the agent
+            tree (instructions, tools, team, kinds and their parameters), the endpoint (its
+            label and model, not its key) and the prompts are what they were. The table's
+            `reused` says which rows were; `why` says what changed for a stored run that
+            was not.
 
     Raises:
         ConfigurationError: a variant does not apply (an agent not in the team, an unknown
@@ -81,8 +90,8 @@ def sweep(
             `"ray://head:10001"` or `"auto"`) runs each pair as a Ray task (`sagents_nb[ray]`).
         store: a path or `sn.Store`. Each run is a stored session (`.open(variant, item)`
             reopens it), and a sweep run again with the same store skips the runs that finished
-            (like Inspect's eval sets): only runs that errored, were cut short or never started
-            run again.
+            (like Inspect's eval sets): only runs that errored, were cut short, never started,
+            or whose configuration or prompts changed (see `sn.compare`) run again.
         retries: the retry policy. A run that ends in `error` (an endpoint failure, an
             exception) is tried again at once, up to `retries` more times, each attempt a new
             session (the failed attempts stay in the store); `done`, `incomplete` (a limit hit)
@@ -177,6 +186,7 @@ class _Job:
     async def run(self) -> list[RunRecord]:
         previous = self.previous
         queue = []
+        why: dict[int, str | None] = {}
         for index, (item, variant) in enumerate(self.pairs):
             found = previous.get(run_id(item, variant.name)) if self.store is not None else None
             if found is not None and found.finished is not None:
@@ -184,6 +194,7 @@ class _Job:
                 self.done += 1
             else:
                 queue.append((index, found.attempts if found else 0))
+                why[index] = found.why if found else None
         if self.progress is not None:
             self.progress.start(len(self.pairs), self.done)
         pending = iter(queue)
@@ -196,7 +207,10 @@ class _Job:
         finally:
             if self.progress is not None:
                 self.progress.close(self.cancelled)
-        return [record or self._never_started(index) for index, record in enumerate(self.records)]
+        records = [record or self._never_started(i) for i, record in enumerate(self.records)]
+        for index, reason in why.items():
+            records[index].why = reason
+        return records
 
     def cancel(self) -> None:
         """Stop: cancel every run in flight, start no more (on the loop)."""
@@ -208,7 +222,10 @@ class _Job:
         """What the store already holds of this sweep's runs."""
         if self.store is None:
             return {}
-        wanted = {run_id(item, v.name): (item, v.name) for item, v in self.pairs}
+        wanted = {
+            run_id(item, v.name): (item, v.name, run_fingerprint(v, item.prompts))
+            for item, v in self.pairs
+        }
         return previous_runs(self.store, wanted)
 
     async def _work(self, pending: Any) -> None:

@@ -26,9 +26,13 @@ COLUMNS = (
     "peak_context",
     "error",
     "session_id",
+    "reused",
+    "why",
 )
 """`sinks`: cold sinks of a relevance view; `trims`: window trims; `peak_context`: the largest
-view (tokens) any node sent."""
+view (tokens) any node sent; `reused`: read back from the store; `why`: why a run stored under
+the row's id was not (what changed since: `variant`, `agent tree`, `endpoint`, `prompt`; or how
+it ended)."""
 
 
 def row(record: RunRecord) -> dict[str, Any]:
@@ -52,18 +56,22 @@ def row(record: RunRecord) -> dict[str, Any]:
         "peak_context": counts.get("peak", 0),
         "error": record.error,
         "session_id": record.session_id,
+        "reused": record.reused,
+        "why": record.why,
     }
 
 
 def shown_columns(rows: list[dict[str, Any]]) -> list[str]:
-    """The columns worth showing: `item` only when there are several, `error` and
-    `session_id` only when some row has one."""
+    """The columns worth showing: `item` only when there are several, `error`, `session_id`
+    and `why` only when some row has one, `reused` when some row was or has a `why`."""
     columns = list(COLUMNS)
     if len({r["item"] for r in rows}) <= 1:
         columns.remove("item")
-    for optional in ("error", "session_id"):
+    for optional in ("error", "session_id", "why"):
         if all(r[optional] is None for r in rows):
             columns.remove(optional)
+    if not any(r["reused"] or r["why"] for r in rows):
+        columns.remove("reused")
     return columns
 
 

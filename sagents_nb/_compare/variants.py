@@ -11,11 +11,33 @@ from typing import Any
 from .._base.errors import ConfigurationError
 from .._endpoints.openai import LLM
 from .._runtime.agent import Agent, member_agent
+from .._runtime.limits import checked_cap
 from .._runtime.preprocess import checked_preprocessor
 from ..kinds import BaseKind, ChildKind, Main, Worker, registry
+from .fingerprint import config_fingerprint
 
-SESSION_OPTIONS = ("hooks", "llm", "max_depth", "max_parallel", "model", "preprocessor", "scope")
-"""Keys of a variant that change the session (`model`: the endpoint's default model)."""
+SESSION_OPTIONS = (
+    "durability",
+    "hooks",
+    "llm",
+    "max_depth",
+    "max_model_calls",
+    "max_nodes",
+    "max_parallel",
+    "max_tokens",
+    "model",
+    "preprocessor",
+    "reattach",
+    "scope",
+    "state",
+    "token_counter",
+    "tool_context",
+)
+"""Keys of a variant that change the session (`model`: the endpoint's default model; the
+others are `sn.Session`'s keywords of that name)."""
+
+CHOICES = {"durability": ("turn", "async", "exit"), "reattach": ("run", "session")}
+"""Session options that take one of a few words."""
 
 AGENT_FIELDS = (
     "does",
@@ -42,15 +64,23 @@ class Variant:
     session: dict[str, Any] = field(default_factory=dict)
     agents: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Agent name -> attribute -> value (a kind already built)."""
+    fingerprint: dict[str, str] = field(default_factory=dict)
+    """Digests of the variant, the agent tree and the endpoint (see `fingerprint.py`)."""
 
     def build(self, agent: Agent, llm: Endpoint | None) -> tuple[Agent, LLM, dict[str, Any]]:
-        """A private copy of `agent`'s tree with the changes, a fresh endpoint, session options."""
+        """A private copy of `agent`'s tree with the changes and its own endpoints, a fresh
+        endpoint for the session, the session options."""
         tree = copy_tree(agent, {})
         for node in walk(tree):
             for attribute, value in self.agents.get(node.name, {}).items():
                 setattr(node, attribute, list(value) if attribute == "hooks" else value)
         options = dict(self.session)
-        endpoint = fresh_endpoint(options.pop("llm", llm), self.name)
+        for key in ("state", "tool_context"):  # a run may write to them: each has its own
+            if key in options:
+                options[key] = dict(options[key])
+        source = options.pop("llm", llm)
+        endpoint = fresh_endpoint(source, self.name)
+        fresh_models(tree, {id(source): endpoint} if isinstance(source, LLM) else {})
         model = options.pop("model", None)
         if model is not None:
             endpoint.model = model
@@ -67,10 +97,18 @@ def check_variants(
     """
     if variants is None:
         variants = {"baseline": {}}
-    if not isinstance(variants, Mapping) or not variants:
+    example = (
+        "{'worker': {'helper': sn.kinds.Worker()}, 'resident': {'helper': sn.kinds.Resident()}}"
+    )
+    if not isinstance(variants, Mapping):
         raise ConfigurationError(
-            "variants= takes a dict {name: changes}, e.g. "
-            "{'worker': {'helper': sn.kinds.Worker()}, 'resident': {'helper': sn.kinds.Resident()}}"
+            f"variants= takes a dict {{name: changes}}, not {type(variants).__name__}, "
+            f"e.g. {example}"
+        )
+    if not variants:
+        raise ConfigurationError(
+            f"variants= is empty: give at least one variant, e.g. {example}, or leave it out "
+            "to run the agent as it is (one variant, 'baseline')"
         )
     agents = {a.name: a for a in walk(agent)}
     checked = []
@@ -83,6 +121,8 @@ def check_variants(
             "no endpoint: pass llm=sn.script(...) or sn.mock_llm(handler) (each variant gets a "
             "fresh copy), or give every variant its own 'llm'"
         )
+    for variant in checked:
+        variant.fingerprint = config_fingerprint(agent, variant, llm)
     return checked
 
 
@@ -115,8 +155,26 @@ def _session_value(where: str, key: str, value: Any) -> Any:
             f"{where}: 'llm' must be an endpoint (sn.script(...), sn.mock_llm(...), sn.LLM(...)) "
             f"or a function making one, not {type(value).__name__}"
         )
-    if key in ("max_depth", "max_parallel") and not (isinstance(value, int) and value >= 1):
+    if key in ("max_depth", "max_parallel") and not (
+        isinstance(value, int) and not isinstance(value, bool) and value >= 1
+    ):
         raise ConfigurationError(f"{where}: {key!r} must be a positive int, not {value!r}")
+    if key in ("max_model_calls", "max_nodes", "max_tokens"):
+        try:
+            checked_cap(key, value)
+        except ConfigurationError as exc:
+            raise ConfigurationError(f"{where}: {exc}") from None
+    if key in CHOICES and value not in CHOICES[key]:
+        raise ConfigurationError(
+            f"{where}: {key!r} must be one of {', '.join(map(repr, CHOICES[key]))}, not {value!r}"
+        )
+    if key in ("state", "tool_context") and not isinstance(value, Mapping):
+        raise ConfigurationError(f"{where}: {key!r} must be a dict, not {type(value).__name__}")
+    if key == "token_counter" and not callable(value):
+        raise ConfigurationError(
+            f"{where}: 'token_counter' must be a function (message -> tokens), not "
+            f"{type(value).__name__}"
+        )
     if key == "preprocessor":
         try:
             checked_preprocessor(value)
@@ -203,6 +261,24 @@ def copy_tree(agent: Agent, memo: dict[int, Agent]) -> Agent:
     twin.pause_on = set(agent.pause_on)
     twin.team = [copy_tree(member_agent(m), memo) for m in agent.team]
     return twin
+
+
+def fresh_models(tree: Agent, made: dict[int, LLM]) -> None:
+    """Give every agent of `tree` whose `model` is an endpoint a fresh copy of it (an
+    `sn.script` starts from its first reply); agents that shared an endpoint share its copy
+    (`made`: the copies so far, by the original's id)."""
+    for node in walk(tree):
+        if isinstance(node.model, LLM):
+            original = id(node.model)
+            if original not in made:
+                made[original] = node.model.fresh()
+            node.model = made[original]
+
+
+def tree_endpoints(tree: Agent) -> list[LLM]:
+    """The endpoints `tree`'s agents call instead of the session's, each once."""
+    found = {id(node.model): node.model for node in walk(tree) if isinstance(node.model, LLM)}
+    return list(found.values())
 
 
 def walk(agent: Agent) -> list[Agent]:

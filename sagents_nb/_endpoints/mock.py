@@ -160,11 +160,15 @@ class MockLLM(LLM):
 
     def fresh(self) -> MockLLM:
         """A copy with its own handler: a deep copy, so an `sn.script` starts from its first
-        reply again. A handler function is not copied (Python shares functions): one that keeps
+        reply again (one that has answered already too). A handler function is not copied (Python shares functions): one that keeps
         state of its own should be made anew by a factory (`llm=lambda: sn.mock_llm(make())`).
         """
         try:
-            handler = copy.deepcopy(self.handler)
+            handler = (
+                self.handler.restarted()
+                if isinstance(self.handler, _Script)
+                else copy.deepcopy(self.handler)
+            )
         except Exception as exc:
             raise ConfigurationError(
                 f"cannot copy the mock handler {self.label} ({type(exc).__name__}: {exc}); pass "
@@ -369,6 +373,12 @@ class _Script:
         else:
             self.queues = {"": list(replies)}
         self.positions = dict.fromkeys(self.queues, 0)
+
+    def restarted(self) -> _Script:
+        """A copy that answers from the first reply again, however far this one got."""
+        again = copy.deepcopy(self)
+        again.positions = dict.fromkeys(again.queues, 0)
+        return again
 
     def __call__(self, request: ChatRequest) -> Any:
         key = request.model if request.model in self.queues else ""

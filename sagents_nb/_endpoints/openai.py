@@ -246,6 +246,7 @@ class LLM:
         """
         copy = _copy.copy(self)
         copy._client = copy._client_loop = None
+        copy.__dict__.pop("_deadlines", None)  # the used one's timers, on its loop
         copy.exchanges = deque(maxlen=self.exchanges.maxlen)
         fresh_transport = getattr(self._transport, "fresh", None)
         if fresh_transport is not None:

@@ -67,6 +67,25 @@ class ComparisonView(widgets.VBox):  # type: ignore[misc]
     def turn(self, value: int) -> None:
         self.slider.value = value
 
+    @property
+    def agent(self) -> str:
+        """The agent whose turns the columns show (the `agent` dropdown)."""
+        return str(self.agent_picker.value)
+
+    @agent.setter
+    def agent(self, name: str) -> None:
+        self.agent_picker.value = _choice(name, self.agent_picker.options, "agent")
+
+    @property
+    def baseline(self) -> str | None:
+        """The variant every column is diffed against (the `diff against` dropdown)."""
+        value = self.baseline_picker.value
+        return None if value is None else str(value)
+
+    @baseline.setter
+    def baseline(self, variant: str) -> None:
+        self.baseline_picker.value = _choice(variant, self.baseline_picker.options, "variant")
+
     def _turns(self, variant: str) -> list[Turn]:
         return self.report.turns[variant].get(self.agent_picker.value, [])
 
@@ -124,6 +143,16 @@ class ComparisonView(widgets.VBox):  # type: ignore[misc]
             f'<div class="sn-cmp-col">{title}<div class="sn-cmp-meta">{meta}</div>'
             f"{''.join(lines)}{lost if forgotten else ''}</div>"
         )
+
+
+def _choice(value: str, options: Any, what: str) -> str:
+    """`value` if it is one of `options`, else a `ValueError` listing them."""
+    if value not in options:
+        raise ValueError(
+            f"no {what} {value!r} in this comparison view (choose from: "
+            f"{', '.join(map(str, options))})"
+        )
+    return value
 
 
 def _message(role: str, text: str, extra: str) -> str:

@@ -4,6 +4,7 @@ against a baseline, model text escaped; and the sweep's progress bar widget."""
 from __future__ import annotations
 
 import ipywidgets
+import pytest
 
 import sagents_nb as sn
 from sagents_nb.notebook import ComparisonView, sweep_progress
@@ -63,6 +64,24 @@ def test_switching_agent_resets_the_turn_range() -> None:
     assert widget.slider.max == 4 and widget.turn == 3
     widget.agent_picker.value = "helper"
     assert widget.slider.max == 3
+
+
+def test_agent_and_baseline_are_attributes_that_move_their_controls() -> None:
+    widget = comparison().view()
+    assert (widget.agent, widget.baseline) == ("helper", "resident")
+    widget.turn = 2
+    widget.baseline = "worker"
+    assert widget.baseline_picker.value == "worker"
+    assert "sn-cmp-added" in widget.columns[0].value  # diffed against the worker now
+    widget.turn = 3
+    widget.agent = "boss"
+    assert widget.agent_picker.value == "boss" and widget.slider.max == 4
+    assert "<h4>resident</h4>" in widget.columns[0].value and "boss" in widget.columns[0].value
+    with pytest.raises(ValueError, match=r"no variant 'résident' .*resident, worker"):
+        widget.baseline = "résident"
+    with pytest.raises(ValueError, match=r"no agent '助手' .*boss, helper"):
+        widget.agent = "助手"
+    assert (widget.agent, widget.baseline) == ("boss", "worker")
 
 
 def test_the_progress_widget_counts_runs_and_errors() -> None:
