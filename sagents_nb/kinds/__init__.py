@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from .._base.checks import check_callable, check_str, refuse
 from ._child import Child
 from ._main import Main
 from ._native import Native
@@ -34,12 +35,52 @@ _registry: dict[str, Callable[[], ChildKind]] = {
 
 def register(name: str, factory: Callable[[], ChildKind]) -> None:
     """Make a kind selectable by `name` (e.g. in the notebook's kind selector)."""
+    check_str("name", name, where="sn.kinds.register(...)", empty=False)
+    check_callable(
+        "factory",
+        factory,
+        where="sn.kinds.register(...)",
+        accepted="a kind class or a function making a kind",
+    )
     _registry[name] = factory
 
 
 def registry() -> dict[str, Callable[[], ChildKind]]:
     """The selectable kinds by name: the built-ins and any registered."""
     return dict(_registry)
+
+
+def checked_kind(value: object, *, where: str, name: str = "kind") -> ChildKind | None:
+    """The kind `value` stands for: a kind, a kind class (built without arguments) or the name
+    of a registered kind (`"resident"`, as `sn.compare` takes); None stays None."""
+    if value is None or isinstance(value, BaseKind):
+        return value
+    if isinstance(value, str):
+        factory = _registry.get(value)
+        if factory is None:
+            refuse(
+                name, value, f"a registered kind name ({', '.join(sorted(_registry))})", where=where
+            )
+        return factory()
+    if isinstance(value, type) and issubclass(value, BaseKind):
+        try:
+            return value()
+        except TypeError as exc:
+            refuse(
+                name,
+                value,
+                f"a kind class that takes no arguments ({exc}); pass an instance",
+                where=where,
+            )
+    if isinstance(value, ChildKind) and not isinstance(value, type):
+        return value
+    refuse(
+        name,
+        value,
+        "a kind (sn.kinds.Resident(), ...), a kind class or a registered kind name "
+        f"({', '.join(sorted(_registry))}), or None",
+        where=where,
+    )
 
 
 def kind_name(kind: ChildKind) -> str:
