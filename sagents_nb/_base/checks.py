@@ -139,8 +139,9 @@ def is_str(value: object) -> bool:
 def check_fields(obj: Any) -> None:
     """Check a dataclass's fields against their plain annotations (str, bool, int, float, None,
     a `Literal`, `list[str]`, `Sequence[str]`): a `__post_init__` for a small public record."""
-    where = f"{type(obj).__qualname__}(...)"
-    for name, accept, accepted, secret in _field_checks(type(obj)):
+    cls: Any = type(obj)
+    where = f"{cls.__qualname__}(...)"
+    for name, accept, accepted, secret in _field_checks(cls):
         value = getattr(obj, name)
         if not accept(value):
             refuse(name, value, accepted, where=where, secret=secret)

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from .._base.checks import check_instance, check_items, check_path, check_str, is_str
+from .._base.checks import check_instance, check_items, check_path, check_str, is_str, refuse
 from .._base.errors import CassetteMismatch, ConfigurationError
 from .openai import LLM
 
@@ -248,7 +248,9 @@ ENDPOINT = "an endpoint (sn.LLM(...), sn.mock_llm(...))"
 
 
 def _mode(mode: str) -> str:
-    if not isinstance(mode, str) or mode not in MODES:
+    if not isinstance(mode, str):
+        refuse("mode", mode, f"one of {', '.join(map(repr, MODES))}", where="sn.record(...)")
+    if mode not in MODES:
         known = "; ".join(f"{name!r}: {what}" for name, what in MODES.items())
         raise ConfigurationError(f"unknown cassette mode {mode!r}; the modes are {known}")
     return mode

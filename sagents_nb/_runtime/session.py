@@ -14,6 +14,7 @@ from .._base.checks import (
     check_instance,
     check_int,
     check_items,
+    check_path,
     check_str,
     refuse,
 )
@@ -72,8 +73,9 @@ def checked_llm(value: object) -> LLM:
 
 def checked_agent(value: Any) -> Agent:
     """The top agent: an `sn.Agent`, or an `sn.Task` subclass (its agent)."""
-    if isinstance(value, type) and callable(getattr(value, "as_agent", None)):
-        value = value.as_agent()
+    as_agent = getattr(value, "as_agent", None)
+    if isinstance(value, type) and callable(as_agent):
+        value = as_agent()
     # an Agent told by its shape: the runtime below `agent` never imports it
     if not (hasattr(value, "members") and hasattr(value, "pause_on")):
         refuse("agent", value, "an sn.Agent (or an sn.Task subclass)", where=WHERE)
@@ -305,6 +307,7 @@ class Session:
         run; a run's `wait()` and `result()` return once it was handed the run's events.
         Returns a function that unsubscribes.
         """
+        check_callable("callback", callback, where="session.subscribe()")
         return self.bus.subscribe_queued(callback)
 
     def stream(self) -> AsyncIterator[Event]:
@@ -378,6 +381,7 @@ class Session:
         from .restore import reopening_endpoint
 
         options["llm"] = reopening_endpoint(llm)
+        check_path("path", path, where="sn.Session.import_jsonl()")
         target = resolve_store(store, create=True)
         return import_jsonl(cls, path, target, agent, session_id, options)
 
@@ -385,7 +389,7 @@ class Session:
         """Write this durable session (events, transcripts, node state) to `path` as JSON lines."""
         from .jsonl import export_jsonl
 
-        return export_jsonl(self, path)
+        return export_jsonl(self, check_path("path", path, where="session.export_jsonl()"))
 
     def resume(self, *, pause_on: Iterable[str] = ()) -> Run:
         """Continue the run an interruption (a crash, a kernel restart) left unfinished.

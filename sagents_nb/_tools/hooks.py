@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from .._base.checks import check_fields
 from .tool import ToolResult
 
 
@@ -15,6 +16,9 @@ class Deny:
     """Returned by `before_tool` to refuse a call; the model is told `reason`."""
 
     reason: str
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
 
 @dataclass

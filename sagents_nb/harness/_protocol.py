@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Protocol, runtime_checkable
 
-from .._base.checks import ArgumentError, check_fields, described
+from .._base.checks import ArgumentError, check_fields
 from ._events import HarnessEvent
 
 MCP_SERVER_NAME = "sagents"
@@ -129,8 +129,7 @@ def checked_driver(driver: object) -> NativeHarness:
         return driver
     missing = [name for name in _MEMBERS if name not in dir(driver)]
     raise ArgumentError(
-        f"driver must be a CLI driver (sn.harness.ClaudeCode(), ...), not {described(driver)}: "
-        f"it lacks {', '.join(missing)} of "
+        f"driver: {type(driver).__name__} is not a CLI driver: it lacks {', '.join(missing)} of "
         "sn.harness.NativeHarness. Subclass sn.harness.BaseHarness, which has the defaults of "
         "env_vars, env, injects_mcp_tools and gate_builtin_tools, and give name, executable, "
         "args and parse_line"

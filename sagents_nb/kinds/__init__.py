@@ -85,7 +85,10 @@ def checked_kind(value: object, *, where: str, name: str = "kind") -> ChildKind 
 
 def kind_name(kind: ChildKind) -> str:
     """A kind's display name (its `name`)."""
-    return kind.name
+    name = getattr(kind, "name", None)
+    if not isinstance(name, str):
+        refuse("kind", kind, "a kind (with a name)", where="sn.kinds.kind_name(...)")
+    return name
 
 
 __all__ = [
