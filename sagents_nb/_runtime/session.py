@@ -159,7 +159,7 @@ class Session:
         """Records this session into its store (None when the session is not durable)."""
         self.hooks = check_items("hooks", hooks, is_hook, where=WHERE, accepted=HOOK)
         if durability not in ("turn", "async", "exit"):
-            refuse("durability", durability, "'async', 'turn' or 'exit'", where=WHERE)
+            refuse("durability", durability, "one of 'async', 'turn', 'exit'", where=WHERE)
         if reattach not in ("run", "session"):
             raise ConfigurationError(
                 f'reattach must be "run" (a new message does new work) or "session" (a repeated '
