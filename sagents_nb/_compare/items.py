@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from numbers import Integral
 from typing import Any
 
+from .._base.checks import refuse
 from .._base.errors import ConfigurationError
 
 
@@ -51,7 +53,10 @@ def sweep_items(prompts: Any) -> list[Item]:
                 )
             text = entry.get("prompts", entry.get("prompt"))
             meta = {k: v for k, v in entry.items() if k not in ("prompt", "prompts", "id")}
-            items.append(Item(entry.get("id", index), conversation(text, where), meta))
+            item_id = entry.get("id", index)
+            if not isinstance(item_id, str | Integral) or isinstance(item_id, bool):
+                refuse(f"{where}['id']", item_id, "a str or an int", where="sn.sweep(...)")
+            items.append(Item(item_id, conversation(text, where), meta))
         else:
             items.append(Item(index, conversation(entry, where)))
     if not items:

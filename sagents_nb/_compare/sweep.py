@@ -7,8 +7,10 @@ import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from .._base.checks import check_instance
 from .._base.errors import ConfigurationError
 from .._base.loop import block_on, call_soon, submit
+from .._runtime.agent import Agent
 from .comparison import Comparison
 from .fingerprint import run_fingerprint
 from .items import Item, conversation, sweep_items
@@ -18,7 +20,6 @@ from .resume import Previous, attempt_id, previous_runs, run_id
 from .variants import Endpoint, Variant, check_variants
 
 if TYPE_CHECKING:
-    from .._runtime.agent import Agent
     from .._store.protocol import Store
 
 Runner = Callable[[Variant, Item, "str | None"], Awaitable[RunRecord]]
@@ -62,6 +63,7 @@ def compare(
         ConfigurationError: a variant does not apply (an agent not in the team, an unknown
             parameter): nothing has run. A variant that fails while running is an `error` row.
     """
+    check_instance("agent", agent, Agent, where="sn.compare(...)", accepted="an sn.Agent")
     items = [Item(0, conversation(prompts, "prompts"))]
     checked = check_variants(agent, variants, llm)
     return _execute(agent, items, checked, llm, len(checked), _store(store), 0, False, None)
@@ -107,6 +109,7 @@ def sweep(
         raise ConfigurationError(f"concurrency must be a positive int, not {concurrency!r}")
     if not isinstance(retries, int) or retries < 0:
         raise ConfigurationError(f"retries must be an int >= 0, not {retries!r}")
+    check_instance("agent", agent, Agent, where="sn.sweep(...)", accepted="an sn.Agent")
     items = sweep_items(prompts)
     checked = check_variants(agent, variants, llm)
     runner = None

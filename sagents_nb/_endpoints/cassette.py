@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from .._base.checks import check_instance, check_items, check_path, check_str, is_str, refuse
 from .._base.errors import CassetteMismatch, ConfigurationError
 from .openai import LLM
 
@@ -198,6 +199,8 @@ def record(
     The API key is never written: headers are not recorded and the key is redacted from bodies.
     A request nothing recorded answers (when not recording) raises `sn.CassetteMismatch`.
     """
+    check_instance("endpoint", endpoint, LLM, where="sn.record(...)", accepted=ENDPOINT)
+    check_path("path", path, where="sn.record(...)")
     cassette = Cassette(Path(path), _mode(mode), _match_on(match_on))
     recorder = CassetteLLM(
         endpoint._root,
@@ -223,7 +226,8 @@ def replay(
     A request is answered by the first unplayed recorded exchange that matches it (see
     `sn.record`'s `match_on`); one with no match raises `sn.CassetteMismatch`, naming it.
     """
-    path = Path(path)
+    path = Path(check_path("path", path, where="sn.replay(...)"))
+    check_str("model", model, where="sn.replay(...)", optional=True)
     if not path.exists():
         raise ConfigurationError(
             f"no cassette at {path}; record one with sn.record(llm, {str(path)!r})"
@@ -240,7 +244,12 @@ def replay(
     return endpoint
 
 
+ENDPOINT = "an endpoint (sn.LLM(...), sn.mock_llm(...))"
+
+
 def _mode(mode: str) -> str:
+    if not isinstance(mode, str):
+        refuse("mode", mode, f"one of {', '.join(map(repr, MODES))}", where="sn.record(...)")
     if mode not in MODES:
         known = "; ".join(f"{name!r}: {what}" for name, what in MODES.items())
         raise ConfigurationError(f"unknown cassette mode {mode!r}; the modes are {known}")
@@ -248,7 +257,13 @@ def _mode(mode: str) -> str:
 
 
 def _match_on(match_on: Iterable[str]) -> tuple[str, ...]:
-    names = (match_on,) if isinstance(match_on, str) else tuple(match_on)
+    names = (
+        (match_on,)
+        if isinstance(match_on, str)
+        else tuple(
+            check_items("match_on", match_on, is_str, where="sn.record/replay", accepted="a str")
+        )
+    )
     unknown = [n for n in names if n not in MATCHERS]
     if unknown or not names:
         raise ConfigurationError(

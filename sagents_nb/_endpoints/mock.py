@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 
 from .._base.caller import CALLER, Caller, path_matches
+from .._base.checks import check_bool, check_callable, check_items, check_str, refuse
 from .._base.errors import ConfigurationError
 from .openai import LLM
 
@@ -29,6 +30,8 @@ class CallSpec:
 
 def call(name: str, /, _id: str | None = None, **arguments: Any) -> CallSpec:
     """A tool call for `sn.reply(tool_calls=[...])`."""
+    check_str("name", name, where="sn.call(...)", empty=False)
+    check_str("_id", _id, where="sn.call(...)", optional=True)
     return CallSpec(name, arguments, _id)
 
 
@@ -59,7 +62,21 @@ def reply(
         usage: reported usage, e.g. `{"prompt_tokens": 30, "completion_tokens": 10, "total_tokens": 40}`.
         stream: answer as server-sent events even if the request did not ask to stream.
     """
-    return Reply(text, tuple(tool_calls), dict(usage) if usage else None, stream)
+    where = "sn.reply(...)"
+    check_str("text", text, where=where, optional=True)
+    if isinstance(tool_calls, CallSpec):
+        tool_calls = [tool_calls]
+    calls = check_items(
+        "tool_calls",
+        tool_calls,
+        is_call,
+        where=where,
+        accepted='a tool call (sn.call("name", ...))',
+    )
+    if usage is not None and not isinstance(usage, Mapping):
+        refuse("usage", usage, "a dict of token counts or None", where=where)
+    check_bool("stream", stream, where=where)
+    return Reply(text, tuple(calls), dict(usage) if usage else None, stream)
 
 
 _JSON = {"content-type": "application/json"}
@@ -330,6 +347,10 @@ def mock_llm(
     """
     if isinstance(handler, Mapping):
         handler = Routes(handler)
+    check_callable(
+        "handler", handler, where="sn.mock_llm(...)", accepted=HANDLER + " or a dict of them"
+    )
+    check_str("model", model, where="sn.mock_llm(...)")
     return MockLLM(handler, model=model, **options)
 
 
@@ -409,5 +430,25 @@ def script(*replies: Any, **options: Any) -> MockLLM:
     Pass a single dict `{model_name: [replies...]}` to script several models.
     """
     if len(replies) == 1 and isinstance(replies[0], Mapping):
+        for model, items in replies[0].items():
+            check_str("model names", model, where="sn.script({...})")
+            check_items(
+                f"replies[{model!r}]", items, is_reply, where="sn.script({...})", accepted=REPLY
+            )
         return MockLLM(_Script(replies[0]), **options)
+    check_items("replies", replies, is_reply, where="sn.script(...)", accepted=REPLY)
     return MockLLM(_Script(replies), **options)
+
+
+REPLY = "a reply (a str, sn.reply(...), an httpx.Response or a function of the request)"
+HANDLER = "a handler (a function of the sn.ChatRequest)"
+
+
+def is_reply(value: object) -> bool:
+    """Whether `value` is something `sn.script` can answer with."""
+    return isinstance(value, str | Reply | httpx.Response) or callable(value)
+
+
+def is_call(value: object) -> bool:
+    """Whether `value` is a tool call made by `sn.call`."""
+    return isinstance(value, CallSpec)

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from .mock import Handler, MockLLM, Reply, _estimated_usage, mock_llm
+from .._base.checks import check_callable, check_int, check_number
+from .mock import HANDLER, Handler, MockLLM, Reply, _estimated_usage, mock_llm
 from .openai import Exchange, kept
 from .request_body import BadBody, read_body
 from .request_shapes import shape_problem
@@ -80,6 +81,12 @@ class MockServer:
         max_body: int = MAX_BODY,
         read_timeout: float = 60.0,
     ) -> None:
+        where = "sn.MockServer(...)"
+        if not isinstance(llm, MockLLM):
+            check_callable("llm", llm, where=where, accepted="an sn.mock_llm(...) or " + HANDLER)
+        check_int("port", port, where=where, minimum=0)
+        check_int("max_body", max_body, where=where, minimum=1)
+        check_number("read_timeout", read_timeout, where=where, positive=True)
         self.llm: MockLLM = llm if isinstance(llm, MockLLM) else mock_llm(llm)
         """The mock whose handler answers; a bare handler given is wrapped by `sn.mock_llm`."""
         self.max_body = max_body

@@ -17,6 +17,7 @@ from datetime import UTC
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from .._base.checks import check_int, check_number, check_str, refuse
 from .._base.errors import (
     ConfigurationError,
     EndpointError,
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 DEFAULT_MODEL = "gpt-4o-mini"
+WHERE = "sn.LLM(...)"
 EXCERPT = 300
 """Characters of a bad reply quoted in an error."""
 STREAM_HEAD, STREAM_TAIL = 32, 8
@@ -171,6 +173,20 @@ class LLM:
         max_retry_time: float = 30.0,
         keep_exchanges: int = 2000,
     ) -> None:
+        check_str("base_url", base_url, where=WHERE, optional=True)
+        check_str("api_key", api_key, where=WHERE, optional=True, secret=True)
+        check_str("model", model, where=WHERE, optional=True)
+        if transport is not None:
+            import httpx  # a transport given: httpx is loaded already
+
+            if not isinstance(transport, httpx.AsyncBaseTransport):
+                refuse("transport", transport, "an httpx.AsyncBaseTransport or None", where=WHERE)
+        check_number("timeout", timeout, where=WHERE, positive=True)
+        check_number("read_timeout", read_timeout, where=WHERE, positive=True)
+        check_int("retries", retries, where=WHERE, minimum=0)
+        check_number("backoff", backoff, where=WHERE)
+        check_number("max_retry_time", max_retry_time, where=WHERE)
+        check_int("keep_exchanges", keep_exchanges, where=WHERE, minimum=0)
         base_url = base_url or os.environ.get("OPENAI_BASE_URL")
         if api_key is not None:
             checked_key(api_key, "sn.LLM(api_key=...)")

@@ -5,14 +5,18 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from .._base.checks import check_int, check_items, check_str, refuse
 from .._base.errors import ConfigurationError
 from .._base.loop import run_sync
+from .._tools.hooks import HOOK, is_hook
 from .._tools.tool import Tool
 
 if TYPE_CHECKING:
     from .._endpoints.openai import LLM
     from ..kinds import ChildKind
     from .result import Result
+
+_UNSET = object()
 
 TASK_BOILERPLATE = (
     "You are a sub-agent handling one bounded task for another agent. Complete the task, or fail "
@@ -28,11 +32,13 @@ class Agent:
         name: a short name; children's ids are built from it.
         does: one line on what the agent does (shown to parents in the `task` tool).
         instructions: the system prompt.
-        model: the model name, or an endpoint (`sn.LLM(...)`, `sn.mock_llm(...)`) this agent calls
-            instead of the session's; a child with none inherits its parent's.
+        model: the model name, or an endpoint (`sn.LLM(...)`, `sn.mock_llm(...)`, or a URL for
+            `sn.LLM(base_url=...)`) this agent calls instead of the session's; a child with
+            none inherits its parent's.
         tools: `Tool`s (or plain functions, wrapped with `sn.tool`).
         team: agents or `sn.Task` subclasses this agent may delegate to through the `task` tool.
-        kind: a `sn.kinds` instance; `Main()` for the top agent and `Worker()` for children by default.
+        kind: a `sn.kinds` instance, a kind class or a registered kind's name (`"resident"`);
+            `Main()` for the top agent and `Worker()` for children by default.
         max_turns: model calls per run or task before the agent is stopped (loudly).
         hooks: tool hooks (`before_tool` / `after_tool`) for this agent's calls.
         pause_on: actions (`model`, `tool`, `task`) to pause before, for this agent.
@@ -57,13 +63,21 @@ class Agent:
         token_budget: int | None = None,
         tool_call_budget: int | None = None,
     ) -> None:
+        check_str("name", name, where="sn.Agent(...)")
+        where = f"sn.Agent({name!r})"
+        check_str("does", does, where=where)
+        check_str("instructions", instructions, where=where, optional=True)
+        check_int("max_turns", max_turns, where=where, minimum=1, optional=True)
+        check_int("token_budget", token_budget, where=where, minimum=1, optional=True)
+        check_int("tool_call_budget", tool_call_budget, where=where, minimum=0, optional=True)
+        hooks = check_items("hooks", hooks, is_hook, where=where, accepted=HOOK)
         if not name or "/" in name:
             raise ValueError(f"agent name {name!r} must be non-empty and contain no '/'")
         self.name = name
         self.does = does
         self.instructions = instructions
         self.model = model
-        self.tools = [t if isinstance(t, Tool) else Tool(t) for t in tools]
+        self.tools = tool_list(tools, where)
         names = [t.name for t in self.tools]
         clashes = sorted({n for n in names if names.count(n) > 1})
         if clashes:
@@ -71,7 +85,7 @@ class Agent:
                 f"agent {name!r} has more than one tool named {', '.join(map(repr, clashes))}; "
                 "tool names must be unique in a request: rename one with @sn.tool(name=...)"
             )
-        self.team = list(team)
+        self.team = team_list(team, where)
         self.kind = kind
         self.max_turns = max_turns
         self.hooks = list(hooks)
@@ -84,6 +98,37 @@ class Agent:
     def __repr__(self) -> str:
         team = f", team={[member_name(m) for m in self.team]}" if self.team else ""
         return f"Agent({self.name!r}{team})"
+
+    @property
+    def kind(self) -> ChildKind | None:
+        """The agent's kind; assign a new one between cells and it is swapped in at the next
+        turn boundary (a kind class or a registered name is turned into a kind here)."""
+        return self._kind
+
+    @kind.setter
+    def kind(self, value: ChildKind | str | type | None) -> None:
+        if value is self.__dict__.get("_kind_given", _UNSET) or value is self.__dict__.get(
+            "_kind", _UNSET
+        ):
+            return  # the same again (a Task class's kind is assigned at each turn boundary)
+        from ..kinds import checked_kind
+
+        self._kind = checked_kind(value, where=f"sn.Agent({self.name!r})")
+        self._kind_given = value
+
+    @property
+    def model(self) -> str | LLM | None:
+        """The model name or endpoint; assign a new one between cells for the next request."""
+        return self._model
+
+    @model.setter
+    def model(self, value: str | LLM | None) -> None:
+        if value is self.__dict__.get("_model_given", _UNSET) or value is self.__dict__.get(
+            "_model", _UNSET
+        ):
+            return
+        self._model = checked_model("model", value, where=f"sn.Agent({self.name!r})")
+        self._model_given = value
 
     @property
     def running_label(self) -> str:
@@ -154,6 +199,11 @@ class Task:
                 f"sn.Task subclass {cls.__name__} needs task_name = '<name>' (a non-empty string "
                 f"without '/'; children are named after it), not {name!r}"
             )
+        where = f"sn.Task subclass {cls.__name__}"
+        checked_model("model_override", cls.model_override, where=where)
+        from ..kinds import checked_kind
+
+        checked_kind(cls.kind, where=where)
         for field, allowed in _TASK_FIELDS.items():
             value = getattr(cls, field)
             if not isinstance(value, allowed):
@@ -163,6 +213,8 @@ class Task:
                     f"{type(value).__name__}; write `{field} = ...` as a class attribute "
                     "(callbacks written as methods are not called)"
                 )
+        check_items("tools", cls.tools, callable, where=where, accepted="a tool or a function")
+        check_items("team", cls.team, is_member, where=where, accepted=MEMBER)
 
     @classmethod
     def as_agent(cls) -> Agent:
@@ -175,7 +227,7 @@ class Task:
         agent.instructions = f"{TASK_BOILERPLATE}\n\n{cls.instructions}".rstrip()
         agent.model = cls.model_override
         if cls.__dict__.get("_compiled_tools") is not cls.tools:  # wrapping tools is costly
-            agent.tools = [t if isinstance(t, Tool) else Tool(t) for t in cls.tools]
+            agent.tools = tool_list(cls.tools, f"sn.Task subclass {cls.__name__}")
             cls._compiled_tools = cls.tools
         agent.team = list(cls.team)
         agent.kind = cls.kind
@@ -193,6 +245,51 @@ _TASK_FIELDS: dict[str, tuple[type, ...]] = {
     "team": (list, tuple),
 }
 """Task attributes that must be plain values, and the types each may have."""
+
+
+MEMBER = "an sn.Agent or an sn.Task subclass"
+
+
+def is_member(value: object) -> bool:
+    """Whether `value` may stand in a team: an `Agent` or an `sn.Task` subclass."""
+    return isinstance(value, Agent) or (isinstance(value, type) and issubclass(value, Task))
+
+
+def tool_list(tools: Any, where: str) -> list[Tool]:
+    """`tools=` as `Tool`s: each a `Tool` or a function (wrapped with `sn.tool`); one alone too."""
+    if isinstance(tools, Tool) or (callable(tools) and not isinstance(tools, type)):
+        tools = [tools]
+    items = check_items("tools", tools, callable, where=where, accepted="a tool or a function")
+    return [t if isinstance(t, Tool) else Tool(t) for t in items]
+
+
+def team_list(team: Any, where: str) -> list[Agent | type[Task]]:
+    """`team=` as a list: each an `Agent` or an `sn.Task` subclass; one alone too."""
+    if is_member(team):
+        return [team]
+    return check_items("team", team, is_member, where=where, accepted=MEMBER)
+
+
+def checked_model(name: str, value: Any, *, where: str) -> Any:
+    """A model name, an endpoint, or None; a URL (`http://...`) becomes `sn.LLM(base_url=...)`."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        if value.startswith(("http://", "https://")):
+            from .._endpoints.openai import LLM
+
+            return LLM(base_url=value)
+        return value
+    from .._endpoints.openai import LLM  # an endpoint given: httpx is loaded already
+
+    if not isinstance(value, LLM):
+        refuse(
+            name,
+            value,
+            "a model name (str), an endpoint (sn.LLM(...), sn.mock_llm(...)), a URL or None",
+            where=where,
+        )
+    return value
 
 
 def member_agent(member: Agent | type[Task]) -> Agent:

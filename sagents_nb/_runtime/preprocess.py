@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from .._base.checks import check_bool, refuse
 from .._base.errors import ConfigurationError, Rejected
 from .._base.messages import Message, Usage
 
@@ -126,8 +127,15 @@ class Mentions:
     def __init__(
         self, documents: Mapping[str, str] | Callable[[str], str | None], *, strict: bool = False
     ) -> None:
+        if not isinstance(documents, Mapping) and not callable(documents):
+            refuse(
+                "documents",
+                documents,
+                "a dict {name: text} or a function name -> text (or None)",
+                where="sn.Mentions(...)",
+            )
         self.documents = documents
-        self.strict = strict
+        self.strict = check_bool("strict", strict, where="sn.Mentions(...)")
 
     def _lookup(self, name: str) -> str | None:
         if callable(self.documents):

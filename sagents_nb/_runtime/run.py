@@ -10,6 +10,7 @@ from collections.abc import Generator, Iterable, Mapping, Sequence
 from time import monotonic
 from typing import TYPE_CHECKING, Any
 
+from .._base.checks import check_number, check_str
 from .._base.errors import ConfigurationError, RunPaused, SagentsError
 from .._base.loop import POLL_SECONDS, call_soon, on_library_thread, settle
 from .._base.messages import Message
@@ -120,6 +121,7 @@ class Run:
             raise ConfigurationError(
                 f"{what} would deadlock on sagents_nb's loop thread; use `await run.wait_async()`"
             )
+        check_number("timeout", timeout, where=what, optional=True)
         deadline = None if timeout is None else monotonic() + timeout
         left = POLL_SECONDS if timeout is None else timeout
         while not self._stop.wait(min(POLL_SECONDS, max(left, 0.0))):
@@ -183,6 +185,7 @@ class Run:
 
     def reject(self, reason: str = "rejected by the user") -> None:
         """Refuse the pending action; a tool call's model is told `reason`."""
+        check_str("reason", reason, where="run.reject()")
         self._decide(Decision("reject", {"reason": reason}))
 
     def edit(self, **changes: Any) -> None:

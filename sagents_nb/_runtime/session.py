@@ -9,6 +9,15 @@ from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from .._base.checks import (
+    check_callable,
+    check_instance,
+    check_int,
+    check_items,
+    check_path,
+    check_str,
+    refuse,
+)
 from .._base.errors import ConfigurationError, Rejected, RunPaused
 from .._base.ids import new_session_id
 from .._base.loop import block_on, run_on_library_loop, submit
@@ -17,6 +26,7 @@ from .._base.outcome import Outcome
 from .._endpoints.openai import LLM
 from .._store.protocol import StoredSession
 from .._store.resolve import resolve_store
+from .._tools.hooks import HOOK, is_hook
 from ..events import (
     ErrorOccurred,
     Event,
@@ -43,13 +53,44 @@ if TYPE_CHECKING:
     from .agent import Agent
 
 
+WHERE = "sn.Session(...)"
+A_DICT = "a dict or None"
+
+
+def checked_llm(value: object) -> LLM:
+    """An endpoint for `llm=`: an `sn.LLM` (a mock, a cassette), or a URL for `sn.LLM(base_url=...)`."""
+    if isinstance(value, LLM):
+        return value
+    if isinstance(value, str) and value.startswith(("http://", "https://")):
+        return LLM(base_url=value)
+    refuse(
+        "llm",
+        value,
+        "an endpoint (sn.LLM(...), sn.mock_llm(...), sn.script(...)), a URL such as "
+        "'http://localhost:8000/v1', or None",
+        where=WHERE,
+    )
+
+
+def checked_agent(value: Any) -> Agent:
+    """The top agent: an `sn.Agent`, or an `sn.Task` subclass (its agent)."""
+    as_agent = getattr(value, "as_agent", None)
+    if isinstance(value, type) and callable(as_agent):
+        value = as_agent()
+    # an Agent told by its shape: the runtime below `agent` never imports it
+    if not (hasattr(value, "members") and hasattr(value, "pause_on")):
+        refuse("agent", value, "an sn.Agent (or an sn.Task subclass)", where=WHERE)
+    return value
+
+
 class Session:
     """A live conversation with one agent tree.
 
     Args:
         agent: the top agent.
-        llm: the endpoint (`sn.mock_llm(...)`, `sn.script(...)`, `sn.LLM(...)`); defaults to
-            `sn.LLM()` from `OPENAI_BASE_URL` / `OPENAI_API_KEY`.
+        llm: the endpoint (`sn.mock_llm(...)`, `sn.script(...)`, `sn.LLM(...)`, or a URL for
+            `sn.LLM(base_url=...)`); defaults to `sn.LLM()` from `OPENAI_BASE_URL` /
+            `OPENAI_API_KEY`.
         scope: passed to the preprocessor as its first argument.
         preprocessor: makes the display and LLM versions of each user message: a function
             `(scope, message, context) -> (display, llm)` or an object with such a `preprocess`
@@ -109,15 +150,17 @@ class Session:
     ) -> None:
         self.id = session_id or new_session_id()
         self.durability = durability
-        self.agent = agent
-        self._llm = llm if llm is not None else LLM()
+        self.agent = agent = checked_agent(agent)
+        self._llm = checked_llm(llm) if llm is not None else LLM()
         self.scope = scope
         self._preprocessor = checked_preprocessor(preprocessor)
         self._preprocessors: dict[str, Any] = {}
         self._remember_preprocessor(preprocessor)
         self.journal: Journal | None = None
         """Records this session into its store (None when the session is not durable)."""
-        self.hooks = list(hooks)
+        self.hooks = check_items("hooks", hooks, is_hook, where=WHERE, accepted=HOOK)
+        if durability not in ("turn", "async", "exit"):
+            refuse("durability", durability, "one of 'async', 'turn', 'exit'", where=WHERE)
         if reattach not in ("run", "session"):
             raise ConfigurationError(
                 f'reattach must be "run" (a new message does new work) or "session" (a repeated '
@@ -131,8 +174,13 @@ class Session:
         self.max_tokens = checked_cap("max_tokens", max_tokens)
         self.run_model_calls = self.run_nodes = 0
         self.limit_hit: str | None = None
+        check_callable("token_counter", token_counter, where=WHERE, optional=True)
         self.token_counter = token_counter or default_token_counter
+        check_instance("state", state, (dict, type(None)), where=WHERE, accepted=A_DICT)
         self.state = state if state is not None else {}
+        check_instance(
+            "tool_context", tool_context, (dict, type(None)), where=WHERE, accepted=A_DICT
+        )
         self.tool_context = tool_context if tool_context is not None else {}
         self.bus = EventBus()
         self.default_main = Main()
@@ -244,7 +292,8 @@ class Session:
         return self._llm
 
     @llm.setter
-    def llm(self, value: LLM) -> None:
+    def llm(self, value: LLM | str) -> None:
+        value = checked_llm(value)
         old, self._llm = self._llm, value
         self.bus.emit(LLMSwapped(path=self.root.path, old=old.label, new=value.label))
 
@@ -257,6 +306,7 @@ class Session:
         run; a run's `wait()` and `result()` return once it was handed the run's events.
         Returns a function that unsubscribes.
         """
+        check_callable("callback", callback, where="session.subscribe()")
         return self.bus.subscribe_queued(callback)
 
     def stream(self) -> AsyncIterator[Event]:
@@ -332,6 +382,7 @@ class Session:
         from .restore import reopening_endpoint
 
         options["llm"] = reopening_endpoint(llm)
+        check_path("path", path, where="sn.Session.import_jsonl()")
         target = resolve_store(store, create=True)
         return import_jsonl(cls, path, target, agent, session_id, options)
 
@@ -340,7 +391,7 @@ class Session:
         # jsonl loads restore (a Message, httpx): loaded to import or export, not to run
         from .jsonl import export_jsonl
 
-        return export_jsonl(self, path)
+        return export_jsonl(self, check_path("path", path, where="session.export_jsonl()"))
 
     def resume(self, *, pause_on: Iterable[str] = ()) -> Run:
         """Continue the run an interruption (a crash, a kernel restart) left unfinished.
@@ -364,7 +415,7 @@ class Session:
         # restore builds a Message and loads httpx at import: loaded to reopen, not to run
         from .restore import fork_session
 
-        return fork_session(self, at)
+        return fork_session(self, check_int("at", at, where="session.fork()", optional=True))
 
     async def _run_through(self, text: str, pause_on: Iterable[str]) -> Result:
         run = await self._enqueue(text, pause_on)
@@ -382,6 +433,7 @@ class Session:
         return run._result_now()
 
     async def _enqueue(self, text: str | None, pause_on: Iterable[str]) -> Run:
+        check_str("text", text, where="session.send()", optional=True)
         display = llm_message = None
         if text is not None:
             try:

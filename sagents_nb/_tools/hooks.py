@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from .._base.checks import check_fields
 from .tool import ToolResult
 
 
@@ -15,6 +16,9 @@ class Deny:
     """Returned by `before_tool` to refuse a call; the model is told `reason`."""
 
     reason: str
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
 
 @dataclass
@@ -34,6 +38,15 @@ class ToolHook(Protocol):
     def before_tool(self, call: ToolCallInfo) -> Deny | dict[str, Any] | None: ...
 
     def after_tool(self, call: ToolCallInfo, result: ToolResult) -> str | ToolResult | None: ...
+
+
+HOOK = "a hook (an object with before_tool and/or after_tool)"
+"""What `hooks=` takes, for the error that refuses something else."""
+
+
+def is_hook(value: object) -> bool:
+    """Whether `value` is a tool hook: it has `before_tool` or `after_tool`."""
+    return hasattr(value, "before_tool") or hasattr(value, "after_tool")
 
 
 async def _maybe_await(value: Any) -> Any:

@@ -14,6 +14,7 @@ import pydantic
 from pydantic import BaseModel, ConfigDict, create_model
 from pydantic_core import to_jsonable_python
 
+from .._base.checks import check_bool, check_callable, check_number, check_str, refuse
 from .._base.errors import ConfigurationError
 from ..events import ToolStatus
 from .threads import run_in_worker
@@ -48,6 +49,15 @@ class Tool:
         timeout: float | None = None,
         thread: bool | None = None,
     ) -> None:
+        where = "sn.tool(...)"
+        check_callable("fn", fn, where=where, accepted="a function to call")
+        check_str("name", name, where=where, optional=True)
+        check_str("description", description, where=where, optional=True)
+        check_number("timeout", timeout, where=where, positive=True, optional=True)
+        if thread is not None:
+            check_bool("thread", thread, where=where)
+        if not (name or getattr(fn, "__name__", None)):
+            refuse("name", name, "a str for a function without a __name__", where=where)
         self.fn = fn
         self.name = name or fn.__name__
         summary, arg_docs = _parse_docstring(inspect.getdoc(fn) or "")

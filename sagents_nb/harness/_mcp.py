@@ -12,11 +12,20 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from .._base.checks import check_callable, check_items
 from ._protocol import MCP_SERVER_NAME
 from ._tool_answer import ToolAnswer
 
 CallTool = Callable[[str, dict[str, Any]], Awaitable[str | ToolAnswer]]
 """Runs one tool call from the CLI; returns its text, or a `ToolAnswer` to mark an error."""
+
+
+SERVED = "a tool (with name, description and parameters, as an sn.tool has)"
+
+
+def is_served(value: object) -> bool:
+    """Whether `value` has what `serve_tools` lists of a tool."""
+    return all(hasattr(value, name) for name in ("name", "description", "parameters"))
 
 
 class ServedTool(Protocol):
@@ -65,6 +74,8 @@ async def serve_tools(
     Raises:
         ImportError: The `mcp` or `uvicorn` package is missing.
     """
+    check_items("tools", tools, is_served, where="serve_tools(...)", accepted=SERVED)
+    check_callable("call_tool", call_tool, where="serve_tools(...)")
     # Imported on first use: the MCP SDK is an optional extra and takes about half a second.
     try:
         from ._mcp_server import running_tool_server

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Protocol, runtime_checkable
 
-from .._base.errors import ConfigurationError
+from .._base.checks import ArgumentError, check_fields
 from ._events import HarnessEvent
 
 MCP_SERVER_NAME = "sagents"
@@ -43,6 +43,9 @@ class HarnessConfig:
     """The injected server's tool that answers permission questions (set by the runtime)."""
     resume: str | None = None
     """A session id the CLI reported (`HarnessDone.session_id`) to continue instead of starting anew."""
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
 
 @runtime_checkable
@@ -100,6 +103,10 @@ class BaseHarness(ABC):
     injects_mcp_tools: bool = True
     gate_builtin_tools: bool = False
 
+    def __post_init__(self) -> None:
+        """A driver that is a dataclass (as the built-in ones are) has its fields checked."""
+        check_fields(self)
+
     @abstractmethod
     def args(self, config: HarnessConfig) -> list[str]:
         """The argv after the executable for one non-interactive run."""
@@ -121,8 +128,8 @@ def checked_driver(driver: object) -> NativeHarness:
     if isinstance(driver, NativeHarness):
         return driver
     missing = [name for name in _MEMBERS if name not in dir(driver)]
-    raise ConfigurationError(
-        f"{type(driver).__name__} is not a CLI driver: it lacks {', '.join(missing)} of "
+    raise ArgumentError(
+        f"driver: {type(driver).__name__} is not a CLI driver: it lacks {', '.join(missing)} of "
         "sn.harness.NativeHarness. Subclass sn.harness.BaseHarness, which has the defaults of "
         "env_vars, env, injects_mcp_tools and gate_builtin_tools, and give name, executable, "
         "args and parse_line"
@@ -131,7 +138,7 @@ def checked_driver(driver: object) -> NativeHarness:
 
 def available(driver: NativeHarness) -> bool:
     """Whether `driver`'s executable is there to run (on PATH, or a path that is executable)."""
-    executable = driver.executable
+    executable = checked_driver(driver).executable
     if os.sep in executable:
         return os.path.isfile(executable) and os.access(executable, os.X_OK)
     return shutil.which(executable) is not None

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Literal
 
+from .._base.checks import check_callable, check_instance, check_int, check_items, check_number
 from .._base.errors import ConfigurationError
 from ._events import (
     HarnessDone,
@@ -24,7 +25,7 @@ from ._events import (
     HarnessText,
 )
 from ._framing import LineFramer
-from ._mcp import CallTool, ServedTool, serve_tools
+from ._mcp import SERVED, CallTool, ServedTool, is_served, serve_tools
 from ._outcome import HarnessOutcome
 from ._permission import PERMISSION_TOOL, ApproveTool, with_permission_tool
 from ._process import child_environment, stop_process_group, wait_for_exit
@@ -94,6 +95,19 @@ async def run_harness(
             without `call_tool`.
     """
     driver = checked_driver(driver)
+    where = "run_harness(...)"
+    check_instance("config", config, HarnessConfig, where=where, accepted="a HarnessConfig")
+    check_items("tools", tools, is_served, where=where, accepted=SERVED)
+    for name, value in (
+        ("call_tool", call_tool),
+        ("on_event", on_event),
+        ("approve_tool", approve_tool),
+    ):
+        check_callable(name, value, where=where, optional=True)
+    check_number("inactivity_timeout", inactivity_timeout, where=where, positive=True)
+    check_number("exit_grace", exit_grace, where=where)
+    check_int("max_line_bytes", max_line_bytes, where=where, minimum=1)
+    check_int("stderr_tail_lines", stderr_tail_lines, where=where, minimum=0)
     if tools and call_tool is None:
         raise ConfigurationError(
             "run_harness got tools= but no call_tool=; pass call_tool=... so their calls can run"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .._base.checks import check_fields
+
 
 @dataclass(frozen=True)
 class ToolAnswer:
@@ -13,3 +15,6 @@ class ToolAnswer:
     """The text the CLI's model sees."""
     is_error: bool = False
     """True when the tool failed or the call was refused, so the CLI treats it as a failure."""
+
+    def __post_init__(self) -> None:
+        check_fields(self)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from .._base.checks import check_callable, check_str, refuse
 from ._child import Child
 from ._main import Main
 from ._native import Native
@@ -34,6 +35,13 @@ _registry: dict[str, Callable[[], ChildKind]] = {
 
 def register(name: str, factory: Callable[[], ChildKind]) -> None:
     """Make a kind selectable by `name` (e.g. in the notebook's kind selector)."""
+    check_str("name", name, where="sn.kinds.register(...)", empty=False)
+    check_callable(
+        "factory",
+        factory,
+        where="sn.kinds.register(...)",
+        accepted="a kind class or a function making a kind",
+    )
     _registry[name] = factory
 
 
@@ -42,9 +50,45 @@ def registry() -> dict[str, Callable[[], ChildKind]]:
     return dict(_registry)
 
 
+def checked_kind(value: object, *, where: str, name: str = "kind") -> ChildKind | None:
+    """The kind `value` stands for: a kind, a kind class (built without arguments) or the name
+    of a registered kind (`"resident"`, as `sn.compare` takes); None stays None."""
+    if value is None or isinstance(value, BaseKind):
+        return value
+    if isinstance(value, str):
+        factory = _registry.get(value)
+        if factory is None:
+            refuse(
+                name, value, f"a registered kind name ({', '.join(sorted(_registry))})", where=where
+            )
+        return factory()
+    if isinstance(value, type) and issubclass(value, BaseKind):
+        try:
+            return value()
+        except TypeError as exc:
+            refuse(
+                name,
+                value,
+                f"a kind class that takes no arguments ({exc}); pass an instance",
+                where=where,
+            )
+    if isinstance(value, ChildKind) and not isinstance(value, type):
+        return value
+    refuse(
+        name,
+        value,
+        "a kind (sn.kinds.Resident(), ...), a kind class or a registered kind name "
+        f"({', '.join(sorted(_registry))}), or None",
+        where=where,
+    )
+
+
 def kind_name(kind: ChildKind) -> str:
     """A kind's display name (its `name`)."""
-    return kind.name
+    name = getattr(kind, "name", None)
+    if not isinstance(name, str):
+        refuse("kind", kind, "a kind (with a name)", where="sn.kinds.kind_name(...)")
+    return name
 
 
 __all__ = [

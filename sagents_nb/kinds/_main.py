@@ -8,11 +8,12 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
+from .._base.checks import check_int
 from .._base.messages import Message, system
 from .._tools.tool import Tool
 from ..events import ColdRestore, ColdSink
 from ._protocol import BaseKind, View
-from ._relevance import Group, LexicalScorer, Scorer, group_text
+from ._relevance import Group, LexicalScorer, Scorer, checked_scorer, group_text
 
 if TYPE_CHECKING:
     from ._child import Child, OfferedTool
@@ -60,6 +61,12 @@ class Main(BaseKind):
         scorer: Scorer | None = None,
         max_turns: int = 50,
     ) -> None:
+        where = "sn.kinds.Main(...)"
+        check_int("top_k", top_k, where=where, minimum=1, optional=True)
+        check_int("recent", recent, where=where, minimum=0)
+        check_int("budget_tokens", budget_tokens, where=where, minimum=1, optional=True)
+        checked_scorer(scorer, where)
+        check_int("max_turns", max_turns, where=where, minimum=1)
         self.top_k = top_k
         self.recent = recent
         self.budget_tokens = budget_tokens

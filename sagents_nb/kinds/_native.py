@@ -4,10 +4,19 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .._base.checks import (
+    check_bool,
+    check_instance,
+    check_items,
+    check_number,
+    check_path,
+    is_str,
+)
 from .._base.messages import Message, ToolCall, Usage
 from .._base.outcome import Outcome
 from .._tools.node_tool import NodeTool
@@ -69,9 +78,17 @@ class Native(BaseKind):
         from ..harness._protocol import checked_driver  # here: `sn.kinds` loads without `harness`
 
         self.driver = checked_driver(driver)
+        where = f"sn.kinds.Native({self.driver.name})"
+        check_number("inactivity_timeout", inactivity_timeout, where=where, positive=True)
+        check_items("extra_args", extra_args, is_str, where=where, accepted="a str")
+        check_instance(
+            "env", env, (Mapping, type(None)), where=where, accepted="a dict of str or None"
+        )
+        check_items("pass_env", pass_env, is_str, where=where, accepted="a variable name (str)")
+        check_bool("resume", resume, where=where)
         self.inactivity_timeout = inactivity_timeout
         self.extra_args = list(extra_args)
-        self.cwd = cwd
+        self.cwd = None if cwd is None else os.fspath(check_path("cwd", cwd, where=where))
         self.env = env
         self.pass_env = list(pass_env)
         self.resume = resume

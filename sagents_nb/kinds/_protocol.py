@@ -214,6 +214,8 @@ class BaseKind(ChildKind):
         bound.arguments.update(changes)
         try:
             return type(self)(*bound.args[1:], **bound.kwargs)
+        except ConfigurationError:  # the constructor's own check names the argument
+            raise
         except (TypeError, ValueError) as exc:
             raise ConfigurationError(
                 f"cannot build {type(self).__name__} with {changes} ({exc})"

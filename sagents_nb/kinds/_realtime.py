@@ -6,6 +6,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .._base.checks import check_int
 from .._base.messages import Message
 from ..events import TextDelta, WindowTrim
 from ._protocol import BaseKind, View, whole_view
@@ -40,6 +41,8 @@ class Realtime(BaseKind):
     waiting_inputs = 1  # one slot: the newest input waiting replaces an older one
 
     def __init__(self, window: int = 4, max_turns: int = 10) -> None:
+        check_int("window", window, where="sn.kinds.Realtime(...)")
+        check_int("max_turns", max_turns, where="sn.kinds.Realtime(...)", minimum=1)
         self.window = max(1, window)
         self.default_max_turns = max_turns
 

@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from .._base.checks import refuse
 from .._base.messages import Message
 from .._base.text import terms
 
@@ -18,6 +19,13 @@ class Scorer(Protocol):
     def index(self, text: str) -> Any: ...
 
     def score(self, query: Any, item: Any) -> float: ...
+
+
+def checked_scorer(scorer: object, where: str) -> Any:
+    """`scorer` if it is None or has `index` and `score` (a `Scorer`)."""
+    if scorer is not None and not (hasattr(scorer, "index") and hasattr(scorer, "score")):
+        refuse("scorer", scorer, "a Scorer (with index() and score()) or None", where=where)
+    return scorer
 
 
 class LexicalScorer:

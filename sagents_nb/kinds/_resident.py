@@ -5,11 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from .._base.checks import check_bool, check_int
 from .._base.errors import LLMError
 from .._base.messages import Message
 from ..events import Compaction, ContextFull, RelevanceView
 from ._protocol import BaseKind, CompactionReport, DisposePolicy, View, whole_view
-from ._relevance import LexicalScorer, Scorer, group_text, split_groups
+from ._relevance import LexicalScorer, Scorer, checked_scorer, group_text, split_groups
 from ._resident_control import RESIDENT_CONTROL
 
 if TYPE_CHECKING:
@@ -53,6 +54,12 @@ class Resident(BaseKind):
         relevance: bool = True,
         scorer: Scorer | None = None,
     ):
+        where = "sn.kinds.Resident(...)"
+        check_int("window_tokens", window_tokens, where=where, minimum=1)
+        check_int("keep_recent", keep_recent, where=where, minimum=0)
+        check_int("max_turns", max_turns, where=where, minimum=1)
+        check_bool("relevance", relevance, where=where)
+        checked_scorer(scorer, where)
         self.window_tokens = window_tokens
         self.keep_recent = keep_recent
         self.default_max_turns = max_turns

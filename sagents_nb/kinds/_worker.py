@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .._base.checks import check_int
 from ._protocol import BaseKind
 
 
@@ -18,6 +19,7 @@ class Worker(BaseKind):
     max_turns_cap = 30
 
     def __init__(self, max_turns: int = 5) -> None:
+        check_int("max_turns", max_turns, where="sn.kinds.Worker(...)")
         self.default_max_turns = max(1, min(30, max_turns))
 
     @property

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from ..._base.checks import check_bool, check_path
 from ..._base.errors import StoreError
 from ..protocol import (
     EventRow,
@@ -123,6 +124,8 @@ class SQLiteStore:
     """
 
     def __init__(self, path: str | os.PathLike[str], *, create: bool = True) -> None:
+        check_path("path", path, where="sn.SQLiteStore(...)")
+        check_bool("create", create, where="sn.SQLiteStore(...)")
         self.path = os.fsdecode(os.fspath(path))
         self._lock = threading.Lock()
         self.read_only = False
