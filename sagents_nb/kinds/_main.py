@@ -12,7 +12,7 @@ from .._base.messages import Message, system
 from .._tools.tool import Tool
 from ..events import ColdRestore, ColdSink
 from ._protocol import BaseKind, View
-from ._relevance import Group, LexicalScorer, Scorer, group_text
+from ._relevance import Group, LexicalScorer, Scorer, group_text, joins_group
 
 if TYPE_CHECKING:
     from ._child import Child, OfferedTool
@@ -25,7 +25,6 @@ _best_first = attrgetter("score", "start")
 class _MainState:
     hot: list[Group] = field(default_factory=list)
     cold: list[Group] = field(default_factory=list)
-    input_group: Group | None = None
     indexed: int = 0
     """Messages indexed into groups: with nothing sunk, the groups cover the whole history
     exactly when this is its length."""
@@ -38,8 +37,9 @@ class _MainState:
 
 
 class Main(BaseKind):
-    """Relevance view: the newest groups are protected, older ones are scored against the current
-    input; beyond `top_k` (or over `budget_tokens`) the least relevant sink to cold storage, which the
+    """Relevance view: the newest groups (an input with the reply to it, a tool call with its
+    results: `split_groups`) and the current input's are protected, older ones are scored against
+    the current input; beyond `top_k` (or over `budget_tokens`) the least relevant sink to cold storage, which the
     model can search with the `recall` tool. Storage (the whole history) is never changed.
 
     Args:
@@ -80,15 +80,12 @@ class Main(BaseKind):
     def _index(self, state: _MainState, child: Child, i: int, message: Message) -> None:
         state.indexed += 1
         tokens = child.token_count(message)
-        if message.role == "tool" and state.hot and state.hot[-1].end == i:
+        if state.hot and state.hot[-1].end == i and joins_group(child.history, i):
             state.hot[-1].end = i + 1
             state.hot[-1].tokens += tokens
             state.hot[-1].terms = state.hot[-1].scored = None
             return
-        group = Group(i, i + 1, tokens)
-        state.hot.append(group)
-        if i == child.input_index:
-            state.input_group = group
+        state.hot.append(Group(i, i + 1, tokens))
 
     def append_history(self, child: Child, *messages: Message) -> None:
         state = self._state(child)
@@ -103,8 +100,7 @@ class Main(BaseKind):
             return  # nothing can sink: skip the walk over the groups
         # groups hash by identity
         protected = set(state.hot[-self.recent :]) if self.recent else set()
-        if state.input_group is not None:
-            protected.add(state.input_group)
+        protected.update(_holding(state.hot, child.input_index))
         candidates = [g for g in state.hot if g not in protected]
         if self.top_k is not None and state.cold and state.ranked_for != child.input_index:
             # a new input: what sank for an earlier question may be what this one needs, so the
@@ -263,6 +259,14 @@ class Main(BaseKind):
         state = self._state(child)
         groups = sorted(state.cold, key=lambda g: g.start)
         return [m for g in groups for m in child.history[g.start : g.end]]
+
+
+def _holding(groups: list[Group], index: int) -> list[Group]:
+    """The group among `groups` (sorted, hot) that holds message `index`: none if it sank."""
+    for group in reversed(groups):  # the input is near the end
+        if group.start <= index:
+            return [group] if index < group.end else []
+    return []
 
 
 def _spans(groups: list[Group]) -> list[list[int]]:
