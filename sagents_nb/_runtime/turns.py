@@ -73,15 +73,14 @@ async def run_task(node: Node, message: Message | None, *, resume: bool = False)
     if not resume:
         node.task_turns = node.task_tool_calls = node.task_tokens = 0
     kind = resolve_kind(node)
-    refused = message is not None and not kind.deliver(node, message)
-    if message is not None and not refused:
+    if message is not None:
+        if not kind.deliver(node, message):  # handed back: the skeleton writes it, as it starts
+            kind.append_history(node, message)
         node.input_index = len(node.history) - 1
         node.input_text = message.content or ""
     node.busy = True
     node.set_status("running")
     try:
-        if refused:  # the skeleton delivers only to a free child: this kind never takes it
-            raise RuntimeError(f"the {kind.name!r} kind refused the input while the child was free")
         outcome = await kind.run_task(node)
         if outcome is None:
             outcome = await resume_open_turn(node) if resume else None
@@ -90,6 +89,7 @@ async def run_task(node: Node, message: Message | None, *, resume: bool = False)
     except asyncio.CancelledError:
         node.close_dangling("the run was cancelled")
         node.busy = False
+        node.settle_joined(Outcome("cancelled", "the task this input cut into was cancelled"))
         node.set_status("cancelled")
         raise
     except LLMError as exc:
@@ -104,6 +104,7 @@ async def run_task(node: Node, message: Message | None, *, resume: bool = False)
         node.emit(ErrorOccurred(error_type=type(exc).__name__, message=f"{exc}"))
         outcome = Outcome("error", f"{type(exc).__name__}: {exc}")
     node.busy = False
+    node.settle_joined(outcome)
     await node.kind.flush(node)
     node.last_outcome = outcome
     node.set_status(outcome.status)
@@ -117,6 +118,8 @@ async def _turns(node: Node) -> Outcome:
         # even when the endpoint and the tools never suspend (an in-process mock)
         await asyncio.sleep(0)
         kind = resolve_kind(node)
+        if node.inbox and node.task_turns and kind.interrupts:
+            node.take_interrupts()
         limit = kind.turn_limit(agent.max_turns)
         if node.task_turns >= limit:
             return await _at_turn_cap(node, limit)

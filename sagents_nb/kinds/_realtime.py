@@ -27,7 +27,8 @@ class Realtime(BaseKind):
 
     A turn group is one input and everything that answered it. Output is streamed and emitted per
     chunk through a queue, so event subscribers never hold up generation. While it works on one
-    input, one more may wait: a newer one replaces it (the replaced one is answered superseded).
+    input, one more may wait: a newer one replaces it (the replaced one is answered superseded),
+    and the one waiting cuts into the work at its next turn boundary (`interrupts`).
 
     Args:
         window: turn groups in view.
@@ -38,6 +39,7 @@ class Realtime(BaseKind):
     persistent = True
     stream = True
     waiting_inputs = 1  # one slot: the newest input waiting replaces an older one
+    interrupts = True
 
     def __init__(self, window: int = 4, max_turns: int = 10) -> None:
         self.window = max(1, window)

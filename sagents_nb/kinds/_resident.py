@@ -31,7 +31,8 @@ class Resident(BaseKind):
 
     The view is light relevance: the newest `keep_recent` message groups, the current input and
     any summary are always in it; older groups only while they share terms with the current
-    input (a `relevance_view` event says what was left out). Storage keeps everything.
+    input (a `relevance_view` event says what was left out). Storage keeps everything. A task
+    given while it works cuts into that work at its next turn boundary (`interrupts`).
 
     Args:
         window_tokens: the context window; over it, storage is compacted before the next request.
@@ -43,6 +44,7 @@ class Resident(BaseKind):
 
     name = "resident"
     persistent = True
+    interrupts = True
 
     def __init__(
         self,
