@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from .._tools.tool import ToolResult
     from ..kinds import Child, ChildKind
     from .agent import Agent
+    from .overflow import ViewFit
     from .session import Session
 
 S = TypeVar("S")
@@ -72,6 +73,8 @@ class Node:
         self.cost_usd: float | None = None
         """What a CLI child's runs cost, as the CLI reported (set by the `Native` kind)."""
         self.measured: tuple[int, int] | None = None
+        self.view_fit: ViewFit | None = None
+        """The size views are cut to after a context overflow the kind had no means for."""
         self.tool_map: dict[str, Any] = {}
         self.last_outcome: Outcome | None = None
         self.paused_below: dict[str, str] = {}

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._base.caller import CALLER, Caller
-from .._base.errors import ConfigurationError, LLMError
+from .._base.errors import ConfigurationError, EndpointError, LLMError
 from .._base.messages import Message, ToolCall, system, tool_message, trusted, user
 from .._base.outcome import Outcome
 from .._endpoints.openai import Completion, RetryNotice
@@ -23,6 +23,7 @@ from ..events import (
 )
 from ..kinds import View, kind_name
 from .limits import LimitReached, before_model_call
+from .overflow import fit_view, shrink
 
 if TYPE_CHECKING:
     from ..kinds import ChildKind
@@ -113,6 +114,7 @@ async def run_task(node: Node, message: Message | None, *, resume: bool = False)
 
 async def _turns(node: Node) -> Outcome:
     agent = node.agent
+    shrinks = 0  # of the view, for the request about to be sent (a context overflow)
     while True:
         # let the loop breathe between turns: controls (cancel, step) and other runs get a turn
         # even when the endpoint and the tools never suspend (an in-process mock)
@@ -129,13 +131,21 @@ async def _turns(node: Node) -> Outcome:
         await kind.maintain(node)
         kind.prepare(node)
         view = View.of(kind.build_context(node, node.input_text))
+        if node.view_fit is not None:
+            view = fit_view(node, view)
         if node.notices:
             noted = View([*view, system("\n".join(node.notices))])
             noted.runs = view.runs  # the notice goes last: the runs hold
             view = noted
             node.notices.clear()
         tools = _turn_tools(node, kind)
-        completion = await call_model(node, view, tools, stream=kind.stream)
+        try:
+            completion = await call_model(node, view, tools, stream=kind.stream)
+        except EndpointError as exc:
+            await shrink(node, kind, view, exc, shrinks)  # or raises
+            shrinks += 1
+            continue
+        shrinks = 0
         if completion is None:
             return Outcome("incomplete", "the model call was rejected at a pause")
         message = _unique_call_ids(completion.message)

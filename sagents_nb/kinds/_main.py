@@ -34,6 +34,8 @@ class _MainState:
     """The input the cold groups were last ranked against."""
     recall: Any = None
     """(kind, scorer, history, tool): the recall tool, rebuilt only when what it closes over changes."""
+    fit: int | None = None
+    """The view size an endpoint's context window allows (learnt from its overflow answer)."""
 
 
 class Main(BaseKind):
@@ -96,7 +98,8 @@ class Main(BaseKind):
 
     def prepare(self, child: Child) -> None:
         state = self._state(child)
-        if self.top_k is None and self.budget_tokens is None:
+        budgets = [b for b in (self.budget_tokens, state.fit) if b is not None]
+        if self.top_k is None and not budgets:
             return  # nothing can sink: skip the walk over the groups
         # groups hash by identity
         protected = set(state.hot[-self.recent :]) if self.recent else set()
@@ -116,16 +119,38 @@ class Main(BaseKind):
             sink = ranked[self.top_k :]
             self._sink(child, state, sink, "relevance")
             candidates = ranked[: self.top_k]
-        if self.budget_tokens is not None:
-            total = sum(g.tokens for g in state.hot)
-            if total > self.budget_tokens and candidates:
-                over: list[Group] = []
-                for group in reversed(self._ranked(state, child, candidates)):
-                    if total <= self.budget_tokens:
-                        break
-                    over.append(group)
-                    total -= group.tokens
-                self._sink(child, state, over, "budget")
+        if budgets:
+            self._sink(child, state, self._over(state, child, candidates, min(budgets)), "budget")
+
+    def _over(
+        self, state: _MainState, child: Child, candidates: list[Group], budget: int
+    ) -> list[Group]:
+        """The least relevant of `candidates` that must sink for the view to fit `budget`."""
+        total = sum(g.tokens for g in state.hot)
+        over: list[Group] = []
+        if total > budget and candidates:
+            for group in reversed(self._ranked(state, child, candidates)):
+                if total <= budget:
+                    break
+                over.append(group)
+                total -= group.tokens
+        return over
+
+    async def overflow(self, child: Child, limit: int) -> str | None:
+        """Sink the least relevant groups (the recent ones too, but for the newest and the
+        current input's) until the view fits `limit`, which later views keep to as well."""
+        state = self._state(child)
+        state.fit = limit if state.fit is None else min(state.fit, limit)
+        keep = set(_holding(state.hot, child.input_index)) | set(state.hot[-1:])
+        budget = limit - sum(map(child.token_count, child.system_messages()))
+        over = self._over(state, child, [g for g in state.hot if g not in keep], budget)
+        if not over:
+            return None
+        self._sink(child, state, over, "overflow")
+        return (
+            f"{len(over)} older item(s) moved to cold storage (call `recall` with a query to "
+            "bring back what you need)"
+        )
 
     def _ranked(self, state: _MainState, child: Child, groups: list[Group]) -> list[Group]:
         if state.query_for != child.input_index:
@@ -244,15 +269,22 @@ class Main(BaseKind):
         return Tool(recall)
 
     def dump_state(self, child: Child) -> Any:
-        """The message spans in cold storage: `{"cold": [[start, end], ...]}`."""
+        """The message spans in cold storage: `{"cold": [[start, end], ...]}`, and the view
+        size an overflow taught (`"fit"`), if one did."""
         state = child.state_of(self.name, _MainState)
-        return {"cold": _spans(state.cold)} if state is not None else None
+        if state is None:
+            return None
+        kept: dict[str, Any] = {"cold": _spans(state.cold)}
+        if state.fit is not None:
+            kept["fit"] = state.fit
+        return kept
 
     def load_state(self, child: Child, state: Any) -> None:
         main = self._state(child)  # groups the restored history
         spans = state["cold"]
         main.cold = [g for g in main.hot if _within(g, spans)]
         main.hot = [g for g in main.hot if not _within(g, spans)]
+        main.fit = state.get("fit")
 
     def cold_messages(self, child: Child) -> list[Message]:
         """The messages currently sunk to cold storage, oldest first."""

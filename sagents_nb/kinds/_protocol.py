@@ -135,6 +135,13 @@ class ChildKind(Protocol):
     async def compact(self, child: Child, keep_recent: int | None = None) -> CompactionReport:
         """Compact storage; raise `CompactUnsupported` where the kind has none."""
 
+    async def overflow(self, child: Child, limit: int) -> str | None:
+        """The endpoint refused this turn's view as longer than its context window: keep the
+        next views within `limit` tokens (by the session's counter) by the kind's own means
+        (Main sinks, Resident compacts, Realtime narrows its window) and say what was set aside,
+        which the model is told; None when the kind has no such means (the turn loop then
+        leaves the oldest message groups out of the view itself)."""
+
     def emit(self, child: Child, text: str) -> None:
         """Output text: per chunk for streaming kinds, whole otherwise."""
 
@@ -261,6 +268,9 @@ class BaseKind(ChildKind):
 
     async def compact(self, child: Child, keep_recent: int | None = None) -> CompactionReport:
         raise CompactUnsupported(f"kind {self.name!r} has no compaction")
+
+    async def overflow(self, child: Child, limit: int) -> str | None:
+        return None
 
     def emit(self, child: Child, text: str) -> None:
         if text:

@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 class _RealtimeState:
     starts: list[int] = field(default_factory=list)
     dropped: int = 0
+    fit: int | None = None
+    """Turn groups an endpoint's context window allows (learnt from its overflow answer)."""
     queue: asyncio.Queue[str | None] | None = None
     pump: asyncio.Task[None] | None = None
 
@@ -61,27 +63,48 @@ class Realtime(BaseKind):
         child.append(*messages)
         state.starts.extend(start + i for i, m in enumerate(messages) if m.role == "user")
 
+    def _window(self, state: _RealtimeState) -> int:
+        return self.window if state.fit is None else min(self.window, state.fit)
+
     def build_context(self, child: Child, input: str) -> View:
         state = self._state(child)
-        if len(state.starts) <= self.window:
+        window = self._window(state)
+        if len(state.starts) <= window:
             return whole_view(child)
-        first = state.starts[-self.window]
+        first = state.starts[-window]
         view = View(child.system_messages())
         view.runs = [len(view), first, len(child.history) - first]
         view.extend(child.history[first:])
-        dropped = len(state.starts) - self.window
+        dropped = len(state.starts) - window
         if dropped > state.dropped:
             state.dropped = dropped
             child.state_changed()
             child.emit(
                 WindowTrim(
                     dropped_groups=dropped,
-                    kept_groups=self.window,
+                    kept_groups=window,
                     before_tokens=child.history_tokens,
                     after_tokens=sum(child.token_count(m) for m in view),
                 )
             )
         return view
+
+    async def overflow(self, child: Child, limit: int) -> str | None:
+        """Narrow the window to the newest turn groups that fit `limit` (one at least)."""
+        state = self._state(child)
+        window, history, count = self._window(state), child.history, child.token_count
+        starts = state.starts[-window:]
+        total, keep = sum(map(count, child.system_messages())), 0
+        for start, end in reversed(list(zip(starts, [*starts[1:], len(history)], strict=True))):
+            total += sum(map(count, history[start:end]))
+            if keep and total > limit:
+                break
+            keep += 1
+        if not keep or keep >= len(starts):
+            return None
+        state.fit = keep
+        child.state_changed()
+        return f"the window holds the newest {keep} turn(s) now, {len(starts) - keep} fewer"
 
     def emit(self, child: Child, text: str) -> None:
         state = self._state(child)
@@ -92,10 +115,14 @@ class Realtime(BaseKind):
 
     def dump_state(self, child: Child) -> Any:
         state = child.state_of(self.name, _RealtimeState)
-        return {"dropped": state.dropped} if state is not None else None
+        if state is None:
+            return None
+        return {"dropped": state.dropped} | ({"fit": state.fit} if state.fit else {})
 
     def load_state(self, child: Child, state: Any) -> None:
-        self._state(child).dropped = state["dropped"]
+        realtime = self._state(child)
+        realtime.dropped = state["dropped"]
+        realtime.fit = state.get("fit")
 
     async def flush(self, child: Child) -> None:
         """Wait until every chunk emitted so far has been delivered as an event."""

@@ -177,6 +177,17 @@ class Resident(BaseKind):
         )
         return report
 
+    async def overflow(self, child: Child, limit: int) -> str | None:
+        """Compact (keeping `keep_recent` groups, then only the newest if that is not enough)."""
+        removed, how = 0, "summarised"
+        for keep in dict.fromkeys((self.keep_recent, 1)):
+            report = await self.compact(child, keep, reason="overflow")
+            removed += report.removed
+            how = "summarised" if report.strategy == "summary" else "dropped"
+            if report.removed and report.after_tokens <= limit:
+                break
+        return f"{removed} older message(s) {how}" if removed else None
+
     def dispose(self, child: Child, policy: DisposePolicy) -> str:
         return child.release_inbox(policy)
 
