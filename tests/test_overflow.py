@@ -117,7 +117,11 @@ class Model:
 
     @staticmethod
     def send(answer: Answer, status: int, data: bytes) -> None:
-        answer.head(status, {"content-type": "application/json", "content-length": str(len(data))})
+        length = str(len(data))
+        answer.head(
+            status,
+            {"content-type": "application/json", "content-length": length, "connection": "close"},
+        )
         answer.write(data)
 
 
@@ -235,3 +239,47 @@ def test_another_bad_request_is_not_retried() -> None:
     assert result.status == "error" and "model_not_found" in result.text
     assert len(calls) == 1
     assert not [e for e in result.events if e.type == "context_full"]
+
+
+def test_a_resident_child_recovers_by_compacting() -> None:
+    model = Model("vllm", pages=3, window=420)
+
+    def run(llm: sn.LLM) -> None:
+        reader = sn.Agent("reader", does="reads books", tools=[lire], kind=sn.kinds.Resident())
+        session = sn.Session(sn.Agent("lead", team=[reader]), llm=llm)
+        result = session.send("Résume le livre 📖").result()
+        assert result.status == "done", result.text
+        compactions = [e for e in result.events if e.type == "compaction"]
+        assert [c.reason for c in compactions] == ["overflow"] and compactions[0].removed
+        assert [e.path for e in result.events if e.type == "context_full"] == ["lead/reader.1"]
+        assert model.refused == 1
+
+    serve(model, run)
+
+
+def test_a_realtime_agent_recovers_by_narrowing_its_window() -> None:
+    bodies: list[dict[str, Any]] = []
+
+    def respond(raw: bytes, answer: Answer) -> None:
+        body = json.loads(raw)
+        bodies.append(body)
+        if len(raw) // 4 > 260:
+            Model.send(answer, 400, json.dumps(WORDINGS["llama.cpp"]).encode())
+            return
+        text = f"{body['messages'][-1]['content']} : {PAGE}"
+        reply = {"choices": [{"message": {"role": "assistant", "content": text}}]}
+        Model.send(answer, 200, json.dumps(reply, ensure_ascii=False).encode())
+
+    live = sn.Agent("live", kind=sn.kinds.Realtime(window=4))
+    with LoopbackServer(respond) as server:
+        llm = sn.LLM(server.url, api_key="sk-loop", model="m", retries=0)
+        session = sn.Session(live, llm=llm)
+        for text in ("un 🥇", "二", "三 🎌", "quatre", "五 🖐", "six"):
+            assert session.send(text).result().status == "done"
+    events = session.events
+    full = [e for e in events if e.type == "context_full"]
+    assert full and {e.run for e in full} == {4}  # one request's shrinks; then the window held
+    trims = [e for e in events if e.type == "window_trim"]
+    assert trims and trims[-1].kept_groups < 4
+    notes = [m["content"] for b in bodies for m in b["messages"] if m["role"] == "system"]
+    assert any("the window holds the newest" in note for note in notes)
