@@ -4,7 +4,6 @@ for a working Resident or Realtime child joins the task it works on at its next 
 
 from __future__ import annotations
 
-import asyncio
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -12,19 +11,9 @@ from pathlib import Path
 import pytest
 
 import sagents_nb as sn
+from tests.test_custom_kind import skim
 
 pytestmark = pytest.mark.timeout(60)
-
-
-@sn.tool
-async def skim(what: str) -> str:
-    """Skim something, slowly.
-
-    Args:
-        what: what to skim.
-    """
-    await asyncio.sleep(0.05)
-    return f"parcouru : {what}"
 
 
 def parallel(agent: str, prompts: list[str], requests: list[sn.ChatRequest]) -> Callable:
