@@ -4,10 +4,12 @@ what was set aside, and the request is sent again, twice at most."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .._base.errors import LLMError
+from .._base.messages import Message
 from .._endpoints.overflow import context_overflow
 from ..events import ContextFull, WindowTrim
 from ..kinds import View
@@ -33,7 +35,9 @@ class ViewFit:
     """Message groups the last cut left out (a `window_trim` event says when it changes)."""
 
 
-async def shrink(node: Node, kind: ChildKind, view: list, error: LLMError, tries: int) -> None:
+async def shrink(
+    node: Node, kind: ChildKind, view: Sequence[Message], error: LLMError, tries: int
+) -> None:
     """Make `node`'s next view smaller after the endpoint refused `view` (`tries` shrinks made
     for this request already); re-raise `error` when it is not an overflow, and end the task
     with an error saying what to do when the shrinks are spent."""
