@@ -263,11 +263,15 @@ class Compaction(Event):
 
 
 class ContextFull(Event):
-    """A resident's untrimmed history reached 0.9 x its window (fires once until compaction)."""
+    """A resident's untrimmed history reached 0.9 x its window (fires once until compaction),
+    or an endpoint refused a view as longer than its context window (`endpoint_said`)."""
 
     type: Literal["context_full"] = "context_full"
     tokens: int
     window: int
+    endpoint_said: str | None = None
+    """The endpoint's refusal, when it refused the view (`tokens` is then the view's size and
+    `window` the endpoint's, or the size the view is cut to when the endpoint did not say)."""
 
 
 class ColdSink(Event):

@@ -7,8 +7,9 @@ strictly (pyproject.toml), as it would a user's module.
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -333,27 +334,62 @@ def test_a_kind_that_cannot_load_its_state_says_so_on_open(tmp_path: Path) -> No
     assert fixed.root.kind_state["counting"] == 3
 
 
-class Refusing(BaseKind):
-    name = "refusing"
+class HandingBack(BaseKind):
+    """A persistent kind that never writes an input itself (the seed's queue-type kind): each
+    one goes the skeleton's way. It is offered inputs mid-task too, and hands those back."""
+
+    name = "handing-back"
+    persistent = True
+    interrupts = True
+
+    def __init__(self) -> None:
+        self.offers: list[tuple[str, bool]] = []
 
     def deliver(self, child: Child, message: sn.Message, interrupt: bool = False) -> bool:
+        self.offers.append((message.content or "", interrupt))
         return False
 
 
-def test_a_kind_that_refuses_its_input_ends_the_task_with_an_error() -> None:
-    helper = sn.Agent("helper", does="refuses", kind=Refusing())
+@sn.tool
+async def skim(what: str) -> str:
+    """Skim something, slowly.
 
+    Args:
+        what: what to skim.
+    """
+    await asyncio.sleep(0.05)
+    return f"parcouru {what}"
+
+
+def handing_back(prompts: Sequence[str]) -> Callable[[sn.ChatRequest], Reply | str]:
     def handler(req: sn.ChatRequest) -> Reply | str:
+        if "task" in req.tools:
+            if req.last["role"] == "user":
+                calls = [sn.call("task", agent="helper", prompt=p) for p in prompts]
+                return sn.reply(tool_calls=calls)
+            return " | ".join(req.tool_results)
         if req.last["role"] == "user":
-            return sn.reply(tool_calls=[sn.call("task", agent="helper", prompt="p")])
-        return req.tool_results[-1]
+            return sn.reply(tool_calls=[sn.call("skim", what=req.last_user)])
+        return f"fait : {req.last_user}"
 
-    session = sn.Session(sn.Agent("lead", team=[helper]), llm=sn.mock_llm(handler))
+    return handler
+
+
+def test_an_input_a_kind_hands_back_is_queued_and_delivered_not_an_error() -> None:
+    kind = HandingBack()
+    helper = sn.Agent("helper", does="skims", tools=[skim], kind=kind)
+    prompts = ["résumé du rapport 📄", "要約して"]
+    session = sn.Session(sn.Agent("lead", team=[helper]), llm=sn.mock_llm(handing_back(prompts)))
     result = session.send("go").result()
-    assert result.text == (
-        "[error] RuntimeError: the 'refusing' kind refused the input while the child was free"
-    )
-    assert session.send("again").result().status == "done"
+    assert result.status == "done"
+    assert result.text == "fait : résumé du rapport 📄 | fait : 要約して"
+    # the second arrived while the child worked: offered as an interrupt, handed back, so it
+    # waited and was delivered when the child was free
+    assert kind.offers == [(prompts[0], False), (prompts[1], True), (prompts[1], False)]
+    child = session.node("lead/helper.1")
+    assert child is not None
+    assert [m.content for m in child.history if m.role == "user"] == prompts
+    assert session.send("encore ✓").result().status == "done"
 
 
 def test_every_node_a_kind_is_given_is_a_child() -> None:

@@ -149,6 +149,12 @@ def test_the_ports_plugins_are_written_against_are_these_members() -> None:
         *("state_of", "status", "stop_tasks_of", "summarise", "system_messages"),
         *("token_count", "tool_map"),
     ]
+    assert members(sn.kinds.ChildKind) == [  # `interrupts`, `overflow`: issue 30 items 6, 8
+        *("append_history", "build_context", "compact", "deliver", "describe", "dispose"),
+        *("dump_state", "emit", "flush", "interrupts", "load_state", "maintain", "name"),
+        *("overflow", "own_tools", "parent_tools", "persistent", "prepare", "run_task"),
+        *("run_tools", "salvage", "stream", "turn_limit", "waiting_inputs"),
+    ]
     assert members(sn.harness.NativeHarness) == [
         *("args", "env", "env_vars", "executable", "gate_builtin_tools", "injects_mcp_tools"),
         *("name", "parse_line"),

@@ -159,14 +159,15 @@ def test_main_keeps_the_fact_the_question_needs_in_view(question: str, facts: li
         return f"已记录：{text}"
 
     requests: list[sn.ChatRequest] = []
+    steps = ["ok", *facts]  # the first reply is one item with the question it answers
 
     def handler(req: sn.ChatRequest):
         requests.append(req)
-        if len(requests) <= len(facts):
-            return sn.reply(tool_calls=[sn.call("note", text=facts[len(requests) - 1])])
+        if len(requests) <= len(steps):
+            return sn.reply(tool_calls=[sn.call("note", text=steps[len(requests) - 1])])
         return "完成"
 
-    agent = sn.Agent("main", tools=[note], kind=sn.kinds.Main(top_k=2, recent=1))
+    agent = sn.Agent("main", tools=[note], kind=sn.kinds.Main(top_k=1, recent=1))
     agent.run_sync(question, llm=sn.mock_llm(handler))
     # the first note is the oldest: only its relevance to the question keeps it in view while
     # unrelated notes sink (a tokenizer that sees no Chinese or emoji scores every note 0)

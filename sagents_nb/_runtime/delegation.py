@@ -210,14 +210,24 @@ async def _run_child(parent: Node, child: Node, prompt: str) -> Outcome:
     async with semaphore:
         if not child.kind.persistent:
             return await child.run_task(user(prompt))
-        item = QueuedInput(prompt, asyncio.get_running_loop().create_future())
-        child.inbox.append(item)
-        _supersede(child)
+        return await _when_free(child, prompt)
+
+
+async def _when_free(child: Node, prompt: str) -> Outcome:
+    """Run `prompt` on a persistent child once it is free; meanwhile it waits in the inbox,
+    where a newer input may supersede it or the running task take it (`Node.take_interrupts`)."""
+    item = QueuedInput(prompt, asyncio.get_running_loop().create_future())
+    child.inbox.append(item)
+    _supersede(child)
+    try:
         async with child.lock:
             if item.future.done():
                 return item.future.result()
             child.inbox.remove(item)
             return await child.run_task(user(prompt))
+    finally:
+        if item in child.inbox:  # cancelled while it waited
+            child.inbox.remove(item)
 
 
 async def _settled(entry: TaskEntry) -> Outcome:
@@ -318,9 +328,27 @@ async def continue_restored(parent: Node, entry: TaskEntry, call_id: str | None)
 
 async def _continue_child(parent: Node, entry: TaskEntry) -> Outcome:
     child = entry.child
+    persistent = child.kind.persistent
     async with parent.session.child_slots(parent):
-        async with child.lock if child.kind.persistent else contextlib.nullcontext():
-            if child.input_index >= 0 and child.input_text == entry.prompt:
+        started = child.input_index >= 0 and child.input_text == entry.prompt
+        if persistent and not started:
+            if _cut_in(parent, child, entry.prompt):  # it joined the child's unfinished task
+                item = QueuedInput(entry.prompt, asyncio.get_running_loop().create_future())
+                child.joined.append(item)
+                return await item.future
+            return await _when_free(child, entry.prompt)  # it waited in the inbox: again
+        async with child.lock if persistent else contextlib.nullcontext():
+            if started:
                 return await child.run_task(None, resume=True)
             # spawned, but its input never reached storage (it waited for a slot)
             return await child.run_task(user(entry.prompt))
+
+
+def _cut_in(parent: Node, child: Node, prompt: str) -> bool:
+    """Whether `prompt` cut into the child's task, which is still to be finished: it is stored
+    after the input that task started on."""
+    running = parent.tasks.get((child.agent.name, child.input_text))
+    if running is None or running.outcome is not None or child.input_index < 0:
+        return False
+    after = child.history[child.input_index + 1 :]
+    return any(m.role == "user" and m.content == prompt for m in after)

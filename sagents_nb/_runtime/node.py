@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .._base.messages import Message, Usage, estimate_tokens, system, tool_message
+from .._base.messages import Message, Usage, estimate_tokens, system, tool_message, user
 from .._base.outcome import Outcome
 from ..events import Event, StatusChanged
 from ..kinds import kind_name
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from .._tools.tool import ToolResult
     from ..kinds import Child, ChildKind
     from .agent import Agent
+    from .overflow import ViewFit
     from .session import Session
 
 S = TypeVar("S")
@@ -62,6 +63,8 @@ class Node:
         self.order: list[Node] = []
         self.notices: list[str] = []
         self.inbox: list[QueuedInput] = []
+        self.joined: list[QueuedInput] = []
+        """Inputs that cut into the running task: answered with its outcome."""
         self.lock = asyncio.Lock()
         self.busy = False
         self.input_index = -1
@@ -72,6 +75,8 @@ class Node:
         self.cost_usd: float | None = None
         """What a CLI child's runs cost, as the CLI reported (set by the `Native` kind)."""
         self.measured: tuple[int, int] | None = None
+        self.view_fit: ViewFit | None = None
+        """The size views are cut to after a context overflow the kind had no means for."""
         self.tool_map: dict[str, Any] = {}
         self.last_outcome: Outcome | None = None
         self.paused_below: dict[str, str] = {}
@@ -206,6 +211,22 @@ class Node:
         return f"{self.path} disposed ({policy}); {len(queued)} queued input(s) " + (
             "returned to the parent" if policy == "keep" else "skipped"
         )
+
+    def take_interrupts(self) -> None:
+        """Offer each waiting input to the kind with `interrupt=True` (at a turn boundary of the
+        running task); one it takes joins the task, one it refuses goes on waiting."""
+        for item in [i for i in self.inbox if not i.future.done()]:
+            if self.kind.deliver(self, user(item.prompt), interrupt=True):
+                self.inbox.remove(item)
+                self.joined.append(item)
+                self.set_status("running", f"an input cut in: {item.prompt}")
+
+    def settle_joined(self, outcome: Outcome) -> None:
+        """Answer the inputs that cut into the task that ended with `outcome`."""
+        joined, self.joined = self.joined, []
+        for item in joined:
+            if not item.future.done():
+                item.future.set_result(outcome)
 
     def rolled_usage(self) -> Usage:
         """Usage of this node and all its children."""

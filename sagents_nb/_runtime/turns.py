@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._base.caller import CALLER, Caller
-from .._base.errors import ConfigurationError, LLMError
+from .._base.errors import ConfigurationError, EndpointError, LLMError
 from .._base.messages import Message, ToolCall, system, tool_message, trusted, user
 from .._base.outcome import Outcome
 from .._endpoints.openai import Completion, RetryNotice
@@ -24,6 +24,7 @@ from ..events import (
 from ..kinds import View, kind_name
 from .delegation import team_tools
 from .limits import LimitReached, before_model_call
+from .overflow import fit_view, shrink
 
 if TYPE_CHECKING:
     from ..kinds import ChildKind
@@ -74,15 +75,14 @@ async def run_task(node: Node, message: Message | None, *, resume: bool = False)
     if not resume:
         node.task_turns = node.task_tool_calls = node.task_tokens = 0
     kind = resolve_kind(node)
-    refused = message is not None and not kind.deliver(node, message)
-    if message is not None and not refused:
+    if message is not None:
+        if not kind.deliver(node, message):  # handed back: the skeleton writes it, as it starts
+            kind.append_history(node, message)
         node.input_index = len(node.history) - 1
         node.input_text = message.content or ""
     node.busy = True
     node.set_status("running")
     try:
-        if refused:  # the skeleton delivers only to a free child: this kind never takes it
-            raise RuntimeError(f"the {kind.name!r} kind refused the input while the child was free")
         outcome = await kind.run_task(node)
         if outcome is None:
             outcome = await resume_open_turn(node) if resume else None
@@ -91,6 +91,7 @@ async def run_task(node: Node, message: Message | None, *, resume: bool = False)
     except asyncio.CancelledError:
         node.close_dangling("the run was cancelled")
         node.busy = False
+        node.settle_joined(Outcome("cancelled", "the task this input cut into was cancelled"))
         node.set_status("cancelled")
         raise
     except LLMError as exc:
@@ -105,6 +106,7 @@ async def run_task(node: Node, message: Message | None, *, resume: bool = False)
         node.emit(ErrorOccurred(error_type=type(exc).__name__, message=f"{exc}"))
         outcome = Outcome("error", f"{type(exc).__name__}: {exc}")
     node.busy = False
+    node.settle_joined(outcome)
     await node.kind.flush(node)
     node.last_outcome = outcome
     node.set_status(outcome.status)
@@ -113,11 +115,14 @@ async def run_task(node: Node, message: Message | None, *, resume: bool = False)
 
 async def _turns(node: Node) -> Outcome:
     agent = node.agent
+    shrinks = 0  # of the view, for the request about to be sent (a context overflow)
     while True:
         # let the loop breathe between turns: controls (cancel, step) and other runs get a turn
         # even when the endpoint and the tools never suspend (an in-process mock)
         await asyncio.sleep(0)
         kind = resolve_kind(node)
+        if node.inbox and node.task_turns and kind.interrupts:
+            node.take_interrupts()
         limit = kind.turn_limit(agent.max_turns)
         if node.task_turns >= limit:
             return await _at_turn_cap(node, limit)
@@ -127,13 +132,21 @@ async def _turns(node: Node) -> Outcome:
         await kind.maintain(node)
         kind.prepare(node)
         view = View.of(kind.build_context(node, node.input_text))
+        if node.view_fit is not None:
+            view = fit_view(node, view)
         if node.notices:
             noted = View([*view, system("\n".join(node.notices))])
             noted.runs = view.runs  # the notice goes last: the runs hold
             view = noted
             node.notices.clear()
         tools = _turn_tools(node, kind)
-        completion = await call_model(node, view, tools, stream=kind.stream)
+        try:
+            completion = await call_model(node, view, tools, stream=kind.stream)
+        except EndpointError as exc:
+            await shrink(node, kind, view, exc, shrinks)  # or raises
+            shrinks += 1
+            continue
+        shrinks = 0
         if completion is None:
             return Outcome("incomplete", "the model call was rejected at a pause")
         message = _unique_call_ids(completion.message)

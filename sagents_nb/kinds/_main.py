@@ -13,7 +13,7 @@ from .._base.messages import Message, system
 from .._tools.tool import Tool
 from ..events import ColdRestore, ColdSink
 from ._protocol import BaseKind, View
-from ._relevance import Group, LexicalScorer, Scorer, checked_scorer, group_text
+from ._relevance import Group, LexicalScorer, Scorer, checked_scorer, group_text, joins_group
 
 if TYPE_CHECKING:
     from ._child import Child, OfferedTool
@@ -26,7 +26,6 @@ _best_first = attrgetter("score", "start")
 class _MainState:
     hot: list[Group] = field(default_factory=list)
     cold: list[Group] = field(default_factory=list)
-    input_group: Group | None = None
     indexed: int = 0
     """Messages indexed into groups: with nothing sunk, the groups cover the whole history
     exactly when this is its length."""
@@ -36,11 +35,14 @@ class _MainState:
     """The input the cold groups were last ranked against."""
     recall: Any = None
     """(kind, scorer, history, tool): the recall tool, rebuilt only when what it closes over changes."""
+    fit: int | None = None
+    """The view size an endpoint's context window allows (learnt from its overflow answer)."""
 
 
 class Main(BaseKind):
-    """Relevance view: the newest groups are protected, older ones are scored against the current
-    input; beyond `top_k` (or over `budget_tokens`) the least relevant sink to cold storage, which the
+    """Relevance view: the newest groups (an input with the reply to it, a tool call with its
+    results: `split_groups`) and the current input's are protected, older ones are scored against
+    the current input; beyond `top_k` (or over `budget_tokens`) the least relevant sink to cold storage, which the
     model can search with the `recall` tool. Storage (the whole history) is never changed.
 
     Args:
@@ -87,15 +89,12 @@ class Main(BaseKind):
     def _index(self, state: _MainState, child: Child, i: int, message: Message) -> None:
         state.indexed += 1
         tokens = child.token_count(message)
-        if message.role == "tool" and state.hot and state.hot[-1].end == i:
+        if state.hot and state.hot[-1].end == i and joins_group(child.history, i):
             state.hot[-1].end = i + 1
             state.hot[-1].tokens += tokens
             state.hot[-1].terms = state.hot[-1].scored = None
             return
-        group = Group(i, i + 1, tokens)
-        state.hot.append(group)
-        if i == child.input_index:
-            state.input_group = group
+        state.hot.append(Group(i, i + 1, tokens))
 
     def append_history(self, child: Child, *messages: Message) -> None:
         state = self._state(child)
@@ -106,12 +105,12 @@ class Main(BaseKind):
 
     def prepare(self, child: Child) -> None:
         state = self._state(child)
-        if self.top_k is None and self.budget_tokens is None:
+        budgets = [b for b in (self.budget_tokens, state.fit) if b is not None]
+        if self.top_k is None and not budgets:
             return  # nothing can sink: skip the walk over the groups
         # groups hash by identity
         protected = set(state.hot[-self.recent :]) if self.recent else set()
-        if state.input_group is not None:
-            protected.add(state.input_group)
+        protected.update(_holding(state.hot, child.input_index))
         candidates = [g for g in state.hot if g not in protected]
         if self.top_k is not None and state.cold and state.ranked_for != child.input_index:
             # a new input: what sank for an earlier question may be what this one needs, so the
@@ -127,16 +126,38 @@ class Main(BaseKind):
             sink = ranked[self.top_k :]
             self._sink(child, state, sink, "relevance")
             candidates = ranked[: self.top_k]
-        if self.budget_tokens is not None:
-            total = sum(g.tokens for g in state.hot)
-            if total > self.budget_tokens and candidates:
-                over: list[Group] = []
-                for group in reversed(self._ranked(state, child, candidates)):
-                    if total <= self.budget_tokens:
-                        break
-                    over.append(group)
-                    total -= group.tokens
-                self._sink(child, state, over, "budget")
+        if budgets:
+            self._sink(child, state, self._over(state, child, candidates, min(budgets)), "budget")
+
+    def _over(
+        self, state: _MainState, child: Child, candidates: list[Group], budget: int
+    ) -> list[Group]:
+        """The least relevant of `candidates` that must sink for the view to fit `budget`."""
+        total = sum(g.tokens for g in state.hot)
+        over: list[Group] = []
+        if total > budget and candidates:
+            for group in reversed(self._ranked(state, child, candidates)):
+                if total <= budget:
+                    break
+                over.append(group)
+                total -= group.tokens
+        return over
+
+    async def overflow(self, child: Child, limit: int) -> str | None:
+        """Sink the least relevant groups (the recent ones too, but for the newest and the
+        current input's) until the view fits `limit`, which later views keep to as well."""
+        state = self._state(child)
+        state.fit = limit if state.fit is None else min(state.fit, limit)
+        keep = set(_holding(state.hot, child.input_index)) | set(state.hot[-1:])
+        budget = limit - sum(map(child.token_count, child.system_messages()))
+        over = self._over(state, child, [g for g in state.hot if g not in keep], budget)
+        if not over:
+            return None
+        self._sink(child, state, over, "overflow")
+        return (
+            f"{len(over)} older item(s) moved to cold storage (call `recall` with a query to "
+            "bring back what you need)"
+        )
 
     def _ranked(self, state: _MainState, child: Child, groups: list[Group]) -> list[Group]:
         if state.query_for != child.input_index:
@@ -255,21 +276,36 @@ class Main(BaseKind):
         return Tool(recall)
 
     def dump_state(self, child: Child) -> Any:
-        """The message spans in cold storage: `{"cold": [[start, end], ...]}`."""
+        """The message spans in cold storage: `{"cold": [[start, end], ...]}`, and the view
+        size an overflow taught (`"fit"`), if one did."""
         state = child.state_of(self.name, _MainState)
-        return {"cold": _spans(state.cold)} if state is not None else None
+        if state is None:
+            return None
+        kept: dict[str, Any] = {"cold": _spans(state.cold)}
+        if state.fit is not None:
+            kept["fit"] = state.fit
+        return kept
 
     def load_state(self, child: Child, state: Any) -> None:
         main = self._state(child)  # groups the restored history
         spans = state["cold"]
         main.cold = [g for g in main.hot if _within(g, spans)]
         main.hot = [g for g in main.hot if not _within(g, spans)]
+        main.fit = state.get("fit")
 
     def cold_messages(self, child: Child) -> list[Message]:
         """The messages currently sunk to cold storage, oldest first."""
         state = self._state(child)
         groups = sorted(state.cold, key=lambda g: g.start)
         return [m for g in groups for m in child.history[g.start : g.end]]
+
+
+def _holding(groups: list[Group], index: int) -> list[Group]:
+    """The group among `groups` (sorted, hot) that holds message `index`: none if it sank."""
+    for group in reversed(groups):  # the input is near the end
+        if group.start <= index:
+            return [group] if index < group.end else []
+    return []
 
 
 def _spans(groups: list[Group]) -> list[list[int]]:

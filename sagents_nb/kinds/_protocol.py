@@ -92,15 +92,24 @@ class ChildKind(Protocol):
     """How many inputs may wait while a persistent child is busy (None: all, answered in
     order); a newer input beyond that replaces the oldest waiting one, which is answered as
     superseded (Realtime keeps a single slot)."""
+    interrupts: bool
+    """A busy child of this kind can be cut into: an input waiting for it is offered with
+    `deliver(..., interrupt=True)` at each turn boundary of the task it is working on (after
+    that task's first request); taken there, it joins that task, and its caller gets that
+    task's answer. False: waiting inputs wait until the child is free."""
 
     def turn_limit(self, agent_max_turns: int | None) -> int:
         """The turn cap for an agent of this kind (`agent_max_turns` when the agent sets one)."""
 
     def deliver(self, child: Child, message: Message, interrupt: bool = False) -> bool:
-        """Take an input; False hands it back to the skeleton to queue until the child is free.
+        """Take an input (write it to storage) and return True; False hands it back to the
+        skeleton, which queues it in the child's inbox until the child is free and then writes
+        it to storage itself (`append_history`), as the task on it starts.
 
-        Every input reaches a child through here (a session's message, a delegated task), just
-        before the task on it starts.
+        Every input reaches a child through here (a session's message, a delegated task): for a
+        free child just before the task on it starts (a False there is written at once); for a
+        busy child whose kind `interrupts`, with `interrupt=True` at the running task's next
+        turn boundary (a False there leaves it waiting for its own task).
         """
 
     async def run_task(self, child: Child) -> Outcome | None:
@@ -125,6 +134,13 @@ class ChildKind(Protocol):
 
     async def compact(self, child: Child, keep_recent: int | None = None) -> CompactionReport:
         """Compact storage; raise `CompactUnsupported` where the kind has none."""
+
+    async def overflow(self, child: Child, limit: int) -> str | None:
+        """The endpoint refused this turn's view as longer than its context window: keep the
+        next views within `limit` tokens (by the session's counter) by the kind's own means
+        (Main sinks, Resident compacts, Realtime narrows its window) and say what was set aside,
+        which the model is told; None when the kind has no such means (the turn loop then
+        leaves the oldest message groups out of the view itself)."""
 
     def emit(self, child: Child, text: str) -> None:
         """Output text: per chunk for streaming kinds, whole otherwise."""
@@ -175,6 +191,7 @@ class BaseKind(ChildKind):
     stream = False
     salvage = False
     waiting_inputs: int | None = None
+    interrupts = False
     default_max_turns = 25
     max_turns_cap: int | None = None
     _given: tuple[tuple[Any, ...], dict[str, Any]]
@@ -253,6 +270,9 @@ class BaseKind(ChildKind):
 
     async def compact(self, child: Child, keep_recent: int | None = None) -> CompactionReport:
         raise CompactUnsupported(f"kind {self.name!r} has no compaction")
+
+    async def overflow(self, child: Child, limit: int) -> str | None:
+        return None
 
     def emit(self, child: Child, text: str) -> None:
         if text:

@@ -1,5 +1,5 @@
-"""A small lexical relevance scorer (term overlap, any script), and message groups that never split a
-tool call."""
+"""A small lexical relevance scorer (term overlap, any script), and message groups that never split an
+input from its answer nor a tool call from its result."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ class LexicalScorer:
 
 @dataclass(eq=False)
 class Group:
-    """A span of storage kept or dropped as one: a message, or an assistant turn with its results."""
+    """A span of storage kept or dropped as one (see `split_groups`)."""
 
     start: int
     end: int
@@ -63,12 +63,23 @@ def group_text(messages: Sequence[Message]) -> str:
     return " ".join(parts)
 
 
+def joins_group(history: Sequence[Message], i: int) -> bool:
+    """Whether `history[i]` belongs to the group of the message before it: a tool result joins
+    its call, and the reply right after an input joins that input (HologramAgent's event: an
+    input with its response), so a question and its answer enter and leave a view together."""
+    if i == 0:
+        return False
+    role = history[i].role
+    return role == "tool" or (role == "assistant" and history[i - 1].role == "user")
+
+
 def split_groups(history: Sequence[Message], token_of: Callable[[Message], int]) -> list[Group]:
-    """Split `history` into groups; a `tool` message always joins the group of its call."""
+    """Split `history` into groups: an input with the reply to it (and that reply's tool
+    results), a later tool call with its results, or a message of its own."""
     groups: list[Group] = []
     for i, message in enumerate(history):
         tokens = token_of(message)
-        if message.role == "tool" and groups:
+        if groups and joins_group(history, i):
             groups[-1].end = i + 1
             groups[-1].tokens += tokens
         else:

@@ -32,7 +32,8 @@ class Resident(BaseKind):
 
     The view is light relevance: the newest `keep_recent` message groups, the current input and
     any summary are always in it; older groups only while they share terms with the current
-    input (a `relevance_view` event says what was left out). Storage keeps everything.
+    input (a `relevance_view` event says what was left out). Storage keeps everything. A task
+    given while it works cuts into that work at its next turn boundary (`interrupts`).
 
     Args:
         window_tokens: the context window; over it, storage is compacted before the next request.
@@ -44,6 +45,7 @@ class Resident(BaseKind):
 
     name = "resident"
     persistent = True
+    interrupts = True
 
     def __init__(
         self,
@@ -181,6 +183,17 @@ class Resident(BaseKind):
             )
         )
         return report
+
+    async def overflow(self, child: Child, limit: int) -> str | None:
+        """Compact (keeping `keep_recent` groups, then only the newest if that is not enough)."""
+        removed, how = 0, "summarised"
+        for keep in dict.fromkeys((self.keep_recent, 1)):
+            report = await self.compact(child, keep, reason="overflow")
+            removed += report.removed
+            how = "summarised" if report.strategy == "summary" else "dropped"
+            if report.removed and report.after_tokens <= limit:
+                break
+        return f"{removed} older message(s) {how}" if removed else None
 
     def dispose(self, child: Child, policy: DisposePolicy) -> str:
         return child.release_inbox(policy)

@@ -155,7 +155,8 @@ def test_resident_relevance_leaves_out_unrelated_groups_and_brings_them_back() -
     assert reply["why"].startswith("never in view") and reply["seq"] is not None
     assert texts(second["added"]) == ["火山の灰について"]
     # the third names the giraffe again: the first input comes back, the second leaves
-    assert texts(third["added"], "recalled") == ["la girafe mesure cinq mètres 🦒"]
+    # ... with the reply to it: an input and its answer are one item
+    assert texts(third["added"], "recalled") == ["la girafe mesure cinq mètres 🦒", "d'accord ✅"]
     assert "火山の灰について" in texts(third["removed"], "left out")
     forgotten = context_pane(projector.nodes["lead/keeper.1"], None)["forgotten"]
     rows = {r["text"]: r for r in forgotten["rows"]}
@@ -234,7 +235,10 @@ def test_realtime_window_trims_the_oldest_turn_groups() -> None:
 
 
 def test_main_top_k_sinks_recalls_and_names_the_recall_tools_answer() -> None:
-    topics = iter(["la hauteur de la girafe 🦒", "火山の灰 volcano ash", "税表 tax forms"])
+    # the first note answers the input and is one item with it (an input with its reply)
+    topics = iter(
+        ["📋 liste du jour", "la hauteur de la girafe 🦒", "火山の灰 volcano ash", "税表 tax forms"]
+    )
 
     def handler(request: sn.ChatRequest) -> Any:
         if request.last_user.startswith("tell"):
@@ -252,21 +256,27 @@ def test_main_top_k_sinks_recalls_and_names_the_recall_tools_answer() -> None:
     session.send("and the girafe hauteur?").result()
     projector = project(session)
     turns = diffs(projector, "main")
-    sunk = turns[2]
+    sunk = turns[4]
     assert texts(sunk["removed"], "sunk") == ["", "noted: la hauteur de la girafe 🦒"]
     assert "relevance" in sunk["removed"][0]["why"] and sunk["removed"][0]["seq"]
-    back = turns[4]
+    back = turns[5]
     assert texts(back["added"], "recalled") == ["", "noted: la hauteur de la girafe 🦒"]
     assert back["added"][0]["calls"] == ["note"]
-    answer = turns[5]["added"]
+    # the earlier input left with its reply, the note that answered it
+    assert texts(back["removed"], "sunk")[:3] == [
+        "tell me about tax forms",
+        "",
+        "noted: 📋 liste du jour",
+    ]
+    answer = turns[6]["added"]
     assert [r["why"] for r in answer if r["role"] == "tool"] == ["the recall tool's answer"]
     forgotten = context_pane(projector.nodes["main"], None)["forgotten"]
     rows = {r["text"]: r for r in forgotten["rows"]}
     assert rows["noted: 税表 tax forms"]["change"] == "sunk"
     assert rows["all noted"]["never_shown"] is True
-    # back for turn 5, sunk again when the recall tool's answer took the one place at turn 6
-    giraffe = rows["noted: la hauteur de la girafe 🦒"]
-    assert (giraffe["entered"], giraffe["left"]) == (2, 6)
+    assert "noted: la hauteur de la girafe 🦒" not in rows  # back in view since turn 6
+    volcano = rows["noted: 火山の灰 volcano ash"]
+    assert (volcano["entered"], volcano["left"]) == (4, 6)
 
 
 def test_main_without_top_k_keeps_everything_in_view() -> None:

@@ -209,7 +209,9 @@ def test_each_column_pages_on_its_own_and_the_marks_count_every_item() -> None:
     assert oldest["storage"][0]["text"] == "compte — 数えて"
     assert oldest["storage"][0]["mark"] == "in view"  # the current input is protected
     assert oldest["storage"][2]["text"] == "tick 0 · 計数 ✓ 🎉"
-    assert oldest["storage"][2]["mark"] == "sunk"
+    assert oldest["storage"][2]["mark"] == "in view"  # the reply to the input is one item with it
+    assert oldest["storage"][4]["text"] == "tick 1 · 計数 ✓ 🎉"
+    assert oldest["storage"][4]["mark"] == "sunk"
     assert oldest["storage_page"]["start"] == 0 and not oldest["storage_page"]["following"]
     assert oldest["left_out"] == newest["left_out"]
     assert oldest["view"] == newest["view"]  # the other column stays where it was

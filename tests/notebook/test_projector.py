@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import sagents_nb as sn
@@ -128,14 +129,14 @@ def test_main_kind_marks_sunk_items_and_the_chart_shows_the_sink() -> None:
     storage = detail["storage"]
     assert len(storage) == 9  # the input, then four calls and their results
     marks = [row["mark"] for row in storage]
-    assert marks[0] == "in view"  # the current input is protected
-    assert marks.count("sunk") == 6 and marks[-2:] == ["in view", "in view"]
+    assert marks[:3] == ["in view"] * 3  # the current input (with the call answering it)
+    assert marks.count("sunk") == 2 and marks[-4:] == ["in view"] * 4
     unmarked = [{k: v for k, v in row.items() if k != "mark"} for row in detail["view"]]
     sunk = [
         {k: v for k, v in row.items() if k != "mark"} for row in storage if row["mark"] == "sunk"
     ]
     assert sunk and not any(row in unmarked for row in sunk)
-    assert detail["left_out"] == {"sunk": 6}
+    assert detail["left_out"] == {"sunk": 2}
     assert detail["view"][0]["role"] == "system" and detail["view"][0]["mark"] == "view only"
 
 
@@ -166,40 +167,50 @@ def test_realtime_child_marks_trimmed_items() -> None:
     assert [row.get("mark") for row in first["storage"]] == ["in view"]
 
 
-def resident_child(request: sn.ChatRequest) -> Any:
-    if request.system.startswith("You compress"):
-        return "SUMMARY of the lookups"
-    if "task" in request.tools:
-        if request.last["role"] == "user":
-            return sn.reply(tool_calls=[sn.call("task", agent="keeper", prompt="look it up")])
-        return "kept"
-    if request.last["role"] == "user":
-        return sn.reply(
-            tool_calls=[sn.call("read_file", path="README.md")],
-            usage={"prompt_tokens": 500, "completion_tokens": 10, "total_tokens": 510},
-        )
-    return "found it"
+def resident_child() -> Callable[[sn.ChatRequest], Any]:
+    """The keeper reads twice, then answers: the input with the first read is one group, which
+    compaction summarises before the third turn."""
+    reads: list[str] = []
+
+    def answer(request: sn.ChatRequest) -> Any:
+        if request.system.startswith("You compress"):
+            return "SUMMARY of the lookups"
+        if "task" in request.tools:
+            if request.last["role"] == "user":
+                return sn.reply(tool_calls=[sn.call("task", agent="keeper", prompt="look it up")])
+            return "kept"
+        if len(reads) < 2:
+            reads.append(("README.md", "NOTES.md")[len(reads)])
+            return sn.reply(
+                tool_calls=[sn.call("read_file", path=reads[-1])],
+                usage={"prompt_tokens": 500, "completion_tokens": 10, "total_tokens": 510},
+            )
+        return "found it"
+
+    return answer
 
 
 def test_resident_compaction_marks_summarised_items_and_the_timeline() -> None:
     keeper = sn.Agent(
         "keeper", does="remembers", tools=[read_file], kind=sn.kinds.Resident(300, keep_recent=1)
     )
-    session = sn.Session(sn.Agent("lead", team=[keeper]), llm=sn.mock_llm(resident_child))
+    session = sn.Session(sn.Agent("lead", team=[keeper]), llm=sn.mock_llm(resident_child()))
     session.send("go").result()
     projector = project(session)
     node = projector.nodes["lead/keeper.1"]
     pane = context_pane(node, None)
     assert {m["type"] for m in pane["markers"]} >= {"compaction", "context_full"}
     storage = pane["detail"]["storage"]
-    assert [(row["text"], row["mark"]) for row in storage[:2]] == [
+    assert [(row["text"], row["mark"]) for row in storage[:4]] == [
         ("look it up", "summarised"),
+        ("", "summarised"),
+        ("# demo project", "summarised"),
         ("SUMMARY of the lookups", "summary"),
     ]
-    assert [row["mark"] for row in storage[2:]] == ["in view", "in view"]
+    assert [row["mark"] for row in storage[4:]] == ["in view", "in view"]
     assert any(row.get("mark") == "summary" for row in pane["detail"]["view"])
     # the count beside the column agrees with its marks; the reply's usage is the reported one
-    assert pane["detail"]["left_out"] == {"summarised": 1}
+    assert pane["detail"]["left_out"] == {"summarised": 3}
     assert pane["detail"]["storage_items"] == len(storage)
     first = context_pane(node, 0)["detail"]
     assert (first["prompt_tokens"], first["completion_tokens"]) == (500, 10)
@@ -210,7 +221,7 @@ def test_resident_compaction_marks_summarised_items_and_the_timeline() -> None:
     compaction = next(e for e in timeline if e["type"] == "compaction")
     assert compaction["title"] == "compaction by summary"
     assert compaction["text"] == "SUMMARY of the lookups"
-    assert ["messages removed", "1"] in compaction["details"]
+    assert ["messages removed", "3"] in compaction["details"]
     transcript = pane_state(projector, Focus("lead/keeper.1"), None, {})["entries"]
     assert "SUMMARY of the lookups" not in [e["text"] for e in transcript]
 
