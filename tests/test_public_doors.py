@@ -230,6 +230,8 @@ NOT_DOORS = {
             "sn.kinds.Child",
             "sn.kinds.ChildKind",
             "sn.store.Store",
+            "sn.store.ForkingStore",
+            "sn.store.PlainCommitStore",
             "sn.harness.NativeHarness",
             "sn.harness.ServedTool",
         ],

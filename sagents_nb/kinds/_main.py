@@ -64,7 +64,7 @@ class Main(BaseKind):
         max_turns: int = 50,
     ) -> None:
         where = "sn.kinds.Main(...)"
-        check_int("top_k", top_k, where=where, minimum=1, optional=True)
+        check_int("top_k", top_k, where=where, minimum=0, optional=True)
         check_int("recent", recent, where=where, minimum=0)
         check_int("budget_tokens", budget_tokens, where=where, minimum=1, optional=True)
         checked_scorer(scorer, where)
