@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from .._base.errors import ConfigurationError
 from .._tools.tool import Tool
+from .pausing import checked_pause_on
 
 if TYPE_CHECKING:
     from .._endpoints.openai import LLM
@@ -34,7 +35,8 @@ class Agent:
         kind: a `sn.kinds` instance; `Main()` for the top agent and `Worker()` for children by default.
         max_turns: model calls per run or task before the agent is stopped (loudly).
         hooks: tool hooks (`before_tool` / `after_tool`) for this agent's calls.
-        pause_on: actions (`model`, `tool`, `task`) to pause before, for this agent.
+        pause_on: actions (`model`, `tool`, `task`) to pause before, for this agent: one
+            name or several.
         token_budget: total tokens this agent may spend on one task, its children's included (a
             shared pool: a child's budget is the smaller of its own and what is left above it).
         tool_call_budget: tool calls this agent may make on one task.
@@ -52,7 +54,7 @@ class Agent:
         kind: ChildKind | None = None,
         max_turns: int | None = None,
         hooks: Sequence[Any] = (),
-        pause_on: Iterable[str] = (),
+        pause_on: str | Iterable[str] = (),
         token_budget: int | None = None,
         tool_call_budget: int | None = None,
     ) -> None:
@@ -74,7 +76,7 @@ class Agent:
         self.kind = kind
         self.max_turns = max_turns
         self.hooks = list(hooks)
-        self.pause_on = set(pause_on)
+        self.pause_on = checked_pause_on(pause_on, f"Agent({name!r})")
         self.token_budget = token_budget
         self.tool_call_budget = tool_call_budget
         self.use_instructions: str | None = None

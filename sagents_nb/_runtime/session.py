@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._base.errors import ConfigurationError, Rejected, RunPaused
-from .._base.ids import new_session_id
+from .._base.ids import checked_session_id, new_session_id
 from .._base.loop import block_on, run_on_library_loop, submit
 from .._base.messages import Message, Usage
 from .._base.outcome import Outcome
@@ -106,6 +106,8 @@ class Session:
         session_id: str | None = None,
         durability: Literal["turn", "async", "exit"] = "async",
     ) -> None:
+        if session_id is not None:
+            checked_session_id(session_id)
         self.id = session_id or new_session_id()
         self.durability = durability
         self.agent = agent
@@ -304,6 +306,7 @@ class Session:
         """
         from .restore import open_session, reopening_endpoint
 
+        checked_session_id(session_id)
         options["llm"] = reopening_endpoint(llm)
         return open_session(cls, store, session_id, agent, options)
 
@@ -328,6 +331,8 @@ class Session:
         from .jsonl import import_jsonl
         from .restore import reopening_endpoint
 
+        if session_id is not None:
+            checked_session_id(session_id)
         options["llm"] = reopening_endpoint(llm)
         target = resolve_store(store, create=True)
         return import_jsonl(cls, path, target, agent, session_id, options)
@@ -453,6 +458,12 @@ class Session:
                 run._finish(self._result(run, Outcome("cancelled", "cancelled before it started")))
                 if self.journal is not None:
                     self.journal.queue_changed()
+                # its place holds until the run before it ends: the runs behind it wait for that
+                while not previous.done():
+                    try:
+                        await asyncio.wait({previous})
+                    except asyncio.CancelledError:  # cancelled again: it has ended already
+                        continue
                 return
         self.current_run = run
         self.bus.run = run.number
@@ -463,26 +474,26 @@ class Session:
         if self.journal is not None:
             self.journal.queue_changed()  # written with the run's start, in one step
         root = self.root
-        if run.message is not None and run.display is not None:
-            root.display_swaps[id(run.message)] = run.display
-        if run.message is not None and run.display is not None and self._preprocessor is not None:
+        try:  # from here on the run ends, whatever fails: recording its start too
+            if run.message is not None and run.display is not None:
+                root.display_swaps[id(run.message)] = run.display
+                if self._preprocessor is not None:
+                    self.bus.emit(
+                        MessagePreprocessed(
+                            path=root.path,
+                            preprocessor=preprocessor_name(self._preprocessor),
+                            display=run.display,
+                            llm=run.message,
+                        )
+                    )
             self.bus.emit(
-                MessagePreprocessed(
+                RunStarted(
                     path=root.path,
-                    preprocessor=preprocessor_name(self._preprocessor),
-                    display=run.display,
-                    llm=run.message,
+                    agent=self.agent.name,
+                    input=run.display.content if run.display else None,
+                    pause_on=sorted(run.pause_on),
                 )
             )
-        self.bus.emit(
-            RunStarted(
-                path=root.path,
-                agent=self.agent.name,
-                input=run.display.content if run.display else None,
-                pause_on=sorted(run.pause_on),
-            )
-        )
-        try:
             outcome = await root.run_task(run.message, resume=resume)
         except asyncio.CancelledError:
             task = asyncio.current_task()
