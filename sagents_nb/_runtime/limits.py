@@ -8,7 +8,6 @@ from .._base.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from .node import Node
-    from .session import Session
 
 MAX_MODEL_CALLS = 2_000
 """Model requests one run may make, across the whole tree (summaries included)."""
@@ -20,6 +19,15 @@ MAX_TOKENS = 50_000_000
 
 class LimitReached(Exception):
     """A session cap stopped a node; its task ends `incomplete` with this text."""
+
+
+def checked_count(name: str, value: int, least: int, what: str) -> int:
+    """`value` if it is a whole number of at least `least` (`what` says what it counts)."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < least:
+        raise ConfigurationError(
+            f"{name} ({what}) must be a whole number of at least {least}, not {value!r}"
+        )
+    return value
 
 
 def checked_cap(name: str, value: int | None) -> int | None:
@@ -45,21 +53,27 @@ def before_model_call(node: Node) -> None:
     session.run_model_calls = calls + 1
 
 
-def spawn_refusal(session: Session) -> str | None:
-    """Why the current run may not spawn another sub-agent, or None; counts the spawn if it may."""
+def spawn_refusal(node: Node) -> str | None:
+    """Why the current run may not spawn another sub-agent below `node`, or None; counts the
+    spawn if it may. Past `max_nodes` the run stops as at the other caps."""
+    session = node.session
+    if session.limit_hit is not None:
+        return session.limit_hit
     spawned, cap = session.run_nodes, session.max_nodes
     if cap is not None and spawned >= cap:
-        return (
-            f"the session's max_nodes ({cap}) is reached: this run has spawned {spawned} "
-            "sub-agents; do the rest yourself or answer with what you have (a notebook can "
-            "raise it: sn.Session(..., max_nodes=...))"
-        )
+        return _stop(node, "max_nodes", cap, f"this run has spawned {spawned} sub-agents")
     session.run_nodes = spawned + 1
     return None
 
 
 def _hit(node: Node, name: str, cap: int, what: str) -> None:
     """Stop `node` and, through the same message at their next model call, every other node."""
+    raise LimitReached(_stop(node, name, cap, what))
+
+
+def _stop(node: Node, name: str, cap: int, what: str) -> str:
+    """Record that the run hit the cap `name` (an `error` event at `node`); return the text
+    every node stops with at its next model call."""
     from ..events import ErrorOccurred
 
     text = node.session.limit_hit = (
@@ -67,4 +81,4 @@ def _hit(node: Node, name: str, cap: int, what: str) -> None:
         f"needs more, raise it: sn.Session(..., {name}=...)"
     )
     node.emit(ErrorOccurred(error_type="LimitReached", message=text))
-    raise LimitReached(text)
+    return text

@@ -29,7 +29,7 @@ from ..events import (
 )
 from ..kinds import Main, Worker
 from .bus import EventBus
-from .limits import MAX_MODEL_CALLS, MAX_NODES, MAX_TOKENS, checked_cap
+from .limits import MAX_MODEL_CALLS, MAX_NODES, MAX_TOKENS, checked_cap, checked_count
 from .node import Node, default_token_counter
 from .pausing import APPROVE, Decision
 from .preprocess import AgentState, PreprocessContext, checked_preprocessor, preprocessor_name
@@ -69,8 +69,9 @@ class Session:
         max_model_calls: model requests one run (one `send`) may make across the whole tree;
             at the cap every node stops at its next request and the run ends `incomplete`,
             saying so. None for no cap.
-        max_nodes: sub-agents one run may spawn across the whole tree; past it a `task`
-            call is refused (the model is told why), as at the depth limit. None for no cap.
+        max_nodes: sub-agents one run may spawn across the whole tree; past it the `task`
+            call is refused (the model is told why) and, as at the other caps, every node
+            stops at its next model request: the run ends `incomplete`. None for no cap.
         max_tokens: tokens one run may spend (the endpoint's reported usage); like
             `max_model_calls`, checked before each request. None for no cap.
         token_counter: `count(message) -> int`; an estimate by default.
@@ -125,8 +126,10 @@ class Session:
                 f"task returns its earlier result for the session's life), not {reattach!r}"
             )
         self.reattach = reattach
-        self.max_depth = max_depth
-        self.max_parallel = max_parallel
+        self.max_depth = checked_count("max_depth", max_depth, 0, "how deep delegation may go")
+        self.max_parallel = checked_count(
+            "max_parallel", max_parallel, 1, "children of one parent running at once"
+        )
         self.max_model_calls = checked_cap("max_model_calls", max_model_calls)
         self.max_nodes = checked_cap("max_nodes", max_nodes)
         self.max_tokens = checked_cap("max_tokens", max_tokens)
