@@ -9,7 +9,6 @@ import json
 import re
 import sys
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -431,22 +430,28 @@ def _ctrl_c_in_result(request: pytest.FixtureRequest, tmp_path: Path) -> None:
     assert run.result(timeout=30).status == "done"
 
 
+def raisers(raised: BaseException) -> tuple[sn.Tool, type, Callable[..., object]]:
+    """A tool, a hook class and a preprocessor that each raise `raised`."""
+
+    @sn.tool
+    def helper() -> str:
+        """Parse arguments."""
+        raise raised
+
+    class Hook:
+        def before_tool(self, call):
+            raise raised
+
+    def preprocess(scope, message, context):
+        raise raised
+
+    return helper, Hook, preprocess
+
+
 @row("a tool, hook or preprocessor that raises `SystemExit`")
 def _base_exceptions(request: pytest.FixtureRequest, tmp_path: Path) -> None:
     for raised in (SystemExit(2), KeyboardInterrupt(), GeneratorExit()):
-
-        @sn.tool
-        def helper() -> str:
-            """Parse arguments."""
-            raise raised
-
-        class Hook:
-            def before_tool(self, call):
-                raise raised
-
-        def preprocess(scope, message, context):
-            raise raised
-
+        helper, Hook, preprocess = raisers(raised)
         name = type(raised).__name__
         result = sn.Session(sn.Agent("a", tools=[helper]), llm=sn.mock_llm(calls("helper")))
         tool_result = result.send("x").result(timeout=30)

@@ -40,7 +40,7 @@ def test_a_typo_in_the_agents_pause_on_is_refused_as_send_refuses_it(typo: objec
 
 
 def test_pause_on_that_is_no_collection_is_a_type_error_naming_it() -> None:
-    with pytest.raises(TypeError, match="pause_on of Agent.* not int"):
+    with pytest.raises(TypeError, match=r"pause_on of Agent.* not int"):
         sn.Agent("a", pause_on=5)  # type: ignore[arg-type]
 
 
