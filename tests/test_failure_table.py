@@ -689,3 +689,10 @@ def _raising_variant(request: pytest.FixtureRequest, tmp_path: Path) -> None:
 
     for raised in ("SystemExit", "KeyboardInterrupt", "custom"):
         test_a_base_exception_raised_in_a_variant_is_its_error_row("sweep", raised, "factory")
+
+
+@row("a store whose disk stalls")
+def _stalled_store(request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    from tests.test_store_writer import test_a_stalled_store_holds_up_no_other_stores_commits
+
+    test_a_stalled_store_holds_up_no_other_stores_commits(tmp_path)

@@ -141,7 +141,7 @@ def _execute(
     if target is not None:
         from .._store.writer import drain_all
 
-        drain_all()  # every stored run committed before the table says so
+        drain_all(target)  # every stored run committed before the table says so
     return Comparison(
         records, agent=agent, variants=variants, store=target, interrupted=interrupted
     )
