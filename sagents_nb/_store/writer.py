@@ -39,9 +39,8 @@ MAX_DELAY_SECONDS = 0.05
 """...or at the latest this long after the step ended."""
 
 LOOK_SECONDS = 0.05
-"""How often a store thread commits what was handed over (and the chore thread runs chores
-that are due). A crash loses at most `MAX_DELAY_SECONDS + LOOK_SECONDS` of finished work
-besides the action in flight."""
+"""How often a store thread commits what was handed over. A crash loses at most
+`MAX_DELAY_SECONDS + LOOK_SECONDS` of finished work besides the action in flight."""
 
 IDLE_SECONDS = 2.0
 """How long a store thread waits with nothing to commit before it ends."""
@@ -54,6 +53,8 @@ _timed: list[tuple[float, int, Callable[[], None]]] = []
 _order = itertools.count()
 _chore_wake = threading.Condition(_mutex)
 _chore_thread: threading.Thread | None = None
+_chores_idle = False
+"""The chore thread waits with no timed chore to look at: `later` must wake it."""
 _writers: weakref.WeakSet[StepWriter] = weakref.WeakSet()
 
 
@@ -210,26 +211,26 @@ class StepWriter:
 
 
 def later(chore: Callable[[], None], delay: float = 0.0) -> None:
-    """Run `chore` on the chore thread (at its first look `delay` seconds or more from now,
-    within `LOOK_SECONDS` more), e.g. closing a connection
-    (SQLite then checkpoints and syncs the file, which takes milliseconds nobody should wait
-    for).
+    """Run `chore` on the chore thread (`delay` seconds or more from now), e.g. closing a
+    connection (SQLite then checkpoints and syncs the file, which takes milliseconds nobody
+    should wait for).
 
-    Safe without a delay from a garbage-collection finalizer on any thread, the chore thread
-    included: the chore waits in a deque until the thread next looks.
+    Safe from a garbage-collection finalizer on any thread, the chore thread included (the
+    lock is reentrant).
     """
     global _chore_thread
-    if delay <= 0:
-        _chores.append(chore)
     with _lock:
         if delay > 0:
             heapq.heappush(_timed, (time.monotonic() + delay, next(_order), chore))
+        else:
+            _chores.append(chore)
         if _chore_thread is None:
             _chore_thread = threading.Thread(
                 target=_serve_chores, name="sagents_nb-store-chores", daemon=True
             )
             _chore_thread.start()
-        _chore_wake.notify()
+        if delay <= 0 or _chores_idle:  # a timed one waits for the next look, as steps do
+            _chore_wake.notify()
 
 
 def _serve(lane: _Lane) -> None:
@@ -270,7 +271,9 @@ def _next_turn(lane: _Lane) -> list[Batch] | None:
 
 
 def _serve_chores() -> None:
-    """The chore thread: run each chore when it is due."""
+    """The chore thread: run the chores that are due, looking every `LOOK_SECONDS` while
+    timed ones wait (and not at all while none do)."""
+    global _chores_idle
     while True:
         with _lock:
             while not _chores:
@@ -278,7 +281,9 @@ def _serve_chores() -> None:
                 while _timed and _timed[0][0] <= now:
                     _chores.append(heapq.heappop(_timed)[2])
                 if not _chores:
-                    _chore_wake.wait(LOOK_SECONDS)
+                    _chores_idle = not _timed
+                    _chore_wake.wait(LOOK_SECONDS if _timed else None)
+                    _chores_idle = False
             chores = [_chores.popleft() for _ in range(len(_chores))]
         _run(chores)
         del chores  # nothing of a session outlives its turn here
