@@ -488,23 +488,9 @@ def _blocking_tool(request: pytest.FixtureRequest, tmp_path: Path) -> None:
 
 @row("a `before_tool` hook that raises among parallel calls")
 def _hook_among_parallel_calls(request: pytest.FixtureRequest, tmp_path: Path) -> None:
-    class Hook:
-        def before_tool(self, call):
-            if call.name == "lookup":
-                raise ValueError("bogue du hook")
+    from tests.test_faults import test_a_failing_hook_among_parallel_calls_cancels_its_siblings
 
-    session = sn.Session(
-        sn.Agent("a", tools=[slow, lookup]),
-        hooks=[Hook()],
-        llm=sn.mock_llm(
-            lambda req: sn.reply(tool_calls=[sn.call("slow", seconds=5), sn.call("lookup")])
-        ),
-    )
-    result = session.send("x").result(timeout=30)
-    assert result.status == "error" and "bogue du hook" in result.text
-    assert session.events[-1].type == "run_finished"
-    finished = [e for e in result.events if e.type == "tool_call_finished"]
-    assert "cancelled" in [e.status for e in finished]
+    test_a_failing_hook_among_parallel_calls_cancels_its_siblings()
 
 
 # the caps

@@ -9,24 +9,15 @@ from pathlib import Path
 import pytest
 
 import sagents_nb as sn
+from tests.conftest import add as pay
 
 pytestmark = pytest.mark.timeout(30)
 
 
-@sn.tool
-def pay(amount: int) -> str:
-    """Pay an amount.
-
-    Args:
-        amount: in euros.
-    """
-    return f"payé {amount} €"
-
-
 def pay_then_answer(req: sn.ChatRequest) -> sn.Reply | str:
     if not req.tool_results:
-        return sn.reply(tool_calls=[sn.call("pay", amount=5)])
-    return f"fini: {req.tool_results[-1]}"
+        return sn.reply(tool_calls=[sn.call("add", a=2, b=3)])
+    return f"fini: {req.tool_results[-1]} €"
 
 
 @pytest.mark.parametrize("typo", [{"tools"}, ["tool", "modle"], "tools"])
@@ -48,9 +39,9 @@ def test_one_action_name_is_one_pause_point_at_the_agent_and_at_send() -> None:
     agent = sn.Agent("a", tools=[pay], pause_on="tool")
     assert agent.pause_on == {"tool"}
     run = sn.Session(agent, llm=sn.mock_llm(pay_then_answer)).send("payer ?")
-    assert run.wait(10) == "paused" and run.paused_at.name == "pay"
+    assert run.wait(10) == "paused" and run.paused_at.name == "add"
     run.approve()
-    assert run.result(timeout=10).text == "fini: payé 5 €"
+    assert run.result(timeout=10).text == "fini: 5 €"
     session = sn.Session(sn.Agent("a", tools=[pay]), llm=sn.mock_llm(pay_then_answer))
     run = session.send("payer ?", pause_on="tool")
     assert run.pause_on == {"tool"} and run.wait(10) == "paused"
