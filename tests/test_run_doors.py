@@ -30,6 +30,15 @@ def test_a_typo_in_the_agents_pause_on_is_refused_as_send_refuses_it(typo: objec
     assert session.runs == []
 
 
+def test_a_typo_swapped_into_an_agents_pause_on_later_is_refused_and_changes_nothing() -> None:
+    agent = sn.Agent("a", tools=[pay], pause_on="tool")
+    with pytest.raises(sn.ConfigurationError, match=r"not \['tools'\]"):
+        agent.pause_on = {"tools"}
+    assert agent.pause_on == {"tool"}
+    agent.pause_on = ["model", "tool"]
+    assert agent.pause_on == {"model", "tool"}
+
+
 def test_pause_on_that_is_no_collection_is_a_type_error_naming_it() -> None:
     with pytest.raises(TypeError, match=r"pause_on of Agent.* not int"):
         sn.Agent("a", pause_on=5)  # type: ignore[arg-type]

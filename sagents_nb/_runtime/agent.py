@@ -76,7 +76,7 @@ class Agent:
         self.kind = kind
         self.max_turns = max_turns
         self.hooks = list(hooks)
-        self.pause_on = checked_pause_on(pause_on, f"Agent({name!r})")
+        self.pause_on = pause_on  # checked by the setter
         self.token_budget = token_budget
         self.tool_call_budget = tool_call_budget
         self.use_instructions: str | None = None
@@ -85,6 +85,15 @@ class Agent:
     def __repr__(self) -> str:
         team = f", team={[member_name(m) for m in self.team]}" if self.team else ""
         return f"Agent({self.name!r}{team})"
+
+    @property
+    def pause_on(self) -> set[str]:
+        """The actions this agent pauses before; set it to one name or several (checked)."""
+        return self._pause_on
+
+    @pause_on.setter
+    def pause_on(self, actions: str | Iterable[str]) -> None:
+        self._pause_on = checked_pause_on(actions, f"Agent({self.name!r})")
 
     @property
     def running_label(self) -> str:
