@@ -201,7 +201,10 @@ class Run:
         self._decide(APPROVE, mode="free")
 
     def cancel(self) -> None:
-        """Stop the run and its children; dangling tool calls are answered as cancelled."""
+        """Stop the run and its children; dangling tool calls are answered as cancelled.
+
+        A queued run ends `cancelled` without starting; the runs behind it keep their places
+        behind the run in flight."""
         if self.status == "paused":
             self._stop.clear()
         call_soon(self._cancel_on_loop)
