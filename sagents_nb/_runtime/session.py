@@ -503,7 +503,8 @@ class Session:
             if task is not None:
                 task.uncancel()
             outcome = Outcome("cancelled", "the run was cancelled")
-        except BaseException as exc:  # a kind failing before its task began: end, never hang
+        except BaseException as exc:  # a kind failing before its task began (or the start
+            # not recorded): end, never hang
             root.busy = False
             root.emit(ErrorOccurred(error_type=type(exc).__name__, message=str(exc)))
             outcome = Outcome("error", f"{type(exc).__name__}: {exc}")
