@@ -9,7 +9,9 @@ import json
 import re
 import sys
 import threading
+import time
 from collections.abc import Callable
+from email.utils import formatdate
 from pathlib import Path
 
 import httpx
@@ -159,6 +161,16 @@ def _transient(request: pytest.FixtureRequest, tmp_path: Path) -> None:
     result = sn.Session(sn.Agent("a"), llm=bounded).send("x").result(timeout=30)
     assert result.status == "error" and len(bounded.exchanges) == 2
     assert len([e for e in result.events if e.type == "retry"]) == 1 and errors(result)
+    an_hour = httpx.Response(429, headers={"retry-after": "3600"}, text="plus tard")
+    patient = sn.mock_llm(lambda req: an_hour, retries=3, max_retry_time=30)
+    result = sn.Session(sn.Agent("a"), llm=patient).send("x").result(timeout=30)
+    assert result.status == "error" and len(patient.exchanges) == 1  # a wait past the bound
+    assert "retry" not in types(result)
+    dated = iter([httpx.Response(503, headers={"retry-after": formatdate(time.time() + 1)})])
+    llm = sn.mock_llm(lambda req: next(dated, "à l'heure"), retries=1)
+    result = sn.Session(sn.Agent("a"), llm=llm).send("x").result(timeout=30)
+    assert result.text == "à l'heure"
+    assert [e.delay > 0 for e in result.events if e.type == "retry"] == [True]
 
 
 def keep_alive_after_text(body: bytes, answer: Answer) -> None:
@@ -477,13 +489,26 @@ def _blocking_tool(request: pytest.FixtureRequest, tmp_path: Path) -> None:
         release.wait(10)
         return "late"
 
+    @sn.tool
+    def blocks_for_good() -> str:
+        """Block with no time limit."""
+        release.wait(10)
+        return "late"
+
     session = sn.Session(sn.Agent("a", tools=[blocks]), llm=sn.mock_llm(calls("blocks")))
     run = session.send("x")
     other = sn.Session(sn.Agent("b"), llm=sn.script("meanwhile"))
     assert other.send("y").result(timeout=5).text == "meanwhile"
     result = run.result(timeout=30)
-    release.set()
     assert result.status == "done" and "timed out after 0.3 s" in result.text
+    stuck = sn.Session(
+        sn.Agent("a", tools=[blocks_for_good]), llm=sn.mock_llm(calls("blocks_for_good"))
+    )
+    run = stuck.send("x")
+    assert run.wait(timeout=0.3) == "running"
+    run.cancel()
+    assert run.wait(5) == "cancelled"  # the thread still blocks; the run has ended
+    release.set()
 
 
 @row("a `before_tool` hook that raises among parallel calls")
