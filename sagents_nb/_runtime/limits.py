@@ -61,19 +61,16 @@ def spawn_refusal(node: Node) -> str | None:
         return session.limit_hit
     spawned, cap = session.run_nodes, session.max_nodes
     if cap is not None and spawned >= cap:
-        return _stop(node, "max_nodes", cap, f"this run has spawned {spawned} sub-agents")
+        try:
+            _hit(node, "max_nodes", cap, f"this run has spawned {spawned} sub-agents")
+        except LimitReached as stop:  # the `task` call is refused with the text all stop with
+            return str(stop)
     session.run_nodes = spawned + 1
     return None
 
 
 def _hit(node: Node, name: str, cap: int, what: str) -> None:
     """Stop `node` and, through the same message at their next model call, every other node."""
-    raise LimitReached(_stop(node, name, cap, what))
-
-
-def _stop(node: Node, name: str, cap: int, what: str) -> str:
-    """Record that the run hit the cap `name` (an `error` event at `node`); return the text
-    every node stops with at its next model call."""
     from ..events import ErrorOccurred
 
     text = node.session.limit_hit = (
@@ -81,4 +78,4 @@ def _stop(node: Node, name: str, cap: int, what: str) -> str:
         f"needs more, raise it: sn.Session(..., {name}=...)"
     )
     node.emit(ErrorOccurred(error_type="LimitReached", message=text))
-    return text
+    raise LimitReached(text)
