@@ -1,7 +1,7 @@
-"""A file store commits on its own connection, on the store thread: a commit that fails (the
+"""A file store commits on its own connection, on its store thread: a commit that fails (the
 writer's death, as the run sees it) loses nothing and is retried, a slow disk holds up no run
-between the calls that return, the connection closes with its store, and sessions given one path
-share one store."""
+between the calls that return, a stalled store holds up no other store, the connection closes
+with its store, and sessions given one path share one store."""
 
 from __future__ import annotations
 
@@ -15,7 +15,9 @@ from typing import Any
 import pytest
 
 import sagents_nb as sn
+from sagents_nb._store import writer
 from sagents_nb._store.sqlite import store as _store_sqlite
+from sagents_nb.store import MemoryStore
 
 from .test_store import BOSS, boss_handler
 
@@ -146,3 +148,83 @@ def test_sessions_given_one_path_share_its_store(tmp_path: Path) -> None:
     assert third.store is not store
     third.send("go").result()
     assert {s.id for s in sn.Session.list_stored(db)} == {third.id}
+
+
+class StalledDisk(MemoryStore):
+    """A store whose commits hang, once `stall` is set, until `release` is."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stall, self.stalled, self.release = (
+            threading.Event(),
+            threading.Event(),
+            threading.Event(),
+        )
+
+    def commit(self, session_id: str, steps: Any) -> None:
+        if self.stall.is_set():
+            self.stalled.set()
+            self.release.wait(30)
+        super().commit(session_id, steps)
+
+
+def committed(db: Path, session_id: str) -> bool:
+    """Whether the file holds the end of the session's run (read beside the library)."""
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as con:
+        try:
+            rows = con.execute("SELECT count(*) FROM events WHERE session = ?", (session_id,))
+        except sqlite3.OperationalError:  # not created yet
+            return False
+        return rows.fetchone()[0] >= 3
+
+
+def store_threads() -> set[str]:
+    return {t.name for t in threading.enumerate() if t.name.startswith("sagents_nb-store-")}
+
+
+def test_a_stalled_store_holds_up_no_other_stores_commits(tmp_path: Path) -> None:
+    stalled = StalledDisk()
+    slow = sn.Session(sn.Agent("a"), llm=sn.script("un"), store=stalled)
+    stalled.stall.set()
+    cut = slow.send("bloqué")
+    assert stalled.stalled.wait(10)  # its commit hangs on the store thread of that store
+    db = tmp_path / "other.db"
+    answers: list[str] = []
+
+    def elsewhere() -> None:
+        other = sn.Session(sn.Agent("b"), llm=sn.script("réponse ✓"), store=db)
+        run = other.send("ailleurs")
+        deadline = time.monotonic() + 10
+        while not committed(db, other.id):  # in the background: no call here commits it
+            if time.monotonic() > deadline:
+                return
+            time.sleep(0.02)
+        answers.append(run.result().text)
+        (info,) = sn.Session.list_stored(db)  # reading it waits for its own commits only
+        reopened = sn.Session.open(db, info.id, agent=sn.Agent("b"))
+        answers.extend(m.content or "" for m in reopened.display_messages)
+
+    thread = threading.Thread(target=elsewhere, daemon=True)
+    thread.start()
+    thread.join(10)
+    try:
+        assert answers == ["réponse ✓", "ailleurs", "réponse ✓"], "it waited for the stalled store"
+    finally:
+        stalled.release.set()
+    assert cut.result(timeout=10).text == "un"
+    slow.flush()
+    assert [e.type for e in stalled.load(slow.id).events][-1] == "run_finished"
+
+
+def test_a_store_thread_ends_when_its_store_has_nothing_to_commit(tmp_path: Path) -> None:
+    before = store_threads()
+    session = sn.Session(sn.Agent("a"), llm=sn.script("un"), store=MemoryStore())
+    session.send("x").result()
+    assert store_threads() - before
+    deadline = time.monotonic() + 10 + writer.IDLE_SECONDS
+    while store_threads() - before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not store_threads() - before
+    assert session.send("y").result().text  # a new one starts for the next step
+    session.flush()
+    assert [e.type for e in session.store.load(session.id).events].count("run_finished") == 2

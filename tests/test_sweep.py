@@ -251,3 +251,103 @@ def test_a_stored_compare_reopens_a_run_as_its_variant_was_set_up(tmp_path) -> N
     loud = again.open("loud", llm=sn.mock_llm(echo))
     assert loud.preprocessor is shout and loud.llm_messages[0].content == "THÉ"
     assert loud.send("encore").result().text == "echo ENCORE"
+
+
+class Unusual(BaseException):
+    """A BaseException of the user's own."""
+
+
+RAISED = {
+    "SystemExit": lambda: SystemExit(3),
+    "KeyboardInterrupt": KeyboardInterrupt,
+    "custom": lambda: Unusual("à moi 🙃"),
+}
+
+
+def raising_variant(where: str, raised: BaseException) -> dict[str, object]:
+    """A variant that raises `raised` from its endpoint factory, its model or a hook."""
+
+    def factory():
+        raise raised
+
+    def model(req: sn.ChatRequest):
+        raise raised
+
+    class Hook:
+        def before_tool(self, call):
+            raise raised
+
+    return {
+        "factory": {"llm": factory},
+        "model": {"llm": lambda: sn.mock_llm(model)},
+        "hook": {"hooks": [Hook()]},
+    }[where]
+
+
+@sn.tool
+def lookup(city: str) -> str:
+    """Look a city up.
+
+    Args:
+        city: its name.
+    """
+    if city == "raise":
+        raise RAISED_BY_TOOL[0]
+    return f"{city}: ensoleillé"
+
+
+RAISED_BY_TOOL: list[BaseException] = []
+
+
+def calls_lookup(req: sn.ChatRequest):
+    if not req.tool_results:
+        return sn.reply(tool_calls=[sn.call("lookup", city=req.last_user)])
+    return f"vu: {req.tool_results[-1]}"
+
+
+@pytest.mark.parametrize("entry", ["compare", "sweep"])
+@pytest.mark.parametrize("raised", sorted(RAISED))
+@pytest.mark.parametrize("where", ["factory", "model", "hook"])
+def test_a_base_exception_raised_in_a_variant_is_its_error_row(
+    entry: str, raised: str, where: str
+) -> None:
+    exc = RAISED[raised]()
+    variants = {"fine": {}, "bad": raising_variant(where, exc)}
+    agent = sn.Agent("solo", tools=[lookup])
+    if entry == "compare":
+        cmp = sn.compare(agent, "Lyon", variants, llm=lambda: sn.mock_llm(calls_lookup))
+    else:
+        cmp = sn.sweep(
+            agent,
+            ["Lyon", "東京"],
+            variants,
+            llm=lambda: sn.mock_llm(calls_lookup),
+            retries=0,
+            progress=False,
+        )
+    assert not cmp.interrupted
+    rows = cmp.rows
+    assert [r["status"] for r in rows if r["variant"] == "fine"] == ["done"] * len(cmp.items)
+    bad = [r for r in rows if r["variant"] == "bad"]
+    assert len(bad) == len(cmp.items)
+    for row in bad:
+        assert row["status"] == "error", row
+        assert type(exc).__name__ in row["error"] and str(exc) in row["error"]
+
+
+@pytest.mark.parametrize("raised", sorted(RAISED))
+def test_a_base_exception_raised_by_a_tool_is_answered_and_the_sweep_goes_on(raised: str) -> None:
+    RAISED_BY_TOOL[:] = [RAISED[raised]()]
+    cmp = sn.sweep(
+        sn.Agent("solo", tools=[lookup]),
+        ["raise", "Lyon"],
+        {"v": {}},
+        llm=lambda: sn.mock_llm(calls_lookup),
+        progress=False,
+    )
+    first, second = cmp.records
+    assert (first.status, second.status) == ("done", "done")
+    assert second.answer == "vu: Lyon: ensoleillé"
+    failed = [e for e in first.events if e.type == "tool_call_finished"]
+    assert failed[0].status == "error"
+    assert f"tool lookup failed: {type(RAISED_BY_TOOL[0]).__name__}" in failed[0].result

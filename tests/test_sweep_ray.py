@@ -212,3 +212,46 @@ def test_a_ray_sweep_gives_every_run_fresh_tree_endpoints_and_reuses_by_fingerpr
         (False, "changed: variant"),
     ]
     assert [r["answer"] for r in again.rows] == ["boss: helper: 翻訳"] * 6
+
+
+class Unusual(BaseException):
+    """A BaseException of the user's own."""
+
+
+def exits():
+    raise SystemExit("le variant quitte")
+
+
+def interrupts():
+    raise KeyboardInterrupt
+
+
+def unusual():
+    raise Unusual("à moi 🙃")
+
+
+@pytest.mark.timeout(300)
+def test_a_base_exception_raised_in_a_variant_on_a_worker_is_its_error_row(local_ray) -> None:
+    variants = {"fine": {}, "exits": {"llm": exits}, "interrupts": {"llm": interrupts}}
+    variants["unusual"] = {"llm": unusual}
+    cmp = sn.sweep(
+        team(),
+        ["Ada"],
+        variants,
+        llm=sn.mock_llm(model),
+        executor="ray",
+        concurrency=2,
+        retries=0,
+        progress=False,
+    )
+    rows = {r["variant"]: r for r in cmp.rows}
+    assert rows["fine"]["status"] == "done"
+    assert (rows["exits"]["status"], rows["exits"]["error"]) == (
+        "error",
+        "SystemExit: le variant quitte",
+    )
+    assert (rows["interrupts"]["status"], rows["interrupts"]["error"]) == (
+        "error",
+        "KeyboardInterrupt: ",
+    )
+    assert rows["unusual"]["error"].endswith("Unusual: à moi 🙃")

@@ -158,7 +158,8 @@ async def run_session(
             run.cancel()
             await _settle(run)
         record.status, record.error = "cancelled", "the sweep was cancelled"
-    except Exception as exc:  # a bad variant at run time: its own row, the others go on
+    except BaseException as exc:  # a bad variant at run time (SystemExit and KeyboardInterrupt
+        # raised in it too: on this loop they are no Ctrl-C of the user's): its own row
         record.status, record.error = "error", f"{type(exc).__name__}: {exc}"
     record.seconds = time.perf_counter() - started
     for own in endpoints:  # this run's own copies

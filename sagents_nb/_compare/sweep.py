@@ -61,7 +61,8 @@ def compare(
 
     Raises:
         ConfigurationError: a variant does not apply (an agent not in the team, an unknown
-            parameter): nothing has run. A variant that fails while running is an `error` row.
+            parameter): nothing has run. A variant that fails while running is an `error` row
+            naming what it raised, `SystemExit` and `KeyboardInterrupt` too.
     """
     check_instance("agent", agent, Agent, where="sn.compare(...)", accepted="an sn.Agent")
     items = [Item(0, conversation(prompts, "prompts"))]
@@ -101,9 +102,11 @@ def sweep(
             more attempts.
         progress: True shows a bar (a widget in a notebook, a line on stderr elsewhere).
 
-    Ctrl-C (a kernel interrupt) cancels every run in flight and returns the rows so far: the
-    finished runs, the others `cancelled` (`comparison.interrupted` is True); run the sweep
-    again with the same store to finish it.
+    Ctrl-C (a kernel interrupt) while the sweep runs cancels every run in flight and returns
+    the rows so far: the finished runs, the others `cancelled` (`comparison.interrupted` is
+    True); run the sweep again with the same store to finish it. A `KeyboardInterrupt` or
+    `SystemExit` raised inside a variant (its endpoint, a hook) is that row's error, not a
+    Ctrl-C.
     """
     if not isinstance(concurrency, int) or concurrency < 1:
         raise ConfigurationError(f"concurrency must be a positive int, not {concurrency!r}")
@@ -141,13 +144,16 @@ def _execute(
     try:
         records = block_on(future, what="sn.sweep()")
     except KeyboardInterrupt:
-        interrupted = True
-        call_soon(job.cancel)
-        records = block_on(future, what="sn.sweep()")  # cancelling takes a moment
+        if future.done():  # it ended meanwhile, or raised this on the loop: no Ctrl-C of ours
+            records = future.result()
+        else:
+            interrupted = True
+            call_soon(job.cancel)
+            records = block_on(future, what="sn.sweep()")  # cancelling takes a moment
     if target is not None:
         from .._store.writer import drain_all
 
-        drain_all()  # every stored run committed before the table says so
+        drain_all(target)  # every stored run committed before the table says so
     return Comparison(
         records, agent=agent, variants=variants, store=target, interrupted=interrupted
     )
@@ -257,6 +263,9 @@ class _Job:
                     task.uncancel()
                 record = RunRecord(item.id, variant.name, item.prompts, "cancelled")
                 record.error = "the sweep was cancelled"
+            except BaseException as exc:  # what a runner raises is its row's, not the sweep's
+                error = f"{type(exc).__name__}: {exc}"
+                record = RunRecord(item.id, variant.name, item.prompts, "error", error=error)
             record.attempts = attempt - stored
             record.meta = dict(item.meta)
             if record.status != "error" or attempt - stored > self.retries or self.cancelled:

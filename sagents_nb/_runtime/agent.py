@@ -10,6 +10,7 @@ from .._base.errors import ConfigurationError
 from .._base.loop import run_sync
 from .._tools.hooks import HOOK, is_hook
 from .._tools.tool import Tool
+from .pausing import checked_pause_on
 
 if TYPE_CHECKING:
     from .._endpoints.openai import LLM
@@ -41,7 +42,8 @@ class Agent:
             `Main()` for the top agent and `Worker()` for children by default.
         max_turns: model calls per run or task before the agent is stopped (loudly).
         hooks: tool hooks (`before_tool` / `after_tool`) for this agent's calls.
-        pause_on: actions (`model`, `tool`, `task`) to pause before, for this agent.
+        pause_on: actions (`model`, `tool`, `task`) to pause before, for this agent: one
+            name or several.
         token_budget: total tokens this agent may spend on one task, its children's included (a
             shared pool: a child's budget is the smaller of its own and what is left above it).
         tool_call_budget: tool calls this agent may make on one task.
@@ -59,7 +61,7 @@ class Agent:
         kind: ChildKind | None = None,
         max_turns: int | None = None,
         hooks: Sequence[Any] = (),
-        pause_on: Iterable[str] = (),
+        pause_on: str | Iterable[str] = (),
         token_budget: int | None = None,
         tool_call_budget: int | None = None,
     ) -> None:
@@ -89,7 +91,7 @@ class Agent:
         self.kind = kind
         self.max_turns = max_turns
         self.hooks = list(hooks)
-        self.pause_on = set(pause_on)
+        self.pause_on = pause_on  # checked by the setter
         self.token_budget = token_budget
         self.tool_call_budget = tool_call_budget
         self.use_instructions: str | None = None
@@ -111,7 +113,7 @@ class Agent:
             "_kind", _UNSET
         ):
             return  # the same again (a Task class's kind is assigned at each turn boundary)
-        from ..kinds import checked_kind
+        from ..kinds import checked_kind  # the kinds load with the first kind given, not sn.Agent
 
         self._kind = checked_kind(value, where=f"sn.Agent({self.name!r})")
         self._kind_given = value
@@ -129,6 +131,15 @@ class Agent:
             return
         self._model = checked_model("model", value, where=f"sn.Agent({self.name!r})")
         self._model_given = value
+
+    @property
+    def pause_on(self) -> set[str]:
+        """The actions this agent pauses before; set it to one name or several (checked)."""
+        return self._pause_on
+
+    @pause_on.setter
+    def pause_on(self, actions: str | Iterable[str]) -> None:
+        self._pause_on = checked_pause_on(actions, f"Agent({self.name!r})")
 
     @property
     def running_label(self) -> str:

@@ -171,7 +171,7 @@ async def delegate(parent: Node, agent: Agent, prompt: str, call_id: str | None)
     child = parent.persistent.get(agent.name) if kind.persistent else None
     spawned = child is None
     if child is None:
-        refusal = spawn_refusal(session)
+        refusal = spawn_refusal(parent)
         if refusal is not None:
             raise SpawnRefused(refusal)
         child = parent.spawn(agent, kind)

@@ -9,7 +9,6 @@ from ..events import ErrorOccurred
 
 if TYPE_CHECKING:
     from .node import Node
-    from .session import Session
 
 MAX_MODEL_CALLS = 2_000
 """Model requests one run may make, across the whole tree (summaries included)."""
@@ -21,6 +20,15 @@ MAX_TOKENS = 50_000_000
 
 class LimitReached(Exception):
     """A session cap stopped a node; its task ends `incomplete` with this text."""
+
+
+def checked_count(name: str, value: int, least: int, what: str) -> int:
+    """`value` if it is a whole number of at least `least` (`what` says what it counts)."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < least:
+        raise ConfigurationError(
+            f"{name} ({what}) must be a whole number of at least {least}, not {value!r}"
+        )
+    return value
 
 
 def checked_cap(name: str, value: int | None) -> int | None:
@@ -46,15 +54,18 @@ def before_model_call(node: Node) -> None:
     session.run_model_calls = calls + 1
 
 
-def spawn_refusal(session: Session) -> str | None:
-    """Why the current run may not spawn another sub-agent, or None; counts the spawn if it may."""
+def spawn_refusal(node: Node) -> str | None:
+    """Why the current run may not spawn another sub-agent below `node`, or None; counts the
+    spawn if it may. Past `max_nodes` the run stops as at the other caps."""
+    session = node.session
+    if session.limit_hit is not None:
+        return session.limit_hit
     spawned, cap = session.run_nodes, session.max_nodes
     if cap is not None and spawned >= cap:
-        return (
-            f"the session's max_nodes ({cap}) is reached: this run has spawned {spawned} "
-            "sub-agents; do the rest yourself or answer with what you have (a notebook can "
-            "raise it: sn.Session(..., max_nodes=...))"
-        )
+        try:
+            _hit(node, "max_nodes", cap, f"this run has spawned {spawned} sub-agents")
+        except LimitReached as stop:  # the `task` call is refused with the text all stop with
+            return str(stop)
     session.run_nodes = spawned + 1
     return None
 

@@ -5,12 +5,31 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._base.errors import ConfigurationError
 from .._base.messages import Message, ToolCall
 
 PAUSE_ACTIONS = frozenset({"model", "tool", "task"})
+
+
+def checked_pause_on(pause_on: str | Iterable[str], where: str) -> set[str]:
+    """The actions `pause_on` names (one action name, or several); anything else is refused."""
+    try:
+        actions = {pause_on} if isinstance(pause_on, str) else set(pause_on)
+    except TypeError:
+        raise TypeError(
+            f"pause_on of {where} takes an action name or several of {sorted(PAUSE_ACTIONS)}, "
+            f"not {type(pause_on).__name__}"
+        ) from None
+    unknown = actions - PAUSE_ACTIONS
+    if unknown:
+        raise ConfigurationError(
+            f"pause_on of {where} accepts {sorted(PAUSE_ACTIONS)}, not {sorted(unknown, key=repr)}"
+        )
+    return actions
 
 
 @dataclass

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from .._base.errors import ConfigurationError
 from .._base.messages import Message
 from ..events import RunStarted
+from .pausing import checked_pause_on
 from .run import Run
 
 if TYPE_CHECKING:
@@ -46,7 +47,13 @@ async def enqueue_resume(session: Session, pause_on: Iterable[str]) -> Run:
     runs = []
     if started is not None:
         # the run's own pause points still hold: approvals pending at the crash are asked again
-        runs.append(Run(session, started.run, pause_on={*pause_on, *started.pause_on}))
+        runs.append(
+            Run(
+                session,
+                started.run,
+                pause_on={*checked_pause_on(pause_on, "resume()"), *started.pause_on},
+            )
+        )
     for entry in queued:  # then the inputs that waited behind it, as they were sent
         runs.append(
             Run(

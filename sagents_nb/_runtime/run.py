@@ -16,7 +16,7 @@ from .._base.loop import POLL_SECONDS, call_soon, on_library_thread, settle
 from .._base.messages import Message
 from .._tools.tool import parse_arguments
 from ..events import Paused, Resumed
-from .pausing import APPROVE, PAUSE_ACTIONS, Decision, PendingAction
+from .pausing import APPROVE, Decision, PendingAction, checked_pause_on
 
 if TYPE_CHECKING:
     from ..events import Event
@@ -39,18 +39,13 @@ class Run:
         session: Session,
         number: int,
         *,
-        pause_on: Iterable[str] = (),
+        pause_on: str | Iterable[str] = (),
         message: Message | None = None,
         display: Message | None = None,
     ) -> None:
-        unknown = set(pause_on) - PAUSE_ACTIONS
-        if unknown:
-            raise ConfigurationError(
-                f"pause_on accepts {sorted(PAUSE_ACTIONS)}, not {sorted(unknown)}"
-            )
+        self.pause_on = checked_pause_on(pause_on, "send()")
         self.session = session
         self.number = number
-        self.pause_on = set(pause_on)
         self.message = message
         self.display = display
         self.status = "queued"
@@ -212,7 +207,10 @@ class Run:
         self._decide(APPROVE, mode="free")
 
     def cancel(self) -> None:
-        """Stop the run and its children; dangling tool calls are answered as cancelled."""
+        """Stop the run and its children; dangling tool calls are answered as cancelled.
+
+        A queued run ends `cancelled` without starting; the runs behind it keep their places
+        behind the run in flight."""
         if self.status == "paused":
             self._stop.clear()
         call_soon(self._cancel_on_loop)
@@ -254,7 +252,9 @@ class Run:
         """Cancel the run and wait until it has ended (on the library loop)."""
         self._cancel_on_loop()
         if self._task is not None and not self._task.done():
-            await asyncio.wait({self._task})
+            # a queued run ends at once, though its task keeps its place behind the run in flight
+            ended = asyncio.wrap_future(self._finished)
+            await asyncio.wait({self._task, ended}, return_when=asyncio.FIRST_COMPLETED)
 
     def should_pause(self, node: Node, action: str) -> bool:
         if self.mode == "free":

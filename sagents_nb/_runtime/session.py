@@ -19,7 +19,7 @@ from .._base.checks import (
     refuse,
 )
 from .._base.errors import ConfigurationError, Rejected, RunPaused
-from .._base.ids import new_session_id
+from .._base.ids import checked_session_id, new_session_id
 from .._base.loop import block_on, run_on_library_loop, submit
 from .._base.messages import Message, Usage
 from .._base.outcome import Outcome
@@ -40,7 +40,7 @@ from ..events import (
 from ..kinds import Main, Worker
 from .bus import EventBus
 from .journal import Journal
-from .limits import MAX_MODEL_CALLS, MAX_NODES, MAX_TOKENS, checked_cap
+from .limits import MAX_MODEL_CALLS, MAX_NODES, MAX_TOKENS, checked_cap, checked_count
 from .node import Node, default_token_counter
 from .pausing import APPROVE, Decision
 from .preprocess import AgentState, PreprocessContext, checked_preprocessor, preprocessor_name
@@ -111,8 +111,9 @@ class Session:
         max_model_calls: model requests one run (one `send`) may make across the whole tree;
             at the cap every node stops at its next request and the run ends `incomplete`,
             saying so. None for no cap.
-        max_nodes: sub-agents one run may spawn across the whole tree; past it a `task`
-            call is refused (the model is told why), as at the depth limit. None for no cap.
+        max_nodes: sub-agents one run may spawn across the whole tree; past it the `task`
+            call is refused (the model is told why) and, as at the other caps, every node
+            stops at its next model request: the run ends `incomplete`. None for no cap.
         max_tokens: tokens one run may spend (the endpoint's reported usage); like
             `max_model_calls`, checked before each request. None for no cap.
         token_counter: `count(message) -> int`; an estimate by default.
@@ -148,6 +149,8 @@ class Session:
         session_id: str | None = None,
         durability: Literal["turn", "async", "exit"] = "async",
     ) -> None:
+        if session_id is not None:
+            checked_session_id(session_id)
         self.id = session_id or new_session_id()
         self.durability = durability
         self.agent = agent = checked_agent(agent)
@@ -167,8 +170,10 @@ class Session:
                 f"task returns its earlier result for the session's life), not {reattach!r}"
             )
         self.reattach = reattach
-        self.max_depth = max_depth
-        self.max_parallel = max_parallel
+        self.max_depth = checked_count("max_depth", max_depth, 0, "how deep delegation may go")
+        self.max_parallel = checked_count(
+            "max_parallel", max_parallel, 1, "children of one parent running at once"
+        )
         self.max_model_calls = checked_cap("max_model_calls", max_model_calls)
         self.max_nodes = checked_cap("max_nodes", max_nodes)
         self.max_tokens = checked_cap("max_tokens", max_tokens)
@@ -356,6 +361,7 @@ class Session:
         # restore builds a Message and loads httpx at import: loaded to reopen, not to run
         from .restore import open_session, reopening_endpoint
 
+        checked_session_id(session_id)
         options["llm"] = reopening_endpoint(llm)
         return open_session(cls, store, session_id, agent, options)
 
@@ -381,6 +387,8 @@ class Session:
         from .jsonl import import_jsonl
         from .restore import reopening_endpoint
 
+        if session_id is not None:
+            checked_session_id(session_id)
         options["llm"] = reopening_endpoint(llm)
         check_path("path", path, where="sn.Session.import_jsonl()")
         target = resolve_store(store, create=True)
@@ -508,6 +516,12 @@ class Session:
                 run._finish(self._result(run, Outcome("cancelled", "cancelled before it started")))
                 if self.journal is not None:
                     self.journal.queue_changed()
+                # its place holds until the run before it ends: the runs behind it wait for that
+                while not previous.done():
+                    try:
+                        await asyncio.wait({previous})
+                    except asyncio.CancelledError:  # cancelled again: it has ended already
+                        continue
                 return
         self.current_run = run
         self.bus.run = run.number
@@ -518,33 +532,34 @@ class Session:
         if self.journal is not None:
             self.journal.queue_changed()  # written with the run's start, in one step
         root = self.root
-        if run.message is not None and run.display is not None:
-            root.display_swaps[id(run.message)] = run.display
-        if run.message is not None and run.display is not None and self._preprocessor is not None:
+        try:  # from here on the run ends, whatever fails: recording its start too
+            if run.message is not None and run.display is not None:
+                root.display_swaps[id(run.message)] = run.display
+                if self._preprocessor is not None:
+                    self.bus.emit(
+                        MessagePreprocessed(
+                            path=root.path,
+                            preprocessor=preprocessor_name(self._preprocessor),
+                            display=run.display,
+                            llm=run.message,
+                        )
+                    )
             self.bus.emit(
-                MessagePreprocessed(
+                RunStarted(
                     path=root.path,
-                    preprocessor=preprocessor_name(self._preprocessor),
-                    display=run.display,
-                    llm=run.message,
+                    agent=self.agent.name,
+                    input=run.display.content if run.display else None,
+                    pause_on=sorted(run.pause_on),
                 )
             )
-        self.bus.emit(
-            RunStarted(
-                path=root.path,
-                agent=self.agent.name,
-                input=run.display.content if run.display else None,
-                pause_on=sorted(run.pause_on),
-            )
-        )
-        try:
             outcome = await root.run_task(run.message, resume=resume)
         except asyncio.CancelledError:
             task = asyncio.current_task()
             if task is not None:
                 task.uncancel()
             outcome = Outcome("cancelled", "the run was cancelled")
-        except BaseException as exc:  # a kind failing before its task began: end, never hang
+        except BaseException as exc:  # a kind failing before its task began (or the start
+            # not recorded): end, never hang
             root.busy = False
             root.emit(ErrorOccurred(error_type=type(exc).__name__, message=str(exc)))
             outcome = Outcome("error", f"{type(exc).__name__}: {exc}")

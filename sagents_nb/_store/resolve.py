@@ -31,10 +31,10 @@ def resolve_store(target: object, *, create: bool) -> Store:
         StoreError: `target` is none of those, or a string that cannot name a file (empty, a
             URL, a folder, text with line breaks); the error says what `store=` takes.
     """
-    if not create:  # reading: what this process queued must be readable first
+    if not create:  # reading: what this process queued for it must be readable first
         from .writer import drain_all
 
-        drain_all()
+        drain_all(target)
     if isinstance(target, str | os.PathLike):
         from .sqlite.store import open_file
 

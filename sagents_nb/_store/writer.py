@@ -1,10 +1,12 @@
-"""`StepWriter`: commits a session's steps off the event loop, in groups; one library thread
-(the store thread) serves every writer.
+"""`StepWriter`: commits a session's steps off the event loop, in groups; each store has its
+own thread (its store thread), so a stalled disk under one store holds up no other's commits.
 
-The store thread looks every `LOOK_SECONDS` and commits what every session queued meanwhile
-(a group commit); `put(..., at_once=True)` and `drain` commit at once. Waking the thread for
-each step would cost the busy library loop a GIL hand-over each time (benchmarks/README.md
-has the measurement).
+A store thread looks every `LOOK_SECONDS` and commits what every session of its store queued
+meanwhile (a group commit); `put(..., at_once=True)` and `drain` commit at once. Waking the
+thread for each step would cost the busy library loop a GIL hand-over each time
+(benchmarks/README.md has the measurement). A store thread ends once its store has had nothing
+to commit for `IDLE_SECONDS`; the next step starts another. Chores (`later`) run on a thread of
+their own.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import concurrent.futures
 import heapq
 import itertools
 import logging
+import os
 import threading
 import time
 import weakref
@@ -36,21 +39,41 @@ MAX_DELAY_SECONDS = 0.05
 """...or at the latest this long after the step ended."""
 
 LOOK_SECONDS = 0.05
-"""How often the store thread commits what was handed over (and runs chores that are due).
-A crash loses at most `MAX_DELAY_SECONDS + LOOK_SECONDS` of finished work besides the action
-in flight."""
+"""How often a store thread commits what was handed over. A crash loses at most
+`MAX_DELAY_SECONDS + LOOK_SECONDS` of finished work besides the action in flight."""
 
-_lock = threading.Condition()
-_waiting: list[StepWriter] = []
+IDLE_SECONDS = 2.0
+"""How long a store thread waits with nothing to commit before it ends."""
+
+_mutex = threading.RLock()  # a finalizer may call `later` on a thread that holds it
+_lock = threading.Condition(_mutex)
+"""Guards every writer and lane; notified when a commit ends (for `drain`)."""
 _chores: collections.deque[Callable[[], None]] = collections.deque()
 _timed: list[tuple[float, int, Callable[[], None]]] = []
 _order = itertools.count()
-_sleeping_until = 0.0
-"""When the store thread wakes up next by itself (monotonic time; 0 while it is awake)."""
-_urgent = False
-"""A writer asked for a commit at once while the store thread was awake."""
-_thread: threading.Thread | None = None
+_chore_wake = threading.Condition(_mutex)
+_chore_thread: threading.Thread | None = None
+_chores_idle = False
+"""The chore thread waits with no timed chore to look at: `later` must wake it."""
 _writers: weakref.WeakSet[StepWriter] = weakref.WeakSet()
+
+
+class _Lane:
+    """One store's writers waiting for a commit, and the thread that commits them."""
+
+    def __init__(self) -> None:
+        self.waiting: list[StepWriter] = []
+        self.wake = threading.Condition(_mutex)
+        self.urgent = False
+        """A writer asked for a commit at once."""
+        self.sleeping = False
+        self.thread: threading.Thread | None = None
+
+
+_lanes: dict[int, _Lane] = {}
+"""Each store's lane, by the store's id (a waiting writer keeps its store alive); a lane leaves
+with its thread."""
+_lane_names = itertools.count(1)
 
 
 class Encodable(Protocol):
@@ -97,16 +120,13 @@ class StepWriter:
         _writers.add(self)
         if create is not None:  # stored at the store thread's next look
             with _lock:
-                _waiting.append(self)
-                _wake(at_once=False)
+                self._queue(at_once=False)
 
     def put(self, step: Encodable, *, at_once: bool = False) -> None:
         """Queue `step` for the store thread's next look, or for a commit `at_once`."""
         with _lock:
             self._pending.append(step)
-            if self not in _waiting:
-                _waiting.append(self)
-            _wake(at_once=at_once)
+            self._queue(at_once=at_once)
 
     def settle(self) -> concurrent.futures.Future[None]:
         """Queue the step being recorded and have the store thread commit everything queued
@@ -120,10 +140,25 @@ class StepWriter:
                 future.set_result(None)
                 return future
             self._promises.append(future)
-            if self not in _waiting:
-                _waiting.append(self)
-            _wake(at_once=True)
+            self._queue(at_once=True)
         return future
+
+    def _queue(self, *, at_once: bool) -> None:
+        """Wait in the store's lane for its thread (started if need be; the caller holds
+        `_lock`), woken now if `at_once`."""
+        lane = _lanes.get(id(self.store))
+        if lane is None:
+            lane = _lanes[id(self.store)] = _Lane()
+        if self not in lane.waiting:
+            lane.waiting.append(self)
+        if lane.thread is None:
+            name = f"sagents_nb-store-{next(_lane_names)}"
+            lane.thread = threading.Thread(target=_serve, args=(lane,), name=name, daemon=True)
+            lane.thread.start()
+        if at_once:
+            lane.urgent = True
+            if lane.sleeping:
+                lane.wake.notify()
 
     def drain(self) -> None:
         """Commit every queued step (and the one being recorded) now, on this thread, and
@@ -154,7 +189,6 @@ class StepWriter:
     ) -> Exception | None:
         """Encode and commit `steps` (the caller set `_writing`), then settle `promises`; on
         failure put the steps back first in line."""
-        global _urgent
         error = None
         try:
             if self._create is not None:
@@ -171,7 +205,7 @@ class StepWriter:
             if error is not None:
                 self._pending[:0] = steps
             if self._promises:  # promised while this commit ran: the next look is now
-                _urgent = True
+                self._queue(at_once=True)
             _lock.notify_all()
         for promise in promises:
             if error is None:
@@ -182,72 +216,82 @@ class StepWriter:
 
 
 def later(chore: Callable[[], None], delay: float = 0.0) -> None:
-    """Run `chore` on the store thread (at its first look `delay` seconds or more from now,
-    within `LOOK_SECONDS` more), e.g. closing a connection
-    (SQLite then checkpoints and syncs the file, which takes milliseconds nobody should wait
-    for).
+    """Run `chore` on the chore thread (`delay` seconds or more from now), e.g. closing a
+    connection (SQLite then checkpoints and syncs the file, which takes milliseconds nobody
+    should wait for).
 
-    Safe without a delay from a garbage-collection finalizer on any thread, the store thread
-    included: the chore waits in a deque until the thread next looks.
+    Safe from a garbage-collection finalizer on any thread, the chore thread included (the
+    lock is reentrant).
     """
-    if delay <= 0:
-        _chores.append(chore)
-        with _lock:
-            _wake(at_once=True)
-        return
+    global _chore_thread
     with _lock:
-        heapq.heappush(_timed, (time.monotonic() + delay, next(_order), chore))
-        _wake(at_once=False)
+        if delay > 0:
+            heapq.heappush(_timed, (time.monotonic() + delay, next(_order), chore))
+        else:
+            _chores.append(chore)
+        if _chore_thread is None:
+            _chore_thread = threading.Thread(
+                target=_serve_chores, name="sagents_nb-store-chores", daemon=True
+            )
+            _chore_thread.start()
+        if delay <= 0 or _chores_idle:  # a timed one waits for the next look, as steps do
+            _chore_wake.notify()
 
 
-def _wake(*, at_once: bool) -> None:
-    """Start the store thread; wake it now if `at_once` (the caller holds `_lock`)."""
-    global _thread, _urgent
-    if _thread is None:
-        _thread = threading.Thread(target=_serve, name="sagents_nb-store", daemon=True)
-        _thread.start()
-    if at_once:
-        _urgent = True
-        if _sleeping_until:
-            _lock.notify_all()
-
-
-def _serve() -> None:
-    """The store thread: run chores; commit each waiting writer's steps when they are due (a
-    writer whose commit failed waits for its next step, or a drain, to try again)."""
-    while True:
-        chores, batches = _next_turn()
-        _run(chores)
+def _serve(lane: _Lane) -> None:
+    """A store thread: commit each waiting writer's steps when they are due (a writer whose
+    commit failed waits for its next step, or a drain, to try again); end when idle."""
+    while (batches := _next_turn(lane)) is not None:
         _commit_all(batches)
-        del chores, batches  # nothing of a session outlives its turn here
+        del batches  # nothing of a session outlives its turn here
 
 
 Batch = tuple["StepWriter", list[Encodable], list[concurrent.futures.Future[None]]]
 
 
-def _next_turn() -> tuple[list[Callable[[], None]], list[Batch]]:
-    """Sleep until the next look (or a wake-up); take the chores that are due and every
-    waiting writer's steps (marked as writing)."""
-    global _sleeping_until, _urgent
+def _next_turn(lane: _Lane) -> list[Batch] | None:
+    """Sleep until the next look (or a wake-up); take every waiting writer's steps (marked as
+    writing). None once the lane has had nothing to commit for `IDLE_SECONDS` (it is gone)."""
+    idle_until = time.monotonic() + IDLE_SECONDS
     with _lock:
-        if not (_chores or _urgent):
-            now = time.monotonic()
-            left = min(LOOK_SECONDS, _timed[0][0] - now) if _timed else LOOK_SECONDS
-            if left > 0:
-                _sleeping_until = now + left
-                _lock.wait(left)
-                _sleeping_until = 0.0
-        _urgent = False
-        now = time.monotonic()
-        while _timed and _timed[0][0] <= now:
-            _chores.append(heapq.heappop(_timed)[2])
-        chores = [_chores.popleft() for _ in range(len(_chores))]
-        due = [w for w in _waiting if not w._writing]
-        _waiting[:] = [w for w in _waiting if w._writing]
+        while True:
+            if not lane.urgent:
+                lane.sleeping = True
+                lane.wake.wait(LOOK_SECONDS)
+                lane.sleeping = False
+            lane.urgent = False
+            due = [w for w in lane.waiting if not w._writing]
+            if due:
+                break
+            if not lane.waiting and time.monotonic() >= idle_until:
+                for key, known in list(_lanes.items()):
+                    if known is lane:
+                        del _lanes[key]
+                return None
+        lane.waiting[:] = [w for w in lane.waiting if w._writing]
         batches = [(w, w._pending, w._promises) for w in due]
         for writer in due:
             writer._pending, writer._promises, writer._writing = [], [], True
-        return chores, batches
+        return batches
+
+
+def _serve_chores() -> None:
+    """The chore thread: run the chores that are due, looking every `LOOK_SECONDS` while
+    timed ones wait (and not at all while none do)."""
+    global _chores_idle
+    while True:
+        with _lock:
+            while not _chores:
+                now = time.monotonic()
+                while _timed and _timed[0][0] <= now:
+                    _chores.append(heapq.heappop(_timed)[2])
+                if not _chores:
+                    _chores_idle = not _timed
+                    _chore_wake.wait(LOOK_SECONDS if _timed else None)
+                    _chores_idle = False
+            chores = [_chores.popleft() for _ in range(len(_chores))]
+        _run(chores)
+        del chores  # nothing of a session outlives its turn here
 
 
 def _run(chores: list[Callable[[], None]]) -> None:
@@ -271,14 +315,28 @@ def _commit_all(batches: list[Batch]) -> None:
             )
 
 
-def drain_all() -> None:
-    """Commit every session's queued steps, so that reading a store in this process sees them
-    (a failure is logged: the session's own `flush()` raises it)."""
+def drain_all(target: object = None) -> None:
+    """Commit every session's queued steps (those recorded into `target` when given: a store,
+    or a store file's path), so that reading a store in this process sees them (a failure is
+    logged: the session's own `flush()` raises it). A stalled store holds up only its own."""
     for writer in list(_writers):
+        if target is not None and not _writes_to(writer.store, target):
+            continue
         try:
             writer.drain()
         except StoreError as exc:
             log.error("%s", exc)
+
+
+def _writes_to(store: Store, target: object) -> bool:
+    if isinstance(target, str | os.PathLike):
+        path = getattr(store, "path", None)
+        try:
+            wanted = os.path.realpath(os.fsdecode(target))
+        except (TypeError, ValueError):  # no file name: `resolve_store` says why
+            return False
+        return isinstance(path, str) and os.path.realpath(path) == wanted
+    return store is target or store is getattr(target, "store", None)
 
 
 atexit.register(drain_all)  # a script that ends normally keeps everything its sessions recorded

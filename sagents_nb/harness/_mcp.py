@@ -86,7 +86,7 @@ async def serve_tools(
         ) from exc
     token = secrets.token_urlsafe(32)
     remove_stale_configs()
-    directory = tempfile.mkdtemp(prefix=f"{CONFIG_PREFIX}{os.getpid()}-")  # made 0700
+    directory = tempfile.mkdtemp(prefix=f"{CONFIG_PREFIX}{_process_tag(os.getpid())}-")  # 0700
     try:
         async with running_tool_server(tools, call_tool, token) as url:
             config_path = _write_config(directory, url, token)
@@ -96,7 +96,9 @@ async def serve_tools(
 
 
 CONFIG_PREFIX = "sagents-mcp-"
-"""Config directories are named `sagents-mcp-<pid>-<random>` after the process serving them."""
+"""Config directories are named `sagents-mcp-<pid>.<start>-<random>` after the process serving
+them (`<start>`: its start time where `/proc` tells it, so a later process given the same pid is
+not taken for it)."""
 
 
 def remove_stale_configs() -> None:
@@ -108,8 +110,8 @@ def remove_stale_configs() -> None:
     except OSError:
         return
     for name in names:
-        pid = name.removeprefix(CONFIG_PREFIX).partition("-")[0]
-        if not name.startswith(CONFIG_PREFIX) or not pid.isdigit() or _running(int(pid)):
+        pid, _, started = name.removeprefix(CONFIG_PREFIX).partition("-")[0].partition(".")
+        if not name.startswith(CONFIG_PREFIX) or not pid.isdigit() or _running(int(pid), started):
             continue
         path = os.path.join(folder, name)
         try:
@@ -120,16 +122,36 @@ def remove_stale_configs() -> None:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def _running(pid: int) -> bool:
-    if pid == os.getpid():
+def _running(pid: int, started: str) -> bool:
+    """Whether the process that made a directory still runs: `pid` is alive, no zombie (killed,
+    not yet reaped), and started when the name says (where it says)."""
+    if pid != os.getpid():
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:  # someone else's process: /proc tells whether it is the one
+            pass
+    state = _proc_stat(pid)
+    if state is None:
         return True
+    return state[0] != "Z" and started in ("", state[1])
+
+
+def _process_tag(pid: int) -> str:
+    """`<pid>.<start>` (`<pid>` alone where `/proc` is missing)."""
+    state = _proc_stat(pid)
+    return f"{pid}.{state[1]}" if state is not None else str(pid)
+
+
+def _proc_stat(pid: int) -> tuple[str, str] | None:
+    """The process's state letter and start time (clock ticks after boot), from `/proc`."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process
-        return True
-    return True
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        return fields[0], fields[19]
+    except (OSError, IndexError):
+        return None
 
 
 def _write_config(directory: str, url: str, token: str) -> str:

@@ -154,7 +154,7 @@ async def test_a_cli_calls_the_injected_tools_end_to_end(fake_cli):
 async def test_cancelling_a_run_with_tools_stops_the_server_and_removes_its_files(
     fake_cli, tmp_path
 ):
-    before = set(glob.glob(os.path.join(tempfile.gettempdir(), f"sagents-mcp-{os.getpid()}-*")))
+    before = set(glob.glob(os.path.join(tempfile.gettempdir(), f"sagents-mcp-{os.getpid()}[.-]*")))
     ready = asyncio.Event()
     task = asyncio.create_task(
         run_harness(
@@ -168,7 +168,8 @@ async def test_cancelling_a_run_with_tools_stops_the_server_and_removes_its_file
     )
     await asyncio.wait_for(ready.wait(), 5)
     during = (
-        set(glob.glob(os.path.join(tempfile.gettempdir(), f"sagents-mcp-{os.getpid()}-*"))) - before
+        set(glob.glob(os.path.join(tempfile.gettempdir(), f"sagents-mcp-{os.getpid()}[.-]*")))
+        - before
     )
     assert len(during) == 1
     task.cancel()
@@ -222,3 +223,54 @@ async def test_a_config_left_by_a_killed_process_is_removed_at_the_next_start(
         assert not os.path.exists(left)
         assert os.path.exists(injection.config_path)
     assert someone_elses.exists()  # not a name this code gives: left alone
+
+
+@pytest.mark.timeout(60)
+async def test_a_config_left_by_a_killed_process_not_yet_reaped_is_removed(tmp_path, monkeypatch):
+    import subprocess
+    import sys
+
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    child = subprocess.Popen(
+        [sys.executable, "-c", KILLED_WHILE_SERVING], stdout=subprocess.PIPE, text=True, env=env
+    )
+    try:
+        assert child.stdout is not None
+        left = os.path.dirname(child.stdout.readline().strip())
+        assert os.path.exists(left)
+        while open(f"/proc/{child.pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z":
+            await asyncio.sleep(0.02)  # killed; its parent (this test) has not reaped it yet
+        monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+        async with serve_tools([add], call_tool):
+            assert not os.path.exists(left)
+    finally:
+        child.kill()
+        child.wait(10)
+
+
+@pytest.mark.timeout(60)
+async def test_a_config_named_after_a_pid_now_given_to_another_process_is_removed(
+    tmp_path, monkeypatch
+):
+    import subprocess
+    import sys
+
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        with open(f"/proc/{other.pid}/stat") as stat:
+            started = stat.read().rsplit(")", 1)[1].split()[19]
+        earlier = tmp_path / f"sagents-mcp-{other.pid}.{int(started) - 1}-abc"  # pid reused
+        current = tmp_path / f"sagents-mcp-{other.pid}.{started}-def"
+        mine = tmp_path / f"sagents-mcp-{os.getpid()}.1-ghi"  # a past process of this pid
+        for folder in (earlier, current, mine):
+            folder.mkdir(mode=0o700)
+        monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+        async with serve_tools([add], call_tool) as injection:
+            assert not earlier.exists() and not mine.exists()
+            assert current.exists()  # that process still runs: its folder stays
+            assert os.path.basename(os.path.dirname(injection.config_path)).startswith(
+                f"sagents-mcp-{os.getpid()}."
+            )
+    finally:
+        other.kill()
+        other.wait(10)
