@@ -707,3 +707,52 @@ def _stalled_store(request: pytest.FixtureRequest, tmp_path: Path) -> None:
     from tests.test_store_writer import test_a_stalled_store_holds_up_no_other_stores_commits
 
     test_a_stalled_store_holds_up_no_other_stores_commits(tmp_path)
+
+
+@row("a 400 saying the request exceeds the context window")
+def _context_overflow(request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    from tests.test_overflow import (
+        test_a_child_recovers_by_trimming_its_view,
+        test_the_root_recovers_from_an_overflow_and_the_next_message_works,
+        test_two_failed_shrinks_end_the_run_in_error_saying_what_to_do,
+    )
+
+    test_the_root_recovers_from_an_overflow_and_the_next_message_works("openai")
+    test_a_child_recovers_by_trimming_its_view("llama.cpp")
+    test_two_failed_shrinks_end_the_run_in_error_saying_what_to_do()
+
+
+@row("a server that speaks another wire format")
+def _foreign_format(request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    from tests.test_faults_wire import FOREIGN, test_a_server_speaking_another_wire_format_is_named
+
+    for name in sorted(FOREIGN):
+        test_a_server_speaking_another_wire_format_is_named(name)
+
+
+@row("a key in `base_url`'s userinfo")
+def _key_in_userinfo(request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    from tests.test_faults_wire import test_a_key_in_the_base_url_userinfo_is_never_shown
+
+    test_a_key_in_the_base_url_userinfo_is_never_shown(tmp_path, request.getfixturevalue("caplog"))
+
+
+@row("an argument of the wrong type at a public call")
+def _wrong_type(request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    for make, named in [
+        (lambda: sn.Agent("a", token_budget="100"), "token_budget"),
+        (lambda: sn.Agent("a", tools=[5]), "tools"),
+        (lambda: sn.LLM(timeout="5"), "timeout"),
+    ]:
+        with pytest.raises(TypeError, match=named) as caught:
+            make()
+        assert isinstance(caught.value, sn.ConfigurationError)
+    agent = sn.Agent("a", kind="resident")  # a kind's registered name is taken
+    assert isinstance(agent.kind, sn.kinds.Resident)
+    with pytest.raises(sn.ConfigurationError, match="kind"):
+        agent.kind = 5
+    assert isinstance(agent.kind, sn.kinds.Resident)  # the old value stays
+    session = sn.Session(agent, llm=sn.script("ok"))
+    session.send("x").result(timeout=30)
+    with pytest.raises(TypeError, match="at"):
+        session.fork(at=1.5)
