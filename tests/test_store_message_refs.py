@@ -7,6 +7,8 @@ the compaction has (and whose number the fork never gives to a message of its ow
 from __future__ import annotations
 
 import itertools
+import json
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -134,6 +136,39 @@ def test_a_child_spawned_again_on_a_fork_does_not_inherit_an_unsealed_childs_mes
         n.path: n.history for n in fork.root.walk()
     }
     assert dumped(again) == dumped(fork)
+
+
+def test_a_forks_inherited_event_naming_one_of_its_own_messages_says_it_was_not_kept(
+    tmp_path: Path,
+) -> None:
+    """A file written before events named each message as of the event may hold, in a fork,
+    an inherited event naming a number the fork gave to a message of its own: it reads as
+    not stored, never as the fork's message."""
+    db = tmp_path / "runs.db"
+    agent = sn.Agent("solo")
+    session = sn.Session(agent, llm=sn.script("un", "deux", "trois"), store=db)
+    session.send("premier — 一").result()
+    reply = next(e for e in session.events if e.type == "model_response")
+    fork = session.fork()
+    fork.send("second — 二").result()
+    fork.flush()
+    own = max(row.n for row in fork.store.load(fork.id).messages)
+    with sqlite3.connect(db) as file:
+        (body,) = file.execute(
+            "SELECT body FROM events WHERE session = ? AND seq = ?", (fork.id, reply.seq)
+        ).fetchone()
+        data = json.loads(body)
+        assert isinstance(data["message"], int)  # named by number
+        data["message"] = own  # as an older sagents_nb could leave it
+        file.execute(
+            "UPDATE events SET body = ? WHERE session = ? AND seq = ?",
+            (json.dumps(data), fork.id, reply.seq),
+        )
+    again = sn.Session.open(db, fork.id, agent=agent)
+    stored = again.events[reply.seq - 1]
+    assert isinstance(stored, sn.events.ModelResponse)
+    assert stored.message.content == "[this message of the view was not stored]"
+    assert again.llm_messages == fork.llm_messages
 
 
 Program = list[tuple[str, int]]
