@@ -66,7 +66,7 @@ def dumped(session: sn.Session) -> list[dict[str, Any]]:
     return [event.model_dump() for event in session.events]
 
 
-def compactions_in_one_step(session: sn.Session) -> int:
+def compactions(session: sn.Session) -> int:
     return sum(event.type == "compaction" for event in session.events)
 
 
@@ -82,7 +82,7 @@ def test_a_fork_at_any_event_has_the_sources_events(
     store = make_store(where, tmp_path)
     session = sn.Session(memo_agent(), llm=sn.mock_llm(handler), store=store, durability=durability)
     session.send("cherche — 探して #6").result()
-    assert compactions_in_one_step(session) >= 3
+    assert compactions(session) >= 3  # with "exit" and "async", within one step
     source = dumped(session)
     for k in range(1, len(source) + 1):
         fork = session.fork(at=k)
