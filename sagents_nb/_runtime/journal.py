@@ -210,9 +210,8 @@ class Journal:
         seq = self.session.bus.last_seq
         with self._lock:
             self._nodes[node.path] = node
-            orphaned = node.path in self._orphans
-            if orphaned:
-                self._orphans.discard(node.path)
+            orphaned = node.path in self._orphans  # its first write retires them
+            self._orphans.discard(node.path)
             self._writes.append((node.path, "llm", seq, tuple(messages), orphaned))
             if node.display is not None:
                 display = tuple(node.display[-len(messages) :])
