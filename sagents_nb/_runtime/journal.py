@@ -152,6 +152,9 @@ class Journal:
         self._swapped: set[str] = set()
         """Nodes whose task entries a kind swap changed since the last seal."""
         self._tasks: dict[str, Written] = {}
+        self._orphans: set[str] = set()
+        """Paths with live stored messages but no stored node (a fork cut between a child's
+        first message and its first state row): a node spawned there retires them first."""
         self._ended = self._seen = 0
         self._cut_at: float | None = None
         self._step = PendingStep(0, [], [], self._numbering, report=self._repaired)
@@ -192,6 +195,7 @@ class Journal:
                     dict(node.tasks),
                     {key for key, entry in node.tasks.items() if entry.outcome is None},
                 )
+            self._orphans = {path for path, _ in live} - self._nodes.keys()
         session.bus.subscribe(self._on_event)
 
     def __repr__(self) -> str:
@@ -206,7 +210,9 @@ class Journal:
         seq = self.session.bus.last_seq
         with self._lock:
             self._nodes[node.path] = node
-            self._writes.append((node.path, "llm", seq, tuple(messages), False))
+            orphaned = node.path in self._orphans  # its first write retires them
+            self._orphans.discard(node.path)
+            self._writes.append((node.path, "llm", seq, tuple(messages), orphaned))
             if node.display is not None:
                 display = tuple(node.display[-len(messages) :])
                 self._writes.append((node.path, "display", seq, display, False))
@@ -237,6 +243,7 @@ class Journal:
         seq = self.session.bus.last_seq
         with self._lock:
             self._nodes[node.path] = node
+            self._orphans.discard(node.path)
             self._writes.append((node.path, "llm", seq, tuple(node.history), True))
             self._dirty.add(node.path)
             self._kind_dirty.add(node.path)
@@ -653,11 +660,23 @@ class PendingStep:
         return self._plain
 
     def _encode(self) -> PlainStep:
+        """Number the step's messages and encode its rows. Messages are numbered in write
+        order, each event after the writes made before the next event: an event names the
+        row its message had *then* (live as of the event, so in a fork there), never one a
+        later write of the same step (a compaction storing the message again) added."""
         number = self.numbering.number
-        writes = [
-            (path, transcript, seq, [(number(m), m) for m in messages], swap)
-            for path, transcript, seq, messages, swap in self.messages
-        ]
+
+        def numbered(write: MessageWrites) -> tuple[str, str, int, list[Any], bool]:
+            path, transcript, seq, messages, swap = write
+            return path, transcript, seq, [(number(m), m) for m in messages], swap
+
+        writes, events, done = [], [], 0
+        for e in self.events:
+            while done < len(self.messages) and self.messages[done][2] <= e.seq:
+                writes.append(numbered(self.messages[done]))
+                done += 1
+            events.append((e.seq, e.run, e.type, e.path, self._event_body(e)))
+        writes += map(numbered, self.messages[done:])
         report = self.report
         encoded: dict[int, str] = {}  # the root's display copies are its messages: encoded once
 
@@ -668,10 +687,10 @@ class PendingStep:
             return text
 
         return (
-            [(e.seq, e.run, e.type, e.path, self._event_body(e)) for e in self.events],
+            events,
             [
-                (path, transcript, seq, [(n, message_json(m)) for n, m in numbered], swap)
-                for path, transcript, seq, numbered, swap in writes
+                (path, transcript, seq, [(n, message_json(m)) for n, m in rows], swap)
+                for path, transcript, seq, rows, swap in writes
             ],
             [
                 (path, part, seq, _node_json(part, data, previous, report))

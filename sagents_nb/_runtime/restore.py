@@ -227,6 +227,15 @@ class _Stored:
     def __init__(self, rows: SessionRows, held: dict[int, Message] | None = None) -> None:
         self.rows = rows
         self.bodies = {row.n: row.body for row in rows.messages}
+        self.forked_at = rows.info.fork_seq or 0
+        self.own = (
+            {row.n for row in rows.messages if row.added > self.forked_at}
+            if self.forked_at
+            else set()
+        )
+        """A fork's own message numbers (stored after it branched): an event it inherited
+        never names one of them, though a store written before sagents_nb numbered each
+        event's messages as of that event may (see `_message`)."""
         self.messages: dict[int, Message] = {}
         if held:  # immutable, so a fork shares its source's: one object for each stored text
             known = {self.bodies[n]: m for n, m in held.items() if n in self.bodies}
@@ -300,9 +309,16 @@ class _Stored:
         decode(self, data)
         return parse_event(data)
 
-    def _message(self, item: dict[str, Any] | int) -> dict[str, Any] | Message:
-        """A message in an event: its JSON, or the number of a stored one."""
-        return item if isinstance(item, dict) else self.message(item)
+    def _message(self, item: dict[str, Any] | int, seq: int) -> dict[str, Any] | Message:
+        """A message in event `seq`: its JSON, or the number of a stored one. An event from
+        before a fork's branching point naming one of the fork's own numbers was written by
+        an older sagents_nb (it could name a row a later compaction of the same step added,
+        whose number the fork then gave to a message of its own): its message was not kept."""
+        if isinstance(item, dict):
+            return item
+        if item in self.own and seq <= self.forked_at:
+            return UNSTORED
+        return self.message(item)
 
     def statuses(self) -> dict[str, str]:
         """Each node's last status, as read from the newest `status_changed` rows back until
@@ -380,12 +396,13 @@ back before the event is parsed (every other event is parsed as it was stored)."
 
 @DECODE.handles(ModelRequest)
 def _request_view(stored: _Stored, data: dict[str, Any]) -> None:
-    data["messages"] = list(map(stored._message, data["messages"]))
+    seq = data["seq"]
+    data["messages"] = [stored._message(item, seq) for item in data["messages"]]
 
 
 @DECODE.handles(ModelResponse)
 def _reply(stored: _Stored, data: dict[str, Any]) -> None:
-    data["message"] = stored._message(data["message"])
+    data["message"] = stored._message(data["message"], data["seq"])
 
 
 def _team_member(parent: Agent, name: str) -> Agent:

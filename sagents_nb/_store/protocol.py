@@ -38,8 +38,11 @@ class StoredSession:
 class EventRow:
     """One event, as its JSON text.
 
-    A `model_request`'s `messages` may hold message numbers (`MessageRow.n`) in place of
-    messages that are stored as rows, so a long session's views do not repeat its history.
+    A `model_request`'s `messages` (a `model_response`'s `message`) may hold message numbers
+    (`MessageRow.n`) in place of messages that are stored as rows, so a long session's views
+    do not repeat its history. A number names the row the message had as of the event (added
+    at or before its `seq`), so the rows `SessionRows.at(seq)` keeps hold every message its
+    events name.
     """
 
     seq: int
@@ -55,7 +58,8 @@ class MessageRow:
     until event `removed` (a compaction)."""
 
     n: int
-    """The message's number in its session (write order)."""
+    """The message's number in its session (write order; a compaction that keeps a message
+    stores it again under a new number)."""
     path: str
     transcript: str
     """`llm` (the node's storage) or `display` (the top agent's display transcript)."""
