@@ -340,6 +340,20 @@ class Session:
 
         return export_jsonl(self, path)
 
+    def to_test(
+        self, path: str | os.PathLike[str], *, agents: str, overwrite: bool = False
+    ) -> Path:
+        """Write a pytest file that replays this session offline and checks it ends the same.
+
+        `agents="lesson:boss"` names where the test imports the agents' configuration from
+        (checked now). The test answers each node with the replies it received, sends the
+        messages with their `pause_on`, decides each pause as it was decided, and checks the
+        answers, the tree and the tool results; the agents' tools run for real.
+        """
+        from .to_test import write_test
+
+        return write_test(self, path, agents=agents, overwrite=overwrite)
+
     def resume(self, *, pause_on: Iterable[str] = ()) -> Run:
         """Continue the run an interruption (a crash, a kernel restart) left unfinished.
 
