@@ -4,16 +4,20 @@ recording to see it fail."""
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import importlib.util
 import json
+import re
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import httpx
 import pytest
 
 import sagents_nb as sn
@@ -185,7 +189,7 @@ def test_a_team_changed_in_the_lesson_fails_the_replay_at_its_first_divergence(
 
 
 TRICKY = [
-    'guillemets "doubles" et \'simples\', triple """ et \'\'\' et \\ barre \\n pas un saut',
+    "guillemets \"doubles\" et 'simples', triple \"\"\" et ''' et \\ barre \\n pas un saut",
     "Café crème, naïveté — « déjà vu »",
     "中文：你好，世界。日本語：こんにちは、世界。🚀🎉👩🏽‍💻",
     '"""\nimport os; os._exit(3)\n"""  # si ce texte devenait du code',
@@ -218,6 +222,7 @@ def test_texts_round_trip_as_data_whatever_they_hold(
             '''
         ),
     )
+
     def model(req: sn.ChatRequest) -> Any:
         if not req.tool_results:
             return sn.reply(tool_calls=[sn.call("echo", text=req.last_user)])
@@ -234,5 +239,281 @@ def test_texts_round_trip_as_data_whatever_they_hold(
     calls = [c for reply in generated.REPLIES["boss"] for c in reply["tool_calls"]]
     assert [json.loads(call["arguments"])["text"] for call in calls] == TRICKY
     passed = run_pytest(tmp_path, "test_tricky.py")
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+    assert "4 passed" in passed.stdout
+
+
+HELPER_LESSON = '''\
+import sagents_nb as sn
+
+
+@sn.tool
+def lookup(word: str) -> str:
+    """Look a word up.
+
+    Args:
+        word: the word.
+    """
+    return f"{word} : trouvé — 見つけた"
+
+
+helper = sn.Agent("helper", does="looks things up", tools=[lookup])
+boss = sn.Agent("boss", team=[helper])
+'''
+
+
+def helper_model(req: sn.ChatRequest) -> Any:
+    if req.agent == "boss":
+        if not req.tool_results:
+            return sn.reply(tool_calls=[sn.call("task", agent="helper", prompt=req.last_user)])
+        note = f" [{req.last['content']}]" if req.last.get("role") == "system" else ""
+        return f"boss: {req.tool_results[-1]}{note}"
+    if not req.tool_results:
+        return sn.reply(tool_calls=[sn.call("lookup", word=req.last_user)])
+    return f"helper: {req.tool_results[-1]}"
+
+
+def test_step_approve_edits_at_model_pauses_resume_cancel_and_a_pause_left_open_replay(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lesson = lesson_module(tmp_path, monkeypatch, HELPER_LESSON)
+    session = sn.Session(lesson.boss, llm=sn.mock_llm(helper_model))
+    first = session.send("chat", pause_on={"model"})
+    assert first.wait(timeout=30) == "paused" and first.paused_at.action == "model"
+    first.step()  # the boss's task call pauses next, though pause_on names only "model"
+    assert first.wait(timeout=30) == "paused" and first.paused_at.action == "task"
+    first.approve()
+    assert first.wait(timeout=30) == "paused" and first.paused_at.path == "boss/helper.1"
+    first.edit(reply="Réponse éditée « ok » 編集済み")
+    assert first.wait(timeout=30) == "paused" and first.paused_at.path == "boss"
+    messages = [*first.paused_at.messages, sn.Message(role="system", content="Sois bref.")]
+    first.edit(messages=messages)
+    assert first.result(timeout=30).text == "boss: Réponse éditée « ok » 編集済み [Sois bref.]"
+    second = session.send("chien", pause_on={"model"})
+    second.wait(timeout=30)
+    second.resume()  # the helper's model calls go ahead unpaused
+    assert second.result(timeout=30).text == "boss: helper: chien : trouvé — 見つけた"
+    third = session.send("oiseau", pause_on={"tool"})
+    assert third.wait(timeout=30) == "paused" and third.paused_at.name == "lookup"
+    third.cancel()
+    assert third.result(timeout=30).status == "cancelled"
+    fourth = session.send("poisson", pause_on={"task"})
+    assert fourth.wait(timeout=30) == "paused"
+
+    path = session.to_test(tmp_path / "test_lesson.py", agents="lesson:boss")
+    generated = load(path)
+    pauses = [[(p["at"]["action"], p["decision"]) for p in run["pauses"]] for run in generated.RUNS]
+    assert pauses == [
+        [("model", "step"), ("task", "approve"), ("model", "edit"), ("model", "edit")],
+        [("model", "resume")],
+        [("tool", "cancel")],
+        [("task", "leave")],
+    ]
+    edits = [p["edit"] for p in generated.RUNS[0]["pauses"][2:]]
+    assert edits[0] == {"reply": {"role": "assistant", "content": "Réponse éditée « ok » 編集済み"}}
+    assert edits[1]["messages"][-1] == {"role": "system", "content": "Sois bref."}
+    assert "boss/helper.1" not in generated.REPLIES  # its only reply was the edit's
+    assert [(r["status"], r["answer"]) for r in generated.RUNS][2:] == [
+        ("cancelled", "the run was cancelled"),
+        ("paused", None),
+    ]
+    passed = run_pytest(tmp_path)
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+    assert "4 passed" in passed.stdout
+
+
+def test_a_session_on_a_real_endpoint_replays_what_it_received_offline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lesson = lesson_module(tmp_path, monkeypatch, HELPER_LESSON)
+
+    def served(req: sn.ChatRequest) -> Any:  # a served mock does not know the node: read the body
+        if "task" in req.tools:
+            if not req.tool_results:
+                return sn.reply(tool_calls=[sn.call("task", agent="helper", prompt="mot")])
+            return "boss: " + req.tool_results[-1]
+        if not req.tool_results:
+            return sn.reply(tool_calls=[sn.call("lookup", word="mot")])
+        return "helper: " + req.tool_results[-1]
+
+    key = "sk-test-to-test-0123456789abcdef"
+    with sn.MockServer(sn.mock_llm(served)) as server:
+        llm = sn.LLM(base_url=server.openai_base_url, api_key=key, model="gpt-test")
+        session = sn.Session(lesson.boss, llm=llm)
+        run = session.send("Cherche « mot »", pause_on={"tool"})
+        assert run.wait(timeout=30) == "paused"
+        run.edit(word="mot juste")
+        assert run.result(timeout=30).text == "boss: helper: mot juste : trouvé — 見つけた"
+    path = session.to_test(tmp_path / "test_lesson.py", agents="lesson:boss")
+    source = path.read_text(encoding="utf-8")
+    assert key not in source and server.openai_base_url not in source
+    assert load(path).MODEL == "gpt-test"
+    passed = run_pytest(tmp_path)  # the server is closed: the replay needs none
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+    assert "4 passed" in passed.stdout
+
+
+@pytest.fixture
+def bank(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> sn.Session:
+    lesson = lesson_module(tmp_path, monkeypatch)
+    session = sn.Session(lesson.boss, llm=sn.mock_llm(bank_model))
+    session.send("go").result(timeout=30)
+    return session
+
+
+@pytest.mark.parametrize(
+    ("agents", "message"),
+    [
+        ("lesson.boss", "as 'module:attribute'"),
+        ("lesson:boss:x", "as 'module:attribute'"),
+        ("lesson:boss; import os", "is not a Python name"),
+        ("lesson:class", "is not a Python name"),
+        ("leçon_absente:boss", "no module 'leçon_absente' here nor beside the test file"),
+        ("lesson:chef", "lesson has no attribute 'chef'; name the variable"),
+        ("lesson:boss.name.x", "lesson.boss.name has no attribute 'x'"),
+        ("lesson:transfer", "is a Tool, not an sn.Agent"),
+        ("lesson:teller", "is agent 'teller', but this session's top agent is 'boss'"),
+    ],
+)
+def test_an_agents_spec_that_does_not_import_is_refused_at_to_test(
+    bank: sn.Session, tmp_path: Path, agents: str, message: str
+) -> None:
+    with pytest.raises(sn.ConfigurationError, match=re.escape(message)):
+        bank.to_test(tmp_path / "test_lesson.py", agents=agents)
+    assert not (tmp_path / "test_lesson.py").exists()
+
+
+def test_a_lesson_that_fails_to_import_is_refused_with_its_error(
+    bank: sn.Session, tmp_path: Path
+) -> None:
+    (tmp_path / "broken.py").write_text("raise RuntimeError('leçon cassée')\n", encoding="utf-8")
+    with pytest.raises(sn.ConfigurationError, match=r"importing 'broken' failed.*leçon cassée"):
+        bank.to_test(tmp_path / "test_lesson.py", agents="broken:boss")
+
+
+def test_a_lesson_beside_the_test_file_imports_as_pytest_will(
+    bank: sn.Session, tmp_path: Path
+) -> None:
+    elsewhere = tmp_path / "tests"
+    elsewhere.mkdir()
+    (elsewhere / "lecon_voisine.py").write_text("from lesson import boss\n", encoding="utf-8")
+    path = bank.to_test(elsewhere / "test_lesson.py", agents="lecon_voisine:boss")
+    assert "from lecon_voisine import boss as AGENT" in path.read_text(encoding="utf-8")
+    assert str(elsewhere) not in sys.path
+
+
+def test_bad_paths_are_refused_and_nothing_is_overwritten(bank: sn.Session, tmp_path: Path) -> None:
+    with pytest.raises(sn.ConfigurationError, match=re.escape("should end in .py")):
+        bank.to_test(tmp_path / "test_lesson.txt", agents="lesson:boss")
+    with pytest.raises(sn.ConfigurationError, match="would shadow the module 'lesson'"):
+        bank.to_test(tmp_path / "lesson.py", agents="lesson:boss")
+    existing = tmp_path / "test_lesson.py"
+    existing.write_text("# mine\n", encoding="utf-8")
+    with pytest.raises(sn.ConfigurationError, match="exists; pass overwrite=True"):
+        bank.to_test(existing, agents="lesson:boss")
+    assert existing.read_text(encoding="utf-8") == "# mine\n"
+    bank.to_test(existing, agents="lesson:boss", overwrite=True)
+    assert "REPLIES" in existing.read_text(encoding="utf-8")
+
+
+def test_a_session_with_no_runs_is_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lesson = lesson_module(tmp_path, monkeypatch)
+    session = sn.Session(lesson.boss, llm=sn.mock_llm(bank_model))
+    with pytest.raises(sn.ConfigurationError, match="no runs to replay; send a message"):
+        session.to_test(tmp_path / "test_lesson.py", agents="lesson:boss")
+
+
+def test_a_request_that_got_no_reply_is_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lesson = lesson_module(tmp_path, monkeypatch)
+    failing = sn.mock_llm(lambda req: httpx.Response(400, json={"error": {"message": "non"}}))
+    session = sn.Session(lesson.boss, llm=failing)
+    assert session.send("go").result(timeout=30).status == "error"
+    with pytest.raises(
+        sn.ConfigurationError, match=re.escape("'boss''s model request (turn 1) got no reply")
+    ):
+        session.to_test(tmp_path / "test_lesson.py", agents="lesson:boss")
+
+
+def test_a_run_cancelled_while_it_ran_is_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lesson = lesson_module(tmp_path, monkeypatch)
+    started = threading.Event()
+
+    async def slow(req: sn.ChatRequest) -> str:
+        started.set()
+        await asyncio.sleep(30)
+        return "trop tard"
+
+    session = sn.Session(lesson.boss, llm=sn.mock_llm(slow))
+    run = session.send("go")
+    assert started.wait(timeout=30)
+    run.cancel()
+    assert run.result(timeout=30).status == "cancelled"
+    with pytest.raises(sn.ConfigurationError, match="run 1 was cancelled while it ran"):
+        session.to_test(tmp_path / "test_lesson.py", agents="lesson:boss")
+
+
+OWN_ENDPOINTS_LESSON = """\
+import sagents_nb as sn
+
+
+def own(req: sn.ChatRequest) -> str:
+    return f"{req.agent} répond sur {req.model} ✍️"
+
+
+class Scribe(sn.Task):
+    task_name = "scribe"
+    description = "writes things down"
+    model_override = sn.mock_llm(own, model="scribe-model")
+
+
+helper = sn.Agent("helper", does="helps", model=sn.mock_llm(own, model="helper-model"))
+boss = sn.Agent("boss", team=[helper, Scribe])
+"""
+
+
+def test_agents_with_their_own_endpoints_are_replayed_too_and_parallel_pauses_decided(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lesson = lesson_module(tmp_path, monkeypatch, OWN_ENDPOINTS_LESSON)
+
+    def boss_model(req: sn.ChatRequest) -> Any:
+        if not req.tool_results:
+            helper = sn.call("task", agent="helper", prompt="aide")
+            return sn.reply(tool_calls=[helper, sn.call("task", agent="scribe", prompt="note")])
+        return " / ".join(req.tool_results)
+
+    session = sn.Session(lesson.boss, llm=sn.mock_llm(boss_model))
+    run = session.send("Travaillez ensemble", pause_on={"model"})
+    run.wait(timeout=30)
+    run.approve()  # the boss's model call
+    assert run.wait(timeout=30) == "paused"
+    run.approve()
+    assert run.wait(timeout=30) == "paused"
+    run.approve()
+    run.wait(timeout=30)
+    run.resume()
+    assert run.result(timeout=30).text == (
+        "helper répond sur helper-model ✍️ / scribe répond sur scribe-model ✍️"
+    )
+    path = session.to_test(tmp_path / "test_lesson.py", agents="lesson:boss")
+    generated = load(path)
+    assert {p["at"]["path"] for p in generated.RUNS[0]["pauses"][1:3]} == {
+        "boss/helper.1",
+        "boss/scribe.1",
+    }
+    # the lesson's own endpoints now fail: the replay never asks them
+    broken = OWN_ENDPOINTS_LESSON.replace(
+        'return f"{req.agent}', 'raise RuntimeError(f"{req.agent}'
+    )
+    broken = broken.replace('✍️"', '✍️")')
+    assert "raise RuntimeError" in broken and 'model} ✍️")' in broken
+    (tmp_path / "lesson.py").write_text(broken, encoding="utf-8")
+    passed = run_pytest(tmp_path)
     assert passed.returncode == 0, passed.stdout + passed.stderr
     assert "4 passed" in passed.stdout
