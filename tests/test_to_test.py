@@ -517,3 +517,30 @@ def test_agents_with_their_own_endpoints_are_replayed_too_and_parallel_pauses_de
     passed = run_pytest(tmp_path)
     assert passed.returncode == 0, passed.stdout + passed.stderr
     assert "4 passed" in passed.stdout
+
+
+def test_a_lesson_missing_a_module_of_its_own_names_that_module(
+    bank: sn.Session, tmp_path: Path
+) -> None:
+    (tmp_path / "needs.py").write_text("import module_absent_ici\n", encoding="utf-8")
+    with pytest.raises(sn.ConfigurationError, match=r"importing 'needs' failed.*module_absent_ici"):
+        bank.to_test(tmp_path / "test_lesson.py", agents="needs:boss")
+
+
+def test_a_reopened_session_writes_the_same_test_as_the_live_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lesson = lesson_module(tmp_path, monkeypatch)
+    store = tmp_path / "runs.db"
+    session = sn.Session(lesson.boss, llm=sn.mock_llm(bank_model, model="modèle"), store=store)
+    run = session.send("Envoie", pause_on={"tool"})
+    run.wait(timeout=30)
+    run.approve()
+    run.wait(timeout=30)
+    run.reject("non")
+    run.result(timeout=30)
+    live = session.to_test(tmp_path / "test_live.py", agents="lesson:boss")
+    reopened = sn.Session.open(store, session.id, agent=lesson.boss)
+    again = reopened.to_test(tmp_path / "test_reopened.py", agents="lesson:boss")
+    assert again.read_text(encoding="utf-8") == live.read_text(encoding="utf-8")
+    assert load(again).MODEL == "modèle"

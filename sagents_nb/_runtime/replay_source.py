@@ -64,7 +64,7 @@ Written by `session.to_test(..., agents="$spec")`.
 - The model is not called. Each node of the tree is answered with the replies it received
   when the session was recorded, in order, by a mock routed by node path (`sn.mock_llm({...})`);
   an agent that brings its own endpoint is pointed at the same replies for the test. A node
-  asking once more than it did, or one the recording does not have, fails the test.
+  asking the model more or fewer times than it did, or one not recorded, fails the test.
 - The agents' own tools run for real (they are part of the imported configuration) and their
   results are checked (`test_tool_results`: delete it if a tool's result may vary).
 - The user's messages are sent in order, each with the `pause_on` its run had, and each pause

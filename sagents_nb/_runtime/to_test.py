@@ -84,16 +84,15 @@ def _import_agents(session: Session, module: str, attribute: str, beside: Path) 
     try:
         value: Any = _import(module, beside)
     except ModuleNotFoundError as exc:
+        if exc.name not in _prefixes(module):
+            raise _import_failed(spec, module, exc) from exc
         raise ConfigurationError(
             f"agents={spec!r}: no module {exc.name!r} here nor beside the test file ({beside}); "
             f"the test imports the agents from it, so save their configuration as {module}.py "
             "there (or make it importable) first"
         ) from exc
     except Exception as exc:
-        raise ConfigurationError(
-            f"agents={spec!r}: importing {module!r} failed ({type(exc).__name__}: {exc}); the "
-            "test would fail the same way"
-        ) from exc
+        raise _import_failed(spec, module, exc) from exc
     where = module
     for part in attribute.split("."):
         if not hasattr(value, part):
@@ -119,13 +118,26 @@ def _import(module: str, beside: Path) -> Any:
     try:
         return importlib.import_module(module)
     except ModuleNotFoundError as exc:
-        if exc.name is None or not module.startswith(exc.name) or str(beside) in sys.path:
+        if exc.name not in _prefixes(module) or str(beside) in sys.path:
             raise
     sys.path.insert(0, str(beside))
     try:
         return importlib.import_module(module)
     finally:
         sys.path.remove(str(beside))
+
+
+def _prefixes(module: str) -> set[str]:
+    """`pkg.mod` and the packages it is in (`pkg`)."""
+    parts = module.split(".")
+    return {".".join(parts[: i + 1]) for i in range(len(parts))}
+
+
+def _import_failed(spec: str, module: str, exc: Exception) -> ConfigurationError:
+    return ConfigurationError(
+        f"agents={spec!r}: importing {module!r} failed ({type(exc).__name__}: {exc}); the test "
+        "would fail the same way"
+    )
 
 
 @dataclass
@@ -188,6 +200,8 @@ class Recording:
         self._request: dict[str, ModelRequest] = {}
         """Each node's request still waiting for its reply."""
         self._gated_calls: dict[tuple[str, str | None], dict[str, Any] | None] = {}
+        self._root_model: str | None = None
+        """The model the top agent's first request named."""
 
     def data(self) -> dict[str, Any]:
         """The test file's constants."""
@@ -213,8 +227,11 @@ class Recording:
                 results.setdefault(event.path, []).append(
                     [event.call_id, event.name, event.status, event.result]
                 )
+        model = session.llm.model
+        if session.agent.model is None and self._root_model is not None:
+            model = self._root_model  # the endpoint's as recorded (a reopened one may differ)
         return {
-            "MODEL": session.llm.model,
+            "MODEL": model,
             "SESSION": {
                 "max_depth": session.max_depth,
                 "max_parallel": session.max_parallel,
@@ -342,6 +359,8 @@ class Recording:
                 "to_test replays replies only, so record the session again"
             )
         self._request[event.path] = event
+        if self._root_model is None and event.path == self.session.root.path:
+            self._root_model = event.model
         gates = self._model_gates.get(event.path)
         if gates:
             self._gate[event.path] = gates.pop(0)
