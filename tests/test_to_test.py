@@ -75,6 +75,19 @@ def run_pytest(folder: Path, name: str = "test_lesson.py") -> subprocess.Complet
     )
 
 
+def assert_passes(folder: Path, name: str = "test_lesson.py") -> None:
+    passed = run_pytest(folder, name)
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+    assert "4 passed" in passed.stdout
+
+
+def assert_fails(folder: Path, *shown: str) -> None:
+    failed = run_pytest(folder)
+    assert failed.returncode == 1, failed.stdout + failed.stderr
+    for text in shown:
+        assert text in failed.stdout
+
+
 def load(path: Path) -> ModuleType:
     """The generated file as a module (its constants), imported as pytest would."""
     spec = importlib.util.spec_from_file_location(f"generated_{path.stem}", path)
@@ -148,17 +161,12 @@ def test_a_stepped_depth_three_session_replays_and_fails_when_the_lesson_or_a_re
         "boss/teller.2/auditor.1",
     ]
 
-    passed = run_pytest(tmp_path)
-    assert passed.returncode == 0, passed.stdout + passed.stderr
-    assert "4 passed" in passed.stdout
+    assert_passes(tmp_path)
 
     # the lesson's tool answers otherwise: the replay's tool results differ
     changed = LESSON.replace("virement de {amount} €", "virement refusé de {amount} €")
     (tmp_path / "lesson.py").write_text(changed, encoding="utf-8")
-    failed = run_pytest(tmp_path)
-    assert failed.returncode == 1, failed.stdout
-    assert "FAILED test_lesson.py::test_tool_results" in failed.stdout
-    assert "virement refusé de 10 € à Alice" in failed.stdout
+    assert_fails(tmp_path, "FAILED test_lesson.py::test_tool_results", "virement refusé de 10 €")
     (tmp_path / "lesson.py").write_text(LESSON, encoding="utf-8")
 
     # a recorded reply changed: the boss's answer of the first run
@@ -168,10 +176,9 @@ def test_a_stepped_depth_three_session_replays_and_fails_when_the_lesson_or_a_re
     written.write_text(
         head + "\nREPLIES = " + replies.replace(answer, repr("Fait : autre chose")), "utf-8"
     )
-    failed = run_pytest(tmp_path)
-    assert failed.returncode == 1, failed.stdout
-    assert "FAILED test_lesson.py::test_each_run_answers_as_recorded" in failed.stdout
-    assert "autre chose" in failed.stdout
+    assert_fails(
+        tmp_path, "FAILED test_lesson.py::test_each_run_answers_as_recorded", "autre chose"
+    )
 
 
 def test_a_team_changed_in_the_lesson_fails_the_replay_at_its_first_divergence(
@@ -181,11 +188,8 @@ def test_a_team_changed_in_the_lesson_fails_the_replay_at_its_first_divergence(
     session.to_test(tmp_path / "test_lesson.py", agents="lesson:boss")
     without_auditor = LESSON.replace("team=[auditor]", "team=[]")
     (tmp_path / "lesson.py").write_text(without_auditor, encoding="utf-8")
-    failed = run_pytest(tmp_path)
-    assert failed.returncode == 1, failed.stdout
     # the teller's task call is refused: the auditor never pauses, so the replay says so
-    assert "never paused before" in failed.stdout
-    assert "boss/teller.1/auditor.1" in failed.stdout
+    assert_fails(tmp_path, "never paused before", "boss/teller.1/auditor.1")
 
 
 TRICKY = [
@@ -238,9 +242,7 @@ def test_texts_round_trip_as_data_whatever_they_hold(
     assert [run["answer"] for run in generated.RUNS] == answers
     calls = [c for reply in generated.REPLIES["boss"] for c in reply["tool_calls"]]
     assert [json.loads(call["arguments"])["text"] for call in calls] == TRICKY
-    passed = run_pytest(tmp_path, "test_tricky.py")
-    assert passed.returncode == 0, passed.stdout + passed.stderr
-    assert "4 passed" in passed.stdout
+    assert_passes(tmp_path, "test_tricky.py")
 
 
 HELPER_LESSON = '''\
@@ -317,9 +319,7 @@ def test_step_approve_edits_at_model_pauses_resume_cancel_and_a_pause_left_open_
         ("cancelled", "the run was cancelled"),
         ("paused", None),
     ]
-    passed = run_pytest(tmp_path)
-    assert passed.returncode == 0, passed.stdout + passed.stderr
-    assert "4 passed" in passed.stdout
+    assert_passes(tmp_path)
 
 
 def test_a_session_on_a_real_endpoint_replays_what_it_received_offline(
@@ -348,9 +348,7 @@ def test_a_session_on_a_real_endpoint_replays_what_it_received_offline(
     source = path.read_text(encoding="utf-8")
     assert key not in source and server.openai_base_url not in source
     assert load(path).MODEL == "gpt-test"
-    passed = run_pytest(tmp_path)  # the server is closed: the replay needs none
-    assert passed.returncode == 0, passed.stdout + passed.stderr
-    assert "4 passed" in passed.stdout
+    assert_passes(tmp_path)  # the server is closed: the replay needs none
 
 
 @pytest.fixture
@@ -383,11 +381,23 @@ def test_an_agents_spec_that_does_not_import_is_refused_at_to_test(
     assert not (tmp_path / "test_lesson.py").exists()
 
 
+@pytest.mark.parametrize(
+    ("source", "error"),
+    [
+        ("raise RuntimeError('leçon cassée')\n", "RuntimeError: leçon cassée"),
+        (
+            "import module_absent_ici\n",
+            "ModuleNotFoundError: No module named 'module_absent_ici'",
+        ),  # not the lesson
+    ],
+)
 def test_a_lesson_that_fails_to_import_is_refused_with_its_error(
-    bank: sn.Session, tmp_path: Path
+    bank: sn.Session, tmp_path: Path, source: str, error: str
 ) -> None:
-    (tmp_path / "broken.py").write_text("raise RuntimeError('leçon cassée')\n", encoding="utf-8")
-    with pytest.raises(sn.ConfigurationError, match=r"importing 'broken' failed.*leçon cassée"):
+    (tmp_path / "broken.py").write_text(source, encoding="utf-8")
+    with pytest.raises(
+        sn.ConfigurationError, match=re.escape(f"importing 'broken' failed ({error}")
+    ):
         bank.to_test(tmp_path / "test_lesson.py", agents="broken:boss")
 
 
@@ -514,17 +524,7 @@ def test_agents_with_their_own_endpoints_are_replayed_too_and_parallel_pauses_de
     broken = broken.replace('✍️"', '✍️")')
     assert "raise RuntimeError" in broken and 'model} ✍️")' in broken
     (tmp_path / "lesson.py").write_text(broken, encoding="utf-8")
-    passed = run_pytest(tmp_path)
-    assert passed.returncode == 0, passed.stdout + passed.stderr
-    assert "4 passed" in passed.stdout
-
-
-def test_a_lesson_missing_a_module_of_its_own_names_that_module(
-    bank: sn.Session, tmp_path: Path
-) -> None:
-    (tmp_path / "needs.py").write_text("import module_absent_ici\n", encoding="utf-8")
-    with pytest.raises(sn.ConfigurationError, match=r"importing 'needs' failed.*module_absent_ici"):
-        bank.to_test(tmp_path / "test_lesson.py", agents="needs:boss")
+    assert_passes(tmp_path)
 
 
 def test_a_reopened_session_writes_the_same_test_as_the_live_one(
