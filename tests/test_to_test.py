@@ -544,3 +544,20 @@ def test_a_reopened_session_writes_the_same_test_as_the_live_one(
     again = reopened.to_test(tmp_path / "test_reopened.py", agents="lesson:boss")
     assert again.read_text(encoding="utf-8") == live.read_text(encoding="utf-8")
     assert load(again).MODEL == "modèle"
+
+
+def test_a_reply_cut_short_is_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lesson = lesson_module(tmp_path, monkeypatch)
+    chunk = {"choices": [{"index": 0, "delta": {"content": "à moi"}, "finish_reason": None}]}
+    cut = httpx.Response(
+        200,
+        content=f"data: {json.dumps(chunk)}\n\n".encode(),
+        headers={"content-type": "text/event-stream"},
+    )
+    lesson.boss.kind = sn.kinds.Realtime()  # a kind that streams
+    session = sn.Session(lesson.boss, llm=sn.mock_llm(lambda req: cut))
+    assert session.send("go").result(timeout=30).status == "incomplete"
+    with pytest.raises(sn.ConfigurationError, match="'boss''s reply at turn 1 was cut short"):
+        session.to_test(tmp_path / "test_lesson.py", agents="lesson:boss")

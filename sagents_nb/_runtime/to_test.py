@@ -191,6 +191,8 @@ class Recording:
         self.replies: dict[str, list[dict[str, Any]]] = {}
         self.agents: dict[str, str] = {}
         """Each node's agent name, by path."""
+        self.results: dict[str, list[list[str]]] = {}
+        """Each node's tool calls' results: call id, tool name, status, result."""
         self._llm_text: dict[int, str | None] = {}
         self._open: dict[tuple[int, int], dict[str, Any]] = {}
         self._model_gates: dict[str, list[dict[str, Any] | None]] = {}
@@ -221,12 +223,6 @@ class Recording:
             )
         runs = [self._finished(record) for record in self.runs.values()]
         plain = sorted(self.replies, key=lambda p: any(c in p for c in "*?"))  # globs last
-        results: dict[str, list[list[str]]] = {}
-        for event in session.events:
-            if isinstance(event, ToolCallFinished):
-                results.setdefault(event.path, []).append(
-                    [event.call_id, event.name, event.status, event.result]
-                )
         model = session.llm.model
         if session.agent.model is None and self._root_model is not None:
             model = self._root_model  # the endpoint's as recorded (a reopened one may differ)
@@ -243,7 +239,7 @@ class Recording:
             "RUNS": runs,
             "REPLIES": {path: self.replies[path] for path in plain},
             "TREE": [[node.id, node.status] for node in session.tree.walk()],
-            "TOOL_RESULTS": {path: sorted(calls) for path, calls in results.items()},
+            "TOOL_RESULTS": {path: sorted(calls) for path, calls in self.results.items()},
         }
 
     # reading the log
@@ -267,6 +263,9 @@ class Recording:
             self._responded(event)
         elif isinstance(event, ToolCallStarted):
             self._call_started(event)
+        elif isinstance(event, ToolCallFinished):
+            result = [event.call_id, event.name, event.status, event.result]
+            self.results.setdefault(event.path, []).append(result)
         elif isinstance(event, ErrorOccurred) and event.path in self._request:
             request = self._request[event.path]
             raise ConfigurationError(
@@ -369,6 +368,11 @@ class Recording:
             self._unpaused(event, "model")
 
     def _responded(self, event: ModelResponse) -> None:
+        if event.truncated:
+            raise ConfigurationError(
+                f"node {event.path!r}'s reply at turn {event.turn} was cut short (its stream "
+                "ended early); to_test replays whole replies only, so record the session again"
+            )
         request = self._request.pop(event.path, None)
         edit = self._gate.pop(event.path, None)
         # an edit's reply is no endpoint's: it reports neither usage nor why it finished
