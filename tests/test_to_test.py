@@ -561,3 +561,34 @@ def test_a_reply_cut_short_is_a_clear_error(
     assert session.send("go").result(timeout=30).status == "incomplete"
     with pytest.raises(sn.ConfigurationError, match="'boss''s reply at turn 1 was cut short"):
         session.to_test(tmp_path / "test_lesson.py", agents="lesson:boss")
+
+
+def test_each_message_is_sent_as_the_model_received_it_after_the_preprocessor(
+    bank: sn.Session, tmp_path: Path
+) -> None:
+    def expand(scope: Any, message: sn.Message, context: Any) -> tuple[sn.Message, sn.Message]:
+        llm = message.model_copy(update={"content": f"{message.content} (développé : 展開)"})
+        return message, llm
+
+    bank.preprocessor = expand
+    bank.send("@dossier").result(timeout=30)
+    generated = load(bank.to_test(tmp_path / "test_lesson.py", agents="lesson:boss"))
+    assert [run["message"] for run in generated.RUNS] == ["go", "@dossier (développé : 展開)"]
+
+
+def test_pauses_the_configuration_no_longer_explains_are_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lesson = lesson_module(tmp_path, monkeypatch)
+    lesson.teller.pause_on = {"task"}
+    session = sn.Session(lesson.boss, llm=sn.mock_llm(bank_model))
+    run = session.send("go")
+    assert run.wait(timeout=30) == "paused"
+    run.approve()
+    run.result(timeout=30)
+    lesson.teller.pause_on = set()  # as lesson.py has it: the replay would not pause there
+    unexplained = "run 1: a pause before task at boss/teller.1, after its start"
+    with pytest.raises(sn.ConfigurationError, match=re.escape(unexplained)):
+        session.to_test(tmp_path / "test_lesson.py", agents="lesson:boss")
+    lesson.teller.pause_on = {"task"}
+    assert session.to_test(tmp_path / "test_lesson.py", agents="lesson:boss").exists()

@@ -148,7 +148,7 @@ class Segment:
 
     decision: dict[str, Any] | None
     """The decision that began it (None: the run's start, in the normal mode)."""
-    paused_unasked: bool = False
+    paused_unasked: str | None = None
     """A pause where neither the run's nor the agent's `pause_on` asks for one."""
     paused: bool = False
     unpaused: bool = False
@@ -161,7 +161,7 @@ class Segment:
         """The first mode that explains what happened, or None if none does."""
         if self.resumed_others:
             return "resume" if not self.paused else None
-        if not self.paused_unasked and self.unpaused_asked is None:
+        if self.paused_unasked is None and self.unpaused_asked is None:
             return "approve"
         if not self.unpaused:
             return "step"
@@ -309,8 +309,8 @@ class Recording:
         self._open[(event.run, event.pause_id)] = entry
         segment = record.segments[-1]
         segment.paused = True
-        if not self._asked(record, event.path, event.action):
-            segment.paused_unasked = True
+        if segment.paused_unasked is None and not self._asked(record, event.path, event.action):
+            segment.paused_unasked = f"a pause before {event.action} at {event.path}"
 
     def _resumed(self, event: Resumed) -> None:
         record = self.runs[event.run]
@@ -348,7 +348,7 @@ class Recording:
         segment = record.segments[-1]
         segment.unpaused = True
         if segment.unpaused_asked is None and self._asked(record, event.path, action):
-            segment.unpaused_asked = f"{action} at {event.path}"
+            segment.unpaused_asked = f"no pause before {action} at {event.path}"
 
     def _requested(self, event: ModelRequest) -> None:
         waiting = self._request.get(event.path)
@@ -413,11 +413,12 @@ class Recording:
         for segment in record.segments:
             mode = segment.mode() if segment.decision is not None else _start_mode(segment)
             if mode is None:
-                what = segment.unpaused_asked or "an action pause_on does not name"
+                what = segment.paused_unasked or segment.unpaused_asked
+                after = "its start" if segment.decision is None else str(segment.decision["at"])
                 raise ConfigurationError(
-                    f"run {number}: no decision explains its pauses after "
-                    f"{segment.decision['at'] if segment.decision else 'its start'} ({what}); "
-                    "was pause_on changed while it ran? Record the session again"
+                    f"run {number}: {what}, after {after}, is what neither pause_on (the run's "
+                    "and the agents') nor a decision (approve, step, resume) would do; was "
+                    "pause_on changed since, or step() called while it ran? Record it again"
                 )
             if segment.decision is not None:
                 segment.decision["decision"] = mode
@@ -447,7 +448,7 @@ class Recording:
 
 def _start_mode(segment: Segment) -> str | None:
     """A run starts in the normal mode: its first actions pause only where asked."""
-    if segment.paused_unasked or segment.unpaused_asked is not None:
+    if segment.paused_unasked is not None or segment.unpaused_asked is not None:
         return None
     return "approve"
 
