@@ -171,7 +171,7 @@ def test_a_stepped_depth_three_session_replays_and_fails_when_the_lesson_or_a_re
 
     # a recorded reply changed: the boss's answer of the first run
     head, replies = source.split("\nREPLIES = ", 1)
-    answer = repr("Fait : teller: virement de 10 € à Alice ✅")
+    answer = '"Fait : teller: virement de 10 € à Alice ✅"'  # as the file writes it
     assert replies.count(answer) == 1
     written.write_text(
         head + "\nREPLIES = " + replies.replace(answer, repr("Fait : autre chose")), "utf-8"

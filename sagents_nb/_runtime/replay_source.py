@@ -6,15 +6,22 @@ import math
 from string import Template
 from typing import Any
 
-WIDTH = 96
-"""Lines of data are folded past this many characters (a long text stays on one line)."""
+WIDTH = 88
+"""Lines of data are folded past this many characters, as formatters do (a long text stays on
+one line)."""
 
 
-def literal(value: Any, indent: int = 0) -> str:
+def literal(value: Any, indent: int = 0, lead: int = 0) -> str:
     """`value` (JSON-like data: dicts with str keys, lists, str, numbers, bools, None) as a
-    Python literal that evaluates back to it. Every text goes through `repr`, so no text the
-    model, a tool or a user wrote can end the literal and become code."""
-    if value is None or isinstance(value, bool | int | str):
+    Python literal that evaluates back to it, for a line indented by `indent` where `lead`
+    characters come before it. Every text goes through `repr`, so no text the model, a tool or
+    a user wrote can end the literal and become code."""
+    if isinstance(value, str):
+        text = repr(value)
+        # double quotes, as formatters write them, when the text holds no quote of either kind
+        # (a text with a ' and no " has them already)
+        return f'"{text[1:-1]}"' if text[0] == "'" and '"' not in value else text
+    if value is None or isinstance(value, bool | int):
         return repr(value)
     if isinstance(value, float):
         return repr(value) if math.isfinite(value) else f'float("{value}")'
@@ -22,16 +29,19 @@ def literal(value: Any, indent: int = 0) -> str:
         for key in value:
             if not isinstance(key, str):
                 raise TypeError(f"a key of recorded data is {type(key).__name__}, not str")
-        items = [f"{literal(k)}: {literal(v, indent + 4)}" for k, v in value.items()]
-        return _folded("{", items, "}", indent)
+        items = []
+        for key, item in value.items():
+            name = literal(key)
+            items.append(f"{name}: {literal(item, indent + 4, len(name) + 2)}")
+        return _folded("{", items, "}", indent, lead)
     if isinstance(value, list | tuple):
-        return _folded("[", [literal(v, indent + 4) for v in value], "]", indent)
+        return _folded("[", [literal(v, indent + 4) for v in value], "]", indent, lead)
     raise TypeError(f"recorded data holds a {type(value).__name__}, which has no literal form")
 
 
-def _folded(opening: str, items: list[str], closing: str, indent: int) -> str:
+def _folded(opening: str, items: list[str], closing: str, indent: int, lead: int) -> str:
     line = opening + ", ".join(items) + closing
-    if indent + len(line) <= WIDTH and "\n" not in line:
+    if indent + lead + len(line) + 1 <= WIDTH and "\n" not in line:  # + its comma
         return line
     inner = " " * (indent + 4)
     return opening + "\n" + "".join(f"{inner}{item},\n" for item in items) + " " * indent + closing
@@ -44,7 +54,9 @@ def render(*, module: str, attribute: str, data: dict[str, Any]) -> str:
     imported = f"from {module} import {first} as AGENT"
     if rest:
         imported = f"from {module} import {first} as _configured\n\nAGENT = _configured.{rest}"
-    constants = "\n\n".join(f"{name} = {literal(value)}" for name, value in data.items())
+    constants = "\n\n".join(
+        f"{name} = {literal(value, 0, len(name) + 3)}" for name, value in data.items()
+    )
     return TEMPLATE.substitute(
         spec=f"{module}:{attribute}",
         module=module,
@@ -82,8 +94,8 @@ import time
 from typing import Any
 
 import pytest
-
 import sagents_nb as sn
+
 $imported
 
 WAIT = 60.0
@@ -95,8 +107,9 @@ $constants
 class Replies:
     """The replies one node received, given back in the order it received them."""
 
-    def __init__(self, path: str, replies: list[dict[str, Any]], unrecorded: Unrecorded) -> None:
-        self.path, self.replies, self.unrecorded, self.given = path, replies, unrecorded, 0
+    def __init__(self, path: str, replies: list[Any], unrecorded: Unrecorded) -> None:
+        self.path, self.replies, self.unrecorded = path, replies, unrecorded
+        self.given = 0
 
     def __call__(self, request: sn.ChatRequest) -> Any:
         if request.node != self.path or self.given >= len(self.replies):
@@ -133,7 +146,7 @@ class Unrecorded:
         raise AssertionError(problem)
 
 
-def offline(agent: Any, endpoint: Any, patch: pytest.MonkeyPatch, seen: set[int]) -> None:
+def offline(agent: Any, endpoint: Any, patch: pytest.MonkeyPatch, seen: set) -> None:
     """Point each agent of the tree that brings its own endpoint at the replies."""
     if id(agent) in seen:
         return
@@ -201,7 +214,7 @@ def decide(run: sn.Run, pending: Any, pause: dict[str, Any]) -> None:
         method()
 
 
-def replay_run(session: sn.Session, recorded: dict[str, Any]) -> tuple[sn.Run, dict[str, Any]]:
+def replay_run(session: sn.Session, recorded: dict[str, Any]) -> tuple[sn.Run, dict]:
     if recorded["message"] is None:
         run = session.retry(pause_on=recorded["pause_on"])
     else:
@@ -209,7 +222,7 @@ def replay_run(session: sn.Session, recorded: dict[str, Any]) -> tuple[sn.Run, d
     for pause in recorded["pauses"]:
         run.wait(timeout=WAIT)
         pending = pending_like(run, pause["at"])
-        if pause["decision"] != "leave":  # "leave": still pending when the session was recorded
+        if pause["decision"] != "leave":  # "leave": pending when it was recorded
             decide(run, pending, pause)
     if recorded["status"] == "paused":
         return run, {"status": run.status, "answer": None}
@@ -221,7 +234,9 @@ def replay() -> dict[str, Any]:
     """Run the recorded session again on the recorded replies; what it ended with."""
     problems: list[str] = []
     unrecorded = Unrecorded(problems)
-    routes: dict[str, Any] = {path: Replies(path, got, unrecorded) for path, got in REPLIES.items()}
+    routes: dict[str, Any] = {}
+    for path, got in REPLIES.items():
+        routes[path] = Replies(path, got, unrecorded)
     routes.setdefault("**", unrecorded)
 
     def endpoint(model: str) -> Any:
