@@ -21,6 +21,7 @@ import httpx
 import pytest
 
 import sagents_nb as sn
+from sagents_nb._runtime.replay_source import render
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -513,10 +514,13 @@ def test_agents_with_their_own_endpoints_are_replayed_too_and_parallel_pauses_de
     )
     path = session.to_test(tmp_path / "test_lesson.py", agents="lesson:boss")
     generated = load(path)
-    assert {p["at"]["path"] for p in generated.RUNS[0]["pauses"][1:3]} == {
-        "boss/helper.1",
-        "boss/scribe.1",
-    }
+    pauses = generated.RUNS[0]["pauses"]
+    assert {p["at"]["path"] for p in pauses[1:3]} == {"boss/helper.1", "boss/scribe.1"}
+    # the two children's pauses recorded the other way round: each is still decided as it was
+    pauses[1:3] = pauses[2:0:-1]
+    names = ("MODEL", "SESSION", "RUNS", "REPLIES", "TREE", "TOOL_RESULTS")
+    data = {name: getattr(generated, name) for name in names}
+    path.write_text(render(module="lesson", attribute="boss", data=data), encoding="utf-8")
     # the lesson's own endpoints now fail: the replay never asks them
     broken = OWN_ENDPOINTS_LESSON.replace(
         'return f"{req.agent}', 'raise RuntimeError(f"{req.agent}'

@@ -167,19 +167,28 @@ def met(pending: Any) -> dict[str, Any]:
     return {field: getattr(pending, field) for field in fields}
 
 
-def pending_like(run: sn.Run, expected: dict[str, Any]) -> Any:
-    """The pending action that is the recorded pause (parallel children may pause in another
-    order than they did)."""
+def first_pending(run: sn.Run, decided: Any, expected: list[dict[str, Any]]) -> Any:
+    """The pause the run waits at now (not the one just decided, on its way out)."""
     deadline = time.monotonic() + WAIT
     while True:
-        for pending in list(run.pending):
-            if met(pending) == expected:
-                return pending
+        pending = run.paused_at
+        if pending is not None and pending is not decided:
+            return pending
+        if run.done or time.monotonic() > deadline:
+            raise AssertionError(
+                f"run {run.number} never paused before {expected[0]}: it is {run.status}"
+            )
+        time.sleep(0.001)
+
+
+def left_pending(run: sn.Run, expected: list[dict[str, Any]]) -> None:
+    """Wait until the run waits at each pause that was pending when it was recorded."""
+    deadline = time.monotonic() + WAIT
+    while any(at not in [met(p) for p in run.pending] for at in expected):
         if run.done or time.monotonic() > deadline:
             waiting = [met(pending) for pending in run.pending]
             raise AssertionError(
-                f"run {run.number} never paused before {expected}: it is {run.status}"
-                f"{f', waiting at {waiting}' if waiting else ''}"
+                f"run {run.number} waits at {waiting}, not at {expected}: it is {run.status}"
             )
         time.sleep(0.01)
 
@@ -194,24 +203,15 @@ def changes(edit: dict[str, Any] | None) -> dict[str, Any]:
     return edit
 
 
-def decide(run: sn.Run, pending: Any, pause: dict[str, Any]) -> None:
+def decide(run: sn.Run, pause: dict[str, Any]) -> None:
+    """Decide the run's first pending pause as `pause` was decided."""
     decision = pause["decision"]
-    if decision == "cancel":
-        run.cancel()
-        return
-    target = run if run.paused_at is pending else pending
-    method = getattr(target, decision, None)
-    if method is None:
-        raise AssertionError(
-            f"run {run.number}: the recorded pause {pause['at']} waits behind another, and this "
-            f"sagents_nb decides only the first pending pause"
-        )
     if decision == "reject":
-        method(pause["reason"])
+        run.reject(pause["reason"])
     elif decision == "edit":
-        method(**changes(pause["edit"]))
+        run.edit(**changes(pause["edit"]))
     else:
-        method()
+        getattr(run, decision)()  # approve, step, resume or cancel
 
 
 def replay_run(session: sn.Session, recorded: dict[str, Any]) -> tuple[sn.Run, dict]:
@@ -219,11 +219,22 @@ def replay_run(session: sn.Session, recorded: dict[str, Any]) -> tuple[sn.Run, d
         run = session.retry(pause_on=recorded["pause_on"])
     else:
         run = session.send(recorded["message"], pause_on=recorded["pause_on"])
-    for pause in recorded["pauses"]:
+    # pauses met together (parallel children) may come in another order than they did
+    todo = [pause for pause in recorded["pauses"] if pause["decision"] != "leave"]
+    decided = None
+    while todo:
         run.wait(timeout=WAIT)
-        pending = pending_like(run, pause["at"])
-        if pause["decision"] != "leave":  # "leave": pending when it was recorded
-            decide(run, pending, pause)
+        pending = first_pending(run, decided, [pause["at"] for pause in todo])
+        pause = next((pause for pause in todo if pause["at"] == met(pending)), None)
+        if pause is None:
+            raise AssertionError(
+                f"run {run.number} paused before {met(pending)}, which the recording does "
+                f"not have (it waits for {todo[0]['at']} next)"
+            )
+        todo.remove(pause)
+        decide(run, pause)
+        decided = pending
+    left_pending(run, [p["at"] for p in recorded["pauses"] if p["decision"] == "leave"])
     if recorded["status"] == "paused":
         return run, {"status": run.status, "answer": None}
     result = run.result(timeout=WAIT)
