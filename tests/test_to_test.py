@@ -596,3 +596,13 @@ def test_pauses_the_configuration_no_longer_explains_are_a_clear_error(
         session.to_test(tmp_path / "test_lesson.py", agents="lesson:boss")
     lesson.teller.pause_on = {"task"}
     assert session.to_test(tmp_path / "test_lesson.py", agents="lesson:boss").exists()
+
+
+def test_a_pause_the_recording_does_not_have_fails_the_replay_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    session = stepped_bank(lesson_module(tmp_path, monkeypatch))
+    session.to_test(tmp_path / "test_lesson.py", agents="lesson:boss")
+    pausing = LESSON.replace('boss = sn.Agent("boss"', 'boss = sn.Agent("boss", pause_on={"task"}')
+    (tmp_path / "lesson.py").write_text(pausing, encoding="utf-8")
+    assert_fails(tmp_path, "paused before {'path': 'boss', 'action': 'task'", "does not have")

@@ -237,6 +237,11 @@ def replay_run(session: sn.Session, recorded: dict[str, Any]) -> tuple[sn.Run, d
     left_pending(run, [p["at"] for p in recorded["pauses"] if p["decision"] == "leave"])
     if recorded["status"] == "paused":
         return run, {"status": run.status, "answer": None}
+    if run.wait(timeout=WAIT) == "paused":
+        raise AssertionError(
+            f"run {run.number} paused before {met(run.paused_at)}, which the recording "
+            "does not have (it ended there)"
+        )
     result = run.result(timeout=WAIT)
     return run, {"status": result.status, "answer": result.text}
 
