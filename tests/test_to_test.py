@@ -182,15 +182,27 @@ def test_a_stepped_depth_three_session_replays_and_fails_when_the_lesson_or_a_re
     )
 
 
-def test_a_team_changed_in_the_lesson_fails_the_replay_at_its_first_divergence(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("before", "after", "shown"),
+    [
+        # the teller's task call is refused: the auditor never pauses, and the replay says so
+        ("team=[auditor]", "team=[]", ("never paused before", "boss/teller.1/auditor.1")),
+        # the boss now pauses before delegating, where the recording did not
+        (
+            'boss = sn.Agent("boss"',
+            'boss = sn.Agent("boss", pause_on={"task"}',
+            ("paused before {'path': 'boss', 'action': 'task'", "does not have"),
+        ),
+    ],
+)
+def test_a_lesson_changed_otherwise_fails_the_replay_at_its_first_divergence(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, before: str, after: str, shown: tuple
 ) -> None:
     session = stepped_bank(lesson_module(tmp_path, monkeypatch))
     session.to_test(tmp_path / "test_lesson.py", agents="lesson:boss")
-    without_auditor = LESSON.replace("team=[auditor]", "team=[]")
-    (tmp_path / "lesson.py").write_text(without_auditor, encoding="utf-8")
-    # the teller's task call is refused: the auditor never pauses, so the replay says so
-    assert_fails(tmp_path, "never paused before", "boss/teller.1/auditor.1")
+    assert before in LESSON
+    (tmp_path / "lesson.py").write_text(LESSON.replace(before, after), encoding="utf-8")
+    assert_fails(tmp_path, *shown)
 
 
 TRICKY = [
@@ -596,13 +608,3 @@ def test_pauses_the_configuration_no_longer_explains_are_a_clear_error(
         session.to_test(tmp_path / "test_lesson.py", agents="lesson:boss")
     lesson.teller.pause_on = {"task"}
     assert session.to_test(tmp_path / "test_lesson.py", agents="lesson:boss").exists()
-
-
-def test_a_pause_the_recording_does_not_have_fails_the_replay_naming_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    session = stepped_bank(lesson_module(tmp_path, monkeypatch))
-    session.to_test(tmp_path / "test_lesson.py", agents="lesson:boss")
-    pausing = LESSON.replace('boss = sn.Agent("boss"', 'boss = sn.Agent("boss", pause_on={"task"}')
-    (tmp_path / "lesson.py").write_text(pausing, encoding="utf-8")
-    assert_fails(tmp_path, "paused before {'path': 'boss', 'action': 'task'", "does not have")
