@@ -401,6 +401,30 @@ class Session:
 
         return export_jsonl(self, check_path("path", path, where="session.export_jsonl()"))
 
+    def to_test(
+        self, path: str | os.PathLike[str], *, agents: str, overwrite: bool = False
+    ) -> Path:
+        """Write a pytest file that replays this session offline and checks it ends the same.
+
+        The test answers each node with the replies it received, sends the messages with their
+        `pause_on`, decides each pause as it was decided, and checks the answers, the tree and
+        the tool results; the agents' tools run for real. Returns the file's path.
+
+        Args:
+            path: the file to write (`test_<name>.py`, so that pytest collects it).
+            agents: where the test imports the top agent from, `"module:attribute"`; the
+                module must be importable where pytest runs (beside the file will do).
+            overwrite: replace an existing file.
+
+        Raises:
+            ConfigurationError: `agents` does not import to this session's top agent, the
+                file exists, or the session has nothing a replay can reproduce (no runs, a run
+                in flight, a request without a reply, a run cut short or cancelled mid-run).
+        """
+        from .to_test import write_test
+
+        return write_test(self, path, agents=agents, overwrite=overwrite)
+
     def resume(self, *, pause_on: Iterable[str] = ()) -> Run:
         """Continue the run an interruption (a crash, a kernel restart) left unfinished.
 
