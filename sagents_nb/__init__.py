@@ -94,8 +94,10 @@ __all__ = [
 
 # Where each public name that loads on first use is defined. Beyond the core: the mocks and
 # cassettes need httpx (which loads its CLI's click, rich and pygments when installed),
-# SQLiteStore needs sqlite3, compare and sweep need both, and `harness` only native CLI children.
-_SUBMODULES = {"events", "harness", "kinds"}
+# SQLiteStore needs sqlite3, compare and sweep need both, `harness` only native CLI children, and
+# `otel` OpenTelemetry (the `otel` extra: so `sn.otel` is left out of `__all__`, and a star
+# import needs no extra).
+_SUBMODULES = {"events", "harness", "kinds", "otel"}
 _LAZY = {
     "Agent": "._runtime.agent",
     "ChatRequest": "._endpoints.mock",

@@ -10,6 +10,7 @@ from sagents_nb._compare import forgetting, record
 from sagents_nb._runtime import restore, trace
 from sagents_nb.events import Event, Fold
 from sagents_nb.notebook import _projector, _timings
+from sagents_nb.otel import _spans
 
 FOLDS: tuple[Fold[Any], ...] = (
     _projector.FOLD,
@@ -20,6 +21,7 @@ FOLDS: tuple[Fold[Any], ...] = (
     forgetting.AGENTS,
     forgetting.TURNS,
     record.COUNTS,
+    _spans.FOLD,
 )
 """Every consumer in the package that folds events (a new one goes here)."""
 
