@@ -50,8 +50,9 @@ def instrument(
 
     Given an `sn.Agent`, a new `sn.Session` is made for it (`**session` goes to `sn.Session`).
     Spans go to `tracer_provider` (an OpenTelemetry SDK `TracerProvider`), or to an OTLP/HTTP
-    `endpoint` (`http://host:4318/v1/traces`), or else to the global provider. Instrumenting a
-    session twice changes nothing; `uninstrument(session)` stops.
+    `endpoint` (`http://host:4318/v1/traces`; sent in batches, the last when `uninstrument`
+    is called), or else to the global provider. Instrumenting a session twice changes nothing;
+    `uninstrument(session)` stops.
     """
     from .._runtime.agent import Agent
     from .._runtime.session import Session
@@ -75,12 +76,7 @@ def instrument(
     provider, owned = _provider(tracer_provider, endpoint, "instrument")
     spans = _spans_of(target, provider, capture_content)
 
-    def feed(event: Any) -> None:
-        spans.feed(event)
-        if owned and event.type == "run_finished":
-            provider.force_flush()
-
-    unsubscribe = target.bus.subscribe(feed)
+    unsubscribe = target.bus.subscribe(spans.feed)  # on the loop: spans start and end in step
 
     def stop() -> None:
         unsubscribe()
