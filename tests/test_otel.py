@@ -223,3 +223,17 @@ def test_import_sagents_nb_loads_no_opentelemetry() -> None:
     code = "import sys, sagents_nb as sn; sn.Agent; print(any(m.startswith('opentelemetry') for m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_a_reopened_session_exports_the_same_spans(tmp_path: Any) -> None:
+    db = tmp_path / "runs.db"
+    session = sn.Session(team(), llm=sn.mock_llm(handler), store=db)
+    session.send("Bonjour, 你好 👋").result()
+    first, first_spans = provider()
+    sn.otel.export(session, tracer_provider=first)
+    again = sn.Session.open(db, session.id, agent=team(), llm=sn.mock_llm(handler))
+    second, second_spans = provider()
+    sn.otel.export(again, tracer_provider=second)
+    spans = second_spans.get_finished_spans()
+    assert tree(spans) == tree(first_spans.get_finished_spans())
+    assert {s.attributes["gen_ai.conversation.id"] for s in spans} == {session.id}
