@@ -237,3 +237,38 @@ def test_a_reopened_session_exports_the_same_spans(tmp_path: Any) -> None:
     spans = second_spans.get_finished_spans()
     assert tree(spans) == tree(first_spans.get_finished_spans())
     assert {s.attributes["gen_ai.conversation.id"] for s in spans} == {session.id}
+
+
+class NoAtlantis:
+    def before_tool(self, call: sn.ToolCallInfo) -> Any:
+        return sn.Deny("pas d'Atlantide 🚫") if "Atlantis" in json.dumps(call.arguments) else None
+
+    def after_tool(self, call: sn.ToolCallInfo, result: Any) -> None:
+        return None
+
+
+def test_a_denied_tool_and_a_failed_model_call_are_errors_with_their_type() -> None:
+    def failing(req: sn.ChatRequest) -> Any:
+        if req.node != "boss":
+            return handler(req)
+        if not req.tool_results:
+            return handler(req)
+        return httpx.Response(500, json={"error": {"message": "panne 💥"}})
+
+    llm = sn.mock_llm(failing, retries=0)
+    session = sn.Session(team(), llm=llm, hooks=[NoAtlantis()])
+    tracer_provider, exporter = provider()
+    sn.otel.instrument(session, tracer_provider=tracer_provider)
+    assert session.send("Bonjour").result().status == "error"
+    spans = exporter.get_finished_spans()
+    denied = [
+        s for s in by_name(spans, "execute_tool météo") if s.status.status_code is StatusCode.ERROR
+    ]
+    assert [s.attributes["error.type"] for s in denied] == ["denied"]
+    failed_chat = [
+        s for s in by_name(spans, "chat mock") if s.status.status_code is StatusCode.ERROR
+    ]
+    assert len(failed_chat) == 1 and failed_chat[0].attributes["error.type"]
+    root = by_name(spans, "invoke_agent boss")[0]
+    assert root.status.status_code is StatusCode.ERROR
+    assert sorted(tree(spans)) == sorted(EXPECTED)

@@ -133,10 +133,14 @@ class Spans:
         span.set_attribute(n.PATH, path)
         self.nodes[path] = span
 
-    def end_node(self, path: str, status: str, text: str, ts: float) -> None:
+    def end_node(self, path: str, event: RunFinished | TaskFinished) -> None:
+        """End the node's span, and what is still open under it, with the usage it reports."""
         span = self.nodes.pop(path, None)
         if span is None:
             return
+        status, text, ts = event.status, event.text, event.ts
+        span.set_attribute(n.INPUT_TOKENS, event.usage.prompt_tokens)
+        span.set_attribute(n.OUTPUT_TOKENS, event.usage.completion_tokens)
         for key in [k for k in self.tools if k[0] == path or k[0].startswith(path + "/")]:
             self.tools.pop(key).end(end_time=ns(ts))
         for chat in [k for k in self.chats if k == path or k.startswith(path + "/")]:
@@ -196,11 +200,7 @@ def _run_started(spans: Spans, event: RunStarted) -> None:
 
 @FOLD.handles(RunFinished)
 def _run_finished(spans: Spans, event: RunFinished) -> None:
-    root = spans.nodes.get(event.path)
-    if root is not None:
-        root.set_attribute(n.INPUT_TOKENS, event.usage.prompt_tokens)
-        root.set_attribute(n.OUTPUT_TOKENS, event.usage.completion_tokens)
-    spans.end_node(event.path, event.status, event.text, event.ts)
+    spans.end_node(event.path, event)
 
 
 @FOLD.handles(TaskSpawned)
@@ -212,11 +212,7 @@ def _task_spawned(spans: Spans, event: TaskSpawned) -> None:
 
 @FOLD.handles(TaskFinished)
 def _task_finished(spans: Spans, event: TaskFinished) -> None:
-    node = spans.nodes.get(event.child)
-    if node is not None:
-        node.set_attribute(n.INPUT_TOKENS, event.usage.prompt_tokens)
-        node.set_attribute(n.OUTPUT_TOKENS, event.usage.completion_tokens)
-    spans.end_node(event.child, event.status, event.text, event.ts)
+    spans.end_node(event.child, event)
 
 
 @FOLD.handles(ModelRequest)
