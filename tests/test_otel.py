@@ -272,3 +272,16 @@ def test_a_denied_tool_and_a_failed_model_call_are_errors_with_their_type() -> N
     root = by_name(spans, "invoke_agent boss")[0]
     assert root.status.status_code is StatusCode.ERROR
     assert sorted(tree(spans)) == sorted(EXPECTED)
+
+
+def test_without_the_extra_sn_otel_says_what_to_install() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.modules['opentelemetry'] = None\n"
+        "import sagents_nb as sn\n"
+        "try:\n    sn.otel\nexcept ImportError as exc:\n    print(exc)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "pip install 'sagents_nb[otel]'" in out.stdout

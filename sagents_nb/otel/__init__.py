@@ -48,7 +48,8 @@ def instrument(
 ) -> Session:
     """Send the session's spans as its events happen, and return the session.
 
-    Given an `sn.Agent`, a new `sn.Session` is made for it (`**session` goes to `sn.Session`).
+    Spans are made of the events from now on: instrument before sending (or `export` what
+    already happened). Given an `sn.Agent`, a new `sn.Session` is made for it (`**session` goes to `sn.Session`).
     Spans go to `tracer_provider` (an OpenTelemetry SDK `TracerProvider`), or to an OTLP/HTTP
     `endpoint` (`http://host:4318/v1/traces`; sent in batches, the last when `uninstrument`
     is called), or else to the global provider. Instrumenting a session twice changes nothing;
