@@ -70,7 +70,7 @@ class LiveView(anywidget.AnyWidget):
         rate: float = 10.0,
     ) -> None:
         self.target = Target(obj)
-        self.projector = Projector()
+        self.projector = Projector(scope=self.target.scope)
         self.focus = Focus()
         self.preprocessors = dict(preprocessors or {})
         self.kinds_seen: dict[str, dict[str, Any]] = {}
@@ -254,6 +254,7 @@ class LiveView(anywidget.AnyWidget):
             "title": target.title(),
             "live": live,
             "run": self._run_header(),
+            "later": target.later(projector),
             "pending": [_pending(p) for p in sorted(projector.pending.values(), key=_pause_id)],
             "kinds": sorted(kinds.registry()) if live else [],
             "agent_kinds": target.agent_kinds(),
