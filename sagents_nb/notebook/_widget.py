@@ -22,6 +22,7 @@ from ._export import show, static_view
 from ._panes import Focus, pane_state
 from ._projector import Projector
 from ._render import tree_state
+from ._search import SearchIndex, search_state
 from ._state import PendingState
 from ._target import Target
 from ._throttle import Throttle
@@ -57,6 +58,8 @@ class LiveView(anywidget.AnyWidget):
     """The title, the controlled run, pending pauses, selector options and the latest notice."""
     tree = traitlets.Dict().tag(sync=True)
     """The delegation tree, nested."""
+    found = traitlets.Dict().tag(sync=True)
+    """What the search box found (`_search.search_state`): a page of matching events."""
     pane = traitlets.Unicode("{}").tag(sync=True)
     """The selected node's pane (transcript, context, tools, compaction, wire or events), as JSON
     text: it can be large, and ipywidgets walks dict and list state for binary buffers on every
@@ -87,14 +90,16 @@ class LiveView(anywidget.AnyWidget):
         self._notice: dict[str, Any] = {"id": 0, "text": "", "error": False}
         self._json_cache: dict[int, str] = {}
         self._pane_stamp: tuple[Any, ...] | None = None
+        self._search = SearchIndex()
+        self._found: tuple[tuple[Any, ...], dict[str, Any]] = ((), {})
         self._timing_stamp = TimingStamp()
         self._ready = False
         self._rate = rate
         self._throttle = Throttle(self._push, rate=rate)
         self.target.attach(self.projector, self._throttle.request)
-        header, tree, pane = self._render()
+        header, tree, pane, found = self._render()
         self._throttle.count_call()  # the initial state is the first update
-        super().__init__(header=header, tree=tree, pane=pane or "{}")
+        super().__init__(header=header, tree=tree, pane=pane or "{}", found=found)
         self.on_msg(self._on_message)
         # From here on only the library loop thread changes this widget's traits.
         self._ready = True
@@ -197,10 +202,11 @@ class LiveView(anywidget.AnyWidget):
     def _push(self) -> None:
         if not self._ready:
             return
-        header, tree, pane = self._render()
+        header, tree, pane, found = self._render()
         with self.hold_sync():
             self.header = header
             self.tree = tree
+            self.found = found
             if pane is not None:
                 self.pane = pane
 
@@ -208,7 +214,7 @@ class LiveView(anywidget.AnyWidget):
         """The last pane sent to the front end, decoded."""
         return json.loads(self.pane)  # type: ignore[no-any-return]
 
-    def _render(self) -> tuple[dict[str, Any], dict[str, Any], str | None]:
+    def _render(self) -> tuple[dict[str, Any], dict[str, Any], str | None, dict[str, Any]]:
         projector = self.projector
         with projector.lock:
             projector.catch_up()
@@ -220,7 +226,17 @@ class LiveView(anywidget.AnyWidget):
                 state = pane_state(projector, self.focus, exchanges, self._json_cache)
                 pane = json.dumps(state, ensure_ascii=False, separators=(",", ":"))
                 self._pane_stamp = stamp
-            return self._header(), tree_state(projector), pane
+            return self._header(), tree_state(projector), pane, self._found_state()
+
+    def _found_state(self) -> dict[str, Any]:
+        """The search's results, looked for again only when the query, its page or the
+        events changed."""
+        focus, projector = self.focus, self.projector
+        stamp = (focus.query, focus.found_start, projector.version if focus.query else 0)
+        if stamp != self._found[0]:
+            found = search_state(self._search, projector.events, focus.query, focus.found_start)
+            self._found = (stamp, found)
+        return self._found[1]
 
     def _pane_node(self) -> str | None:
         projector, chosen = self.projector, self.focus.node
