@@ -70,7 +70,7 @@ def _focus(view: LiveView, message: dict[str, Any]) -> None:
         if {"node", "tab"} & message.keys():
             focus.at = None
         if "seq" in message:
-            _go_to_event(view, message["seq"])
+            _go_to_event(view, message["seq"], choose="node" not in message)
     view.refresh(now=True)
 
 
@@ -90,16 +90,16 @@ def _search(view: LiveView, message: dict[str, Any]) -> None:
     view.refresh(now=True)
 
 
-def _go_to_event(view: LiveView, seq: Any) -> None:
-    """Show event `seq` in the Events tab: its node chosen, the unfiltered log's page holding
-    it, its JSON opened."""
+def _go_to_event(view: LiveView, seq: Any, *, choose: bool) -> None:
+    """Show event `seq` in the Events tab: the unfiltered log's page holding it, its JSON
+    opened, and (`choose`) its node chosen."""
     projector, focus = view.projector, view.focus
     at = event_index(projector.events, seq) if isinstance(seq, int) else None
     if at is None:
         view.notify(f"there is no event #{seq} in this view", error=True)
         return
     event = projector.events[at]
-    if event.path in projector.nodes and event.path != focus.node:
+    if choose and event.path in projector.nodes and event.path != focus.node:
         focus.node, focus.turn = event.path, None
     focus.tab, focus.types, focus.node_only, focus.at = "events", [], False, event.seq
     focus.start = max(0, at - PAGE // 2)

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import bisect
 import re
+import time
 import unicodedata
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel
@@ -20,8 +21,14 @@ QUERY_LIMIT = 500
 """Characters of a query kept."""
 SNIPPET = 70
 """Characters shown on each side of a match."""
+BUDGET = 0.1
+"""Seconds one search may spend folding events not indexed yet; it lists what it found so
+far and goes on at the next update (a long stored session is indexed in the background when
+its view opens, `LiveView._warm_search`)."""
 
-_MARKS = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f\ufe0e\ufe0f]")
+_MARKS = re.compile(
+    "[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f\ufe0e\ufe0f]"
+)
 """Accents and other combining marks of the Latin, Greek and Cyrillic scripts, and emoji
 variation selectors (kana voicing marks are kept: か is not が)."""
 _SEQ = re.compile(r"^\s*(?:#|seq\s*)(\d+)\s*$", re.IGNORECASE)
@@ -44,53 +51,86 @@ def seq_query(query: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def texts(event: Event) -> Iterator[str]:
+def texts(event: Event) -> list[str]:
     """Every text an event carries: its path, type and string fields, nested ones too."""
     if event.type in _UNSEARCHED:
-        return
-    skipped = _SKIPPED.get(event.type, frozenset())
-    for name in type(event).model_fields:
-        if name not in skipped:
-            yield from _strings(getattr(event, name))
+        return []
+    skipped = _SKIPPED.get(event.type, ())
+    found: list[str] = []
+    for name, value in event.__dict__.items():
+        if type(value) is str:
+            if value:
+                found.append(value)
+        elif value is not None and type(value) not in _PLAIN and name not in skipped:
+            _strings(value, found)
+    return found
 
 
-def _strings(value: Any) -> Iterator[str]:
+_PLAIN = frozenset({int, float, bool})
+
+
+def _strings(value: Any, found: list[str]) -> None:
     if isinstance(value, str):
         if value:
-            yield value
+            found.append(value)
     elif isinstance(value, BaseModel):
-        for name in type(value).model_fields:
-            yield from _strings(getattr(value, name))
+        for item in value.__dict__.values():
+            _strings(item, found)
     elif isinstance(value, dict):
         for item in value.values():
-            yield from _strings(item)
+            _strings(item, found)
     elif isinstance(value, (list, tuple)):
         for item in value:
-            yield from _strings(item)
+            _strings(item, found)
 
 
 class SearchIndex:
     """Each event's folded text, in the order of the projector's `events`, kept up to date
     as the list grows (an event never changes once emitted)."""
 
+    CHUNK = 1000
+    """Events folded between two looks at the clock."""
+
     def __init__(self) -> None:
         self.folded: list[str] = []
 
-    def update(self, events: Sequence[Event]) -> None:
-        """Fold the events not indexed yet."""
-        for event in events[len(self.folded) :]:
-            self.folded.append(fold("\n".join(texts(event))))
+    def update(
+        self, events: Sequence[Event], budget: float | None = None, upto: int | None = None
+    ) -> bool:
+        """Fold the events not indexed yet (the first `upto` of them if given), for at most
+        `budget` seconds (None: until done); whether they are all indexed."""
+        deadline = None if budget is None else time.perf_counter() + budget
+        end = len(events) if upto is None else min(upto, len(events))
+        while len(self.folded) < end:
+            done = len(self.folded)
+            chunk = events[done : min(end, done + self.CHUNK)]
+            self.folded.extend(_fold_all(["\n".join(texts(event)) for event in chunk]))
+            if deadline is not None and time.perf_counter() > deadline:
+                break
+        return len(self.folded) >= end
 
     def matches(self, query: str) -> list[int]:
-        """Indices of the events whose text holds `query` (already folded)."""
+        """Indices of the indexed events whose text holds `query` (already folded)."""
         return [index for index, text in enumerate(self.folded) if query in text]
+
+
+def _fold_all(raw: list[str]) -> list[str]:
+    """`fold` of each text: ASCII ones lowered, the others folded together in one call."""
+    folded = [text.lower() if text.isascii() else None for text in raw]
+    other = [i for i, text in enumerate(folded) if text is None]
+    if other:
+        joined = "\x00".join(raw[i].replace("\x00", " ") for i in other)
+        for i, text in zip(other, fold(joined).split("\x00"), strict=True):
+            folded[i] = text
+    return folded  # type: ignore[return-value]
 
 
 def search_state(
     index: SearchIndex, events: Sequence[Event], query: str, start: int | None
 ) -> dict[str, Any]:
-    """What the search box lists for `query`: a page of matching events (node, seq, type and
-    the text around the match), how many match, or the one event `#N` names."""
+    """What the search box lists for `query`: a page of matching events (seq, path, the node
+    it is about — a task's child —, type and the text around the match), how many match, or
+    the one event `#N` names."""
     query = query[:QUERY_LIMIT]
     if not query.strip():
         return {}
@@ -98,14 +138,18 @@ def search_state(
     if number is not None:
         return _goto(events, query, number)
     folded = fold(query.strip())
-    index.update(events)
+    complete = index.update(events, BUDGET)
     rows, page = page_of(index.matches(folded), start or 0, FOUND)
-    return {
+    searched = len(index.folded)
+    state: dict[str, Any] = {
         "query": query,
         "rows": [_row(events[at], folded) for at in rows],
         "page": page,
-        "note": None if page["total"] else f"nothing matches “{query.strip()}”",
+        "note": None if page["total"] or not complete else f"nothing matches “{query.strip()}”",
     }
+    if not complete:
+        state["searching"] = {"done": searched, "of": len(events)}
+    return state
 
 
 def _goto(events: Sequence[Event], query: str, number: int) -> dict[str, Any]:
@@ -126,9 +170,11 @@ def event_index(events: Sequence[Event], seq: int) -> int | None:
 
 def _row(event: Event, query: str) -> dict[str, Any]:
     before, match, after = _snippet(event, query)
+    child = getattr(event, "child", None)
     return {
         "seq": event.seq,
         "path": event.path,
+        "node": child if isinstance(child, str) else event.path,
         "type": event.type,
         "before": before,
         "match": match,
@@ -138,7 +184,7 @@ def _row(event: Event, query: str) -> dict[str, Any]:
 
 def _snippet(event: Event, query: str) -> tuple[str, str, str]:
     """The text around the first match of `query`, cut in three: before, the match, after."""
-    leaves = list(texts(event))
+    leaves = texts(event)
     for text in leaves if query else ():
         found = _locate(text, query)
         if found is not None:

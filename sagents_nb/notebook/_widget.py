@@ -15,7 +15,7 @@ except ImportError as exc:  # pragma: no cover - both ship with sagents_nb's dep
     ) from exc
 
 from .. import kinds
-from .._base.loop import run_sync
+from .._base.loop import call_soon, run_sync
 from .._runtime.preprocess import preprocessor_name
 from ._controls import handle_message
 from ._export import show, static_view
@@ -31,6 +31,9 @@ from ._view_module import STATIC, view_module
 
 if TYPE_CHECKING:
     from .. import Result, Run, Session
+
+WARM_SLICE = 0.02
+"""Seconds of indexing for the search between two turns of the library loop."""
 
 
 class LiveView(anywidget.AnyWidget):
@@ -90,13 +93,16 @@ class LiveView(anywidget.AnyWidget):
         self._notice: dict[str, Any] = {"id": 0, "text": "", "error": False}
         self._json_cache: dict[int, str] = {}
         self._pane_stamp: tuple[Any, ...] | None = None
+        self._tree: tuple[int, dict[str, Any]] = (-1, {})
         self._search = SearchIndex()
         self._found: tuple[tuple[Any, ...], dict[str, Any]] = ((), {})
         self._timing_stamp = TimingStamp()
         self._ready = False
+        self._closed = False
         self._rate = rate
         self._throttle = Throttle(self._push, rate=rate)
         self.target.attach(self.projector, self._throttle.request)
+        self._warm_search(len(self.projector.events))
         header, tree, pane, found = self._render()
         self._throttle.count_call()  # the initial state is the first update
         super().__init__(header=header, tree=tree, pane=pane or "{}", found=found)
@@ -176,6 +182,7 @@ class LiveView(anywidget.AnyWidget):
     def close(self) -> None:
         """Stop following the session and close the widget and its layout."""
         # also called by ipywidgets' __del__, possibly on a view whose __init__ failed
+        self._closed = True
         throttle, target = getattr(self, "_throttle", None), getattr(self, "target", None)
         for fork_view in getattr(self, "fork_views", ()):
             fork_view.close()
@@ -226,17 +233,37 @@ class LiveView(anywidget.AnyWidget):
                 state = pane_state(projector, self.focus, exchanges, self._json_cache)
                 pane = json.dumps(state, ensure_ascii=False, separators=(",", ":"))
                 self._pane_stamp = stamp
-            return self._header(), tree_state(projector), pane, self._found_state()
+            if self._tree[0] != projector.version:  # a click or a search changes no node
+                self._tree = (projector.version, tree_state(projector))
+            return self._header(), self._tree[1], pane, self._found_state()
 
     def _found_state(self) -> dict[str, Any]:
         """The search's results, looked for again only when the query, its page or the
         events changed."""
-        focus, projector = self.focus, self.projector
-        stamp = (focus.query, focus.found_start, projector.version if focus.query else 0)
+        focus, projector, index = self.focus, self.projector, self._search
+        asked = bool(focus.query)
+        stamp = (focus.query, focus.found_start, asked and projector.version, len(index.folded))
         if stamp != self._found[0]:
-            found = search_state(self._search, projector.events, focus.query, focus.found_start)
+            found = search_state(index, projector.events, focus.query, focus.found_start)
+            if "searching" in found:
+                self._throttle.request()  # it goes on at the next update
+            stamp = (*stamp[:3], len(index.folded))
             self._found = (stamp, found)
         return self._found[1]
+
+    def _warm_search(self, upto: int) -> None:
+        """Index the first `upto` events (those replayed when the view opened) a slice at a
+        time on the library loop, so that a search in a long stored session finds at once."""
+
+        def index_slice() -> None:
+            if self._closed:
+                return
+            with self.projector.lock:
+                done = self._search.update(self.projector.events, WARM_SLICE, upto)
+            if not done:
+                call_soon(index_slice)
+
+        call_soon(index_slice)
 
     def _pane_node(self) -> str | None:
         projector, chosen = self.projector, self.focus.node

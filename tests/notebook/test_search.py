@@ -77,7 +77,8 @@ def test_the_search_finds_tool_results_and_arguments_in_any_script(
 
 def test_the_search_finds_transcript_text_and_event_fields(widget: LiveView) -> None:
     assert find(widget, "烤鸭")["rows"][0]["type"] == "model_response"
-    assert {r["type"] for r in find(widget, "trouve un café")["rows"]} >= {"task_spawned"}
+    spawned = next(r for r in find(widget, "trouve un café")["rows"] if r["type"] == "task_spawned")
+    assert (spawned["path"], spawned["node"]) == ("boss", "boss/guide.1")  # the node it is about
     assert {r["path"] for r in find(widget, "guide.1")["rows"]} == {"boss", "boss/guide.1"}
     markup = find(widget, "<img src=x")["rows"][0]
     assert markup["match"] == "<img src=x"  # text, escaped by the page's bindings
@@ -110,7 +111,10 @@ def test_a_result_or_seq_goes_to_its_event_in_the_events_tab(widget: LiveView) -
     goto = find(widget, "#3")
     assert [r["seq"] for r in goto["rows"]] == [3]
     last = widget.projector.events[-1].seq
-    assert find(widget, "#99999")["note"] == f"no event #99999 in this view (its events are #1–#{last})"
+    assert (
+        find(widget, "#99999")["note"]
+        == f"no event #99999 in this view (its events are #1–#{last})"
+    )
     click(widget, action="focus", seq=99999)
     wait_until(lambda: "no event #99999" in widget.header["notice"]["text"])
     click(widget, action="focus", tab="transcript")

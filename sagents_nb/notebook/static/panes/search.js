@@ -57,7 +57,7 @@ export function search(view) {
             (row) => html`<li>
               <button class="sn-link sn-found-row" data-seq=${row.seq} @click=${() => goTo(view, row)}>
                 <span class="sn-seq">#${row.seq}</span>
-                <span class="sn-path">${row.path}</span>
+                <span class="sn-path">${row.node}</span>
                 <span class="sn-type">${row.type}</span>
                 <span class="sn-snippet">${row.before}<mark>${row.match}</mark>${row.after}</span>
               </button>
@@ -73,7 +73,7 @@ function goTo(view, row) {
   const { ui } = view;
   ui.opened.add(row.seq);
   ui.reveal = row.seq;
-  view.focus({ tab: "events", ...(row.path ? { node: row.path } : {}), seq: row.seq });
+  view.focus({ tab: "events", ...(row.node ? { node: row.node } : {}), seq: row.seq });
 }
 
 // After a draw: scroll the event gone to into sight, once it is on the page.
