@@ -3,46 +3,19 @@
 from __future__ import annotations
 
 import json
-from typing import Any
-
-import pytest
 
 import sagents_nb as sn
 from sagents_nb.notebook import LiveView, view
 from sagents_nb.notebook._projector import Projector
 
 from .conftest import wait_until
-
-
-def click(widget: LiveView, **content: Any) -> None:
-    widget.comm.handle_msg(
-        {"content": {"data": {"method": "custom", "content": content}}, "buffers": []}
-    )
+from .test_view import click
 
 
 def texts(widget: LiveView) -> str:
     """Every transcript line of the root, as one text."""
     widget.flush()
     return json.dumps(widget.current_pane().get("entries", []), ensure_ascii=False)
-
-
-@pytest.fixture
-def forecaster() -> sn.Session:
-    @sn.tool
-    def get_weather(city: str) -> str:
-        """The weather in a city.
-
-        Args:
-            city: the city.
-        """
-        return f"ensoleillé à {city} ☀"
-
-    def forecast(request: sn.ChatRequest) -> Any:
-        if request.last["role"] == "user":
-            return sn.reply(tool_calls=[sn.call("get_weather", city="Zürich")])
-        return f"il fait {request.tool_results[-1]}"
-
-    return sn.Session(sn.Agent("forecaster", tools=[get_weather]), llm=sn.mock_llm(forecast))
 
 
 def test_a_runs_view_does_not_show_or_steer_the_next_runs_pause(forecaster: sn.Session) -> None:
@@ -74,7 +47,7 @@ def test_a_runs_view_does_not_show_or_steer_the_next_runs_pause(forecaster: sn.S
     assert session_view.header["run"]["number"] == 2 and pause["name"] == "get_weather"
     assert "もう一度" in texts(session_view)
     click(session_view, action="approve", pause_id=pause["pause_id"])
-    assert second.result().text == "il fait ensoleillé à Zürich ☀"
+    assert second.result().text == "it is sunny in Paris"
     wait_until(lambda: first_view.header["later"]["status"] == "done")
     assert first_view.header["later"]["text"] == "run 2 is done: view(session) shows it"
     assert "もう一度" not in texts(first_view)

@@ -12,12 +12,7 @@ from sagents_nb.notebook import LiveView, view
 from sagents_nb.notebook._search import FOUND, fold, seq_query
 
 from .conftest import XSS, wait_until
-
-
-def click(widget: LiveView, **content: Any) -> None:
-    widget.comm.handle_msg(
-        {"content": {"data": {"method": "custom", "content": content}}, "buffers": []}
-    )
+from .test_view import click
 
 
 def find(widget: LiveView, query: str, **more: Any) -> dict[str, Any]:
