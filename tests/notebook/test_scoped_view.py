@@ -35,8 +35,15 @@ def test_a_runs_view_does_not_show_or_steer_the_next_runs_pause(forecaster: sn.S
     assert first_view.projector.runs.keys() == {1}
     assert {event.run for event in first_view.projector.events} == {1}
     static = first_view._repr_mimebundle_()[0]
-    assert "run 2 is paused: view(session) follows it" in static["text/plain"]
-    assert "もう一度" not in static["text/plain"]
+    for text in (static["text/plain"], static["text/html"]):
+        assert "run 2 is paused: view(session) follows it" in text and "もう一度" not in text
+    click(first_view, action="focus", tab="timing")
+    wait_until(lambda: first_view.current_pane()["tab"] == "timing")
+    assert first_view.current_pane()["runs"] == [1]
+    click(first_view, action="focus", tab="decisions")
+    wait_until(lambda: first_view.current_pane()["tab"] == "decisions")
+    assert "get_weather" not in json.dumps(first_view.current_pane())  # run 2's pause
+    click(first_view, action="focus", tab="transcript")
     # a click on a stale page answers without touching run 2
     click(first_view, action="approve")
     wait_until(lambda: "run 1 is not paused" in first_view.header["notice"]["text"])
