@@ -10,8 +10,10 @@ from typing import TYPE_CHECKING, Any
 
 from .. import kinds
 from .._runtime.pausing import PAUSE_ACTIONS
+from ._paging import PAGE
 from ._panes import TABS, Focus
 from ._render import ROWS
+from ._search import QUERY_LIMIT, event_index
 
 if TYPE_CHECKING:
     from .._runtime.run import Run
@@ -24,6 +26,8 @@ def handle_message(view: LiveView, message: dict[str, Any]) -> None:
     match action:
         case "focus":
             _focus(view, message)
+        case "search":
+            _search(view, message)
         case "step" | "resume" | "cancel":
             _run_control(view, action)
         case "approve" | "edit" | "reject":
@@ -63,7 +67,43 @@ def _focus(view: LiveView, message: dict[str, Any]) -> None:
             focus.opened = sorted(set(opened))[-ROWS:]
         _page_focus(focus, message)
         _column_focus(focus, message)
+        if {"node", "tab"} & message.keys():
+            focus.at = None
+        if "seq" in message:
+            _go_to_event(view, message["seq"], choose="node" not in message)
     view.refresh(now=True)
+
+
+def _search(view: LiveView, message: dict[str, Any]) -> None:
+    """Look for the query (a search result is a `focus` message with its `seq`)."""
+    focus = view.focus
+    with view.projector.lock:
+        if "query" in message:
+            query = str(message["query"] or "")[:QUERY_LIMIT]
+            if query != focus.query:
+                focus.found_start = None
+            focus.query = query
+        if "start" in message:
+            start = message["start"]
+            ok = isinstance(start, int) and not isinstance(start, bool) and start >= 0
+            focus.found_start = start if ok else None
+    view.refresh(now=True)
+
+
+def _go_to_event(view: LiveView, seq: Any, *, choose: bool) -> None:
+    """Show event `seq` in the Events tab: the unfiltered log's page holding it, its JSON
+    opened, and (`choose`) its node chosen."""
+    projector, focus = view.projector, view.focus
+    at = event_index(projector.events, seq) if isinstance(seq, int) else None
+    if at is None:
+        view.notify(f"there is no event #{seq} in this view", error=True)
+        return
+    event = projector.events[at]
+    if choose and event.path in projector.nodes and event.path != focus.node:
+        focus.node, focus.turn = event.path, None
+    focus.tab, focus.types, focus.node_only, focus.at = "events", [], False, event.seq
+    focus.start = max(0, at - PAGE // 2)
+    focus.opened = sorted({*focus.opened, event.seq})[-ROWS:]
 
 
 def _page_focus(focus: Focus, message: dict[str, Any]) -> None:

@@ -19,7 +19,8 @@ def view(
     """The live view of a session, run or result, as a widget.
 
     Args:
-        obj: a `sn.Session` (follows every run), a `sn.Run` (its buttons control that run) or a
+        obj: a `sn.Session` (follows its latest run), a `sn.Run` (shows and controls that run
+            only: the session as of that run's end, and a note naming any later run) or a
             `sn.Result` (a finished run, without controls).
         preprocessors: more named preprocessors the session's selector offers, e.g.
             `{"mentions": sn.Mentions(docs)}`; `none` and every preprocessor the session has

@@ -49,6 +49,9 @@ def static_view(view: LiveView) -> dict[str, str]:
     lines, rows = [f"sagents_nb · {header['title']}"], []
     if run:
         lines.append(f"run {run['number']} {run['status']}")
+    later = header.get("later")
+    if later:
+        lines.append(f"({later['text']})")
     for depth, node in _walk(tree):
         label = f"{node['id'].rpartition('/')[2]} [{node['kind']}] {node['status']}"
         label += f" · {node['turns']} turns · {node['tokens']} tokens"
@@ -112,6 +115,7 @@ def static_view(view: LiveView) -> dict[str, str]:
             f"<b>{_e(title)}</b>{nested['text/html']}</div>"
         )
     head = _e(lines[0]) + (f" · run {run['number']} <b>{_e(run['status'])}</b>" if run else "")
+    head += f" · <i>{_e(later['text'])}</i>" if later else ""
     body = (
         '<div class="sagents-static" style="font-family:monospace;font-size:12px">'
         f"<div>{head}</div>{''.join(rows)}{answer}{context}{tokens}{decisions}{forks}</div>"

@@ -52,6 +52,12 @@ class Focus:
     view_start: int | None = None
     storage_start: int | None = None
     """Where the pages of the context pane's view and storage columns begin; None follows."""
+    at: int | None = None
+    """The event a search result or `#N` went to: the Events tab shows it, opened."""
+    query: str = ""
+    """What the search box looks for (`_search.search_state`)."""
+    found_start: int | None = None
+    """Where the page of search results begins; None: the first page."""
 
     def key(self) -> tuple[Any, ...]:
         return (
@@ -66,6 +72,7 @@ class Focus:
             self.zoom,
             self.view_start,
             self.storage_start,
+            self.at,
         )
 
 
@@ -84,6 +91,7 @@ def pane_state(
         only = path if focus.node_only else None
         types = set(focus.types)
         pane.update(events_pane(projector, types, only, json_cache, focus.opened, focus.start))
+        pane["at"] = focus.at
     elif focus.tab == "wire":
         pane.update(wire_pane(exchanges, node, focus.start))
     elif focus.tab == "timing":

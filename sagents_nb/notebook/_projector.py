@@ -87,7 +87,12 @@ class Projector:
     batch before it renders (`catch_up`), at the view's update rate instead of the event rate.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, scope: int | None = None) -> None:
+        self.scope = scope
+        """The run a run's view shows: events of later runs are not folded (None: every run)."""
+        self.later: dict[int, str] = {}
+        """The runs after `scope`, by number, with their status: a run's view names them."""
+        self._later_pauses: dict[int, set[int]] = {}
         self.lock = threading.RLock()
         self.nodes: dict[str, NodeState] = {}
         self.root: str | None = None
@@ -128,10 +133,31 @@ class Projector:
             self._fold(batch)
 
     def _fold(self, events: list[Event]) -> None:
+        scope = self.scope
+        if scope is not None and any(event.run > scope for event in events):
+            for event in events:
+                if event.run > scope:
+                    self._note_later(event)
+            self.version += 1
+            events = [event for event in events if event.run <= scope]
         self.events.extend(events)
         self.version += len(events)
         self.counts.update([event.type for event in events])
         FOLD.into(self, events)
+
+    def _note_later(self, event: Event) -> None:
+        """Keep how a run after `scope` stands (running, paused, or how it ended)."""
+        number = event.run
+        pauses = self._later_pauses.setdefault(number, set())
+        if isinstance(event, RunFinished):
+            self.later[number] = event.status
+            return
+        if isinstance(event, Paused):
+            pauses.add(event.pause_id)
+        elif isinstance(event, Resumed):
+            pauses.discard(event.pause_id)
+        if self.later.get(number, "running") in ("running", "paused"):
+            self.later[number] = "paused" if pauses else "running"
 
     def node(self, path: str) -> NodeState:
         """The state of the node at `path`, created (with its ancestors) on first mention."""
@@ -158,9 +184,12 @@ class Projector:
         return self.root
 
     def apply_tree(self, tree: TreeNode) -> None:
-        """Take a tree snapshot as the truth for every node's summary (kind, status, counts)."""
+        """Take a tree snapshot as the truth for every node's summary (kind, status, counts);
+        not in a run's view of a session that has gone on (the tree is the session's now)."""
         with self.lock:
             self.catch_up()
+            if self.later:
+                return
             self.version += 1
             for item in tree.walk():
                 state = self.node(item.id)
@@ -229,6 +258,9 @@ class Projector:
         with self.lock:
             self.catch_up()
             self.version += 1
+            if self.scope is not None and number > self.scope:
+                self.later[number] = status
+                return
             for pause_id, pending in list(self.pending.items()):
                 if pending.run == number:
                     self._end_pause(pause_id, "interrupted", text)

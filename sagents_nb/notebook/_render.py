@@ -93,8 +93,17 @@ def _tree_node(projector: Projector, node: NodeState) -> dict[str, Any]:
         "descendants": sum(1 + child["descendants"] for child in children),
         "reattached": node.reattached,
         "refused": [clip(reason, 500) for reason in node.refused],
+        "calls": _call_words(node),
         "children": children,
     }
+
+
+def _call_words(node: NodeState) -> str:
+    """The node's tool names and their calls' statuses (and `refused`), for the tree filter."""
+    words = {word for card in node.cards.values() for word in (card.name, card.status)}
+    if node.refused:
+        words.add("refused")
+    return " ".join(sorted(words))
 
 
 def _one_line(text: str | None, limit: int = 160) -> str | None:

@@ -39,6 +39,25 @@ class Target:
         self.obj = obj
 
     @property
+    def scope(self) -> int | None:
+        """The run number a run's view shows and controls only (None: a session's view, which
+        follows its latest run)."""
+        return self.run.number if self.run is not None else None
+
+    def later(self, projector: Projector) -> dict[str, Any] | None:
+        """The newest run after a run's view's own, and where to follow it (None if none)."""
+        if not projector.later:
+            return None
+        number = max(projector.later)
+        status = projector.later[number]
+        verb = "follows" if status in ("running", "paused") else "shows"
+        return {
+            "number": number,
+            "status": status,
+            "text": f"run {number} is {status}: view(session) {verb} it",
+        }
+
+    @property
     def live(self) -> bool:
         """Whether the view follows a session (and so has controls)."""
         return self.session is not None
@@ -103,7 +122,10 @@ class Target:
         session = self.session
         if session is None or any(not run.done for run in session.runs):
             return False
-        return bool(session.stored_queue) or interrupted_run(session) is not None
+        started = interrupted_run(session)
+        if self.run is not None:  # a run's view continues its own run only
+            return started is not None and started.run == self.run.number
+        return bool(session.stored_queue) or started is not None
 
     def detach(self) -> None:
         """Stop following the session."""

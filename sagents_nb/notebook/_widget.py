@@ -15,13 +15,14 @@ except ImportError as exc:  # pragma: no cover - both ship with sagents_nb's dep
     ) from exc
 
 from .. import kinds
-from .._base.loop import run_sync
+from .._base.loop import call_soon, run_sync
 from .._runtime.preprocess import preprocessor_name
 from ._controls import handle_message
 from ._export import show, static_view
 from ._panes import Focus, pane_state
 from ._projector import Projector
 from ._render import tree_state
+from ._search import SearchIndex, search_state
 from ._state import PendingState
 from ._target import Target
 from ._throttle import Throttle
@@ -30,6 +31,9 @@ from ._view_module import STATIC, view_module
 
 if TYPE_CHECKING:
     from .. import Result, Run, Session
+
+WARM_SLICE = 0.02
+"""Seconds of indexing for the search between two turns of the library loop."""
 
 
 class LiveView(anywidget.AnyWidget):
@@ -57,6 +61,8 @@ class LiveView(anywidget.AnyWidget):
     """The title, the controlled run, pending pauses, selector options and the latest notice."""
     tree = traitlets.Dict().tag(sync=True)
     """The delegation tree, nested."""
+    found = traitlets.Dict().tag(sync=True)
+    """What the search box found (`_search.search_state`): a page of matching events."""
     pane = traitlets.Unicode("{}").tag(sync=True)
     """The selected node's pane (transcript, context, tools, compaction, wire or events), as JSON
     text: it can be large, and ipywidgets walks dict and list state for binary buffers on every
@@ -70,7 +76,7 @@ class LiveView(anywidget.AnyWidget):
         rate: float = 10.0,
     ) -> None:
         self.target = Target(obj)
-        self.projector = Projector()
+        self.projector = Projector(scope=self.target.scope)
         self.focus = Focus()
         self.preprocessors = dict(preprocessors or {})
         self.kinds_seen: dict[str, dict[str, Any]] = {}
@@ -87,14 +93,19 @@ class LiveView(anywidget.AnyWidget):
         self._notice: dict[str, Any] = {"id": 0, "text": "", "error": False}
         self._json_cache: dict[int, str] = {}
         self._pane_stamp: tuple[Any, ...] | None = None
+        self._tree: tuple[int, dict[str, Any]] = (-1, {})
+        self._search = SearchIndex()
+        self._found: tuple[tuple[Any, ...], dict[str, Any]] = ((), {})
         self._timing_stamp = TimingStamp()
         self._ready = False
+        self._closed = False
         self._rate = rate
         self._throttle = Throttle(self._push, rate=rate)
         self.target.attach(self.projector, self._throttle.request)
-        header, tree, pane = self._render()
+        self._warm_search(len(self.projector.events))
+        header, tree, pane, found = self._render()
         self._throttle.count_call()  # the initial state is the first update
-        super().__init__(header=header, tree=tree, pane=pane or "{}")
+        super().__init__(header=header, tree=tree, pane=pane or "{}", found=found)
         self.on_msg(self._on_message)
         # From here on only the library loop thread changes this widget's traits.
         self._ready = True
@@ -171,6 +182,7 @@ class LiveView(anywidget.AnyWidget):
     def close(self) -> None:
         """Stop following the session and close the widget and its layout."""
         # also called by ipywidgets' __del__, possibly on a view whose __init__ failed
+        self._closed = True
         throttle, target = getattr(self, "_throttle", None), getattr(self, "target", None)
         for fork_view in getattr(self, "fork_views", ()):
             fork_view.close()
@@ -197,10 +209,11 @@ class LiveView(anywidget.AnyWidget):
     def _push(self) -> None:
         if not self._ready:
             return
-        header, tree, pane = self._render()
+        header, tree, pane, found = self._render()
         with self.hold_sync():
             self.header = header
             self.tree = tree
+            self.found = found
             if pane is not None:
                 self.pane = pane
 
@@ -208,7 +221,7 @@ class LiveView(anywidget.AnyWidget):
         """The last pane sent to the front end, decoded."""
         return json.loads(self.pane)  # type: ignore[no-any-return]
 
-    def _render(self) -> tuple[dict[str, Any], dict[str, Any], str | None]:
+    def _render(self) -> tuple[dict[str, Any], dict[str, Any], str | None, dict[str, Any]]:
         projector = self.projector
         with projector.lock:
             projector.catch_up()
@@ -220,7 +233,37 @@ class LiveView(anywidget.AnyWidget):
                 state = pane_state(projector, self.focus, exchanges, self._json_cache)
                 pane = json.dumps(state, ensure_ascii=False, separators=(",", ":"))
                 self._pane_stamp = stamp
-            return self._header(), tree_state(projector), pane
+            if self._tree[0] != projector.version:  # a click or a search changes no node
+                self._tree = (projector.version, tree_state(projector))
+            return self._header(), self._tree[1], pane, self._found_state()
+
+    def _found_state(self) -> dict[str, Any]:
+        """The search's results, looked for again only when the query, its page or the
+        events changed."""
+        focus, projector, index = self.focus, self.projector, self._search
+        asked = bool(focus.query)
+        stamp = (focus.query, focus.found_start, asked and projector.version, len(index.folded))
+        if stamp != self._found[0]:
+            found = search_state(index, projector.events, focus.query, focus.found_start)
+            if "searching" in found:
+                self._throttle.request()  # it goes on at the next update
+            stamp = (*stamp[:3], len(index.folded))
+            self._found = (stamp, found)
+        return self._found[1]
+
+    def _warm_search(self, upto: int) -> None:
+        """Index the first `upto` events (those replayed when the view opened) a slice at a
+        time on the library loop, so that a search in a long stored session finds at once."""
+
+        def index_slice() -> None:
+            if self._closed:
+                return
+            with self.projector.lock:
+                done = self._search.update(self.projector.events, WARM_SLICE, upto)
+            if not done:
+                call_soon(index_slice)
+
+        call_soon(index_slice)
 
     def _pane_node(self) -> str | None:
         projector, chosen = self.projector, self.focus.node
@@ -254,6 +297,7 @@ class LiveView(anywidget.AnyWidget):
             "title": target.title(),
             "live": live,
             "run": self._run_header(),
+            "later": target.later(projector),
             "pending": [_pending(p) for p in sorted(projector.pending.values(), key=_pause_id)],
             "kinds": sorted(kinds.registry()) if live else [],
             "agent_kinds": target.agent_kinds(),

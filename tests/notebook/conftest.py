@@ -58,6 +58,27 @@ def team_session() -> sn.Session:
     return sn.Session(coordinator, llm=sn.mock_llm(delegating_handler))
 
 
+@pytest.fixture
+def forecaster() -> sn.Session:
+    """One agent that asks for the weather in Paris, then answers with it."""
+
+    @sn.tool
+    def get_weather(city: str) -> str:
+        """The weather in a city.
+
+        Args:
+            city: the city.
+        """
+        return f"sunny in {city}"
+
+    def forecast(request: sn.ChatRequest) -> Any:
+        if request.last["role"] == "user":
+            return sn.reply(tool_calls=[sn.call("get_weather", city="Paris")])
+        return f"it is {request.tool_results[-1]}"
+
+    return sn.Session(sn.Agent("forecaster", tools=[get_weather]), llm=sn.mock_llm(forecast))
+
+
 # JupyterLab and chromium (browser tests), set up by the module the browser benchmark uses too
 
 

@@ -101,6 +101,7 @@ print(run.result().text)""",
 run2.wait()
 run2.reject("il faut deux signatures — 二人の承認 {XSS}")
 print(run2.result().status)""",
+    "view(session)",
 ]
 
 
@@ -110,12 +111,22 @@ def test_a_paused_edited_and_rejected_session_keeps_its_decisions_on_screen(
     open_notebook(page, lab.notebook("decisions.ipynb", *TEACHING))
     for index in range(len(TEACHING)):  # as Run All does: nobody looks until the end
         run_cell(page, index)
-    last = page.locator(".jp-NotebookPanel:visible .jp-Cell").nth(len(TEACHING) - 1)
+    last = page.locator(".jp-NotebookPanel:visible .jp-Cell").nth(len(TEACHING) - 2)
     last.locator(".jp-OutputArea-output", has_text="done").wait_for(timeout=30_000)
-    view = page.locator(".jp-OutputArea-output .sagents-view").first
-    view.locator(".sn-answer", has_text="Résultat : envoyé 10 à Alice").wait_for()
-    assert view.locator(".sn-pending .sn-decision").count() == 0
+    views = page.locator(".jp-OutputArea-output .sagents-view")
+    wait_until(lambda: views.count() == 2, timeout=20, what="the session's view")
+    # run 1's view keeps to run 1: its three pauses, and a note naming run 2
+    first = views.first
+    first.locator(".sn-answer", has_text="Résultat : envoyé 10 à Alice").wait_for()
+    assert first.locator(".sn-pending .sn-decision").count() == 0
+    first.locator(".sn-later", has_text="run 2 is done").wait_for()
+    first.locator(".sn-tab[data-tab='decisions']").click()
+    wait_until(
+        lambda: first.locator(".sn-pane .sn-decision-entry").count() == 3, what="run 1's pauses"
+    )
+    assert "rejected" not in first.locator(".sn-pane").inner_text()
 
+    view = views.nth(1)  # the session's: both runs
     view.locator(".sn-tab[data-tab='decisions']").click()
     entries = view.locator(".sn-pane .sn-decision-entry")
     wait_until(lambda: entries.count() == 4, what="the four pauses on the timeline")

@@ -64,6 +64,7 @@ def test_tree_shows_children_kinds_reattach_and_refusal() -> None:
         )
         assert node["tokens"] == truth.usage.total_tokens
     assert tree["reattached"] == 1 and tree["children"][0]["reattached"] == 1
+    assert set(tree["calls"].split()) == {"task", "ok", "refused"}  # what its filter matches
     assert tree["refused"] == [
         'agent "deploy" is not in this agent\'s team (available: explore, review)'
     ]

@@ -34,25 +34,6 @@ def click(widget: LiveView, **content: Any) -> None:
     )
 
 
-@pytest.fixture
-def forecaster() -> sn.Session:
-    @sn.tool
-    def get_weather(city: str) -> str:
-        """The weather in a city.
-
-        Args:
-            city: the city.
-        """
-        return f"sunny in {city}"
-
-    def forecast(request: sn.ChatRequest) -> Any:
-        if request.last["role"] == "user":
-            return sn.reply(tool_calls=[sn.call("get_weather", city="Paris")])
-        return f"it is {request.tool_results[-1]}"
-
-    return sn.Session(sn.Agent("forecaster", tools=[get_weather]), llm=sn.mock_llm(forecast))
-
-
 def test_a_view_attached_before_a_run_follows_it_live(team_session: sn.Session) -> None:
     widget = view(team_session)
     assert widget.tree["id"] == "coordinator" and widget.header["run"] is None

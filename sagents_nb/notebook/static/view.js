@@ -8,6 +8,7 @@
 import { html, nothing, render as paint } from "./lit-html.js";
 import { forks, removeForks } from "./panes/forks.js";
 import { controls, header, notice, pending } from "./panes/header.js";
+import { reveal, search } from "./panes/search.js";
 import { paneView, tabs } from "./panes/tabs.js";
 import { tree } from "./panes/tree.js";
 
@@ -21,6 +22,8 @@ function render({ model, el }) {
     dead: null, // why the kernel can no longer be reached
     collapsed: new Set(),
     filter: "",
+    query: "", // what the search box holds
+    reveal: null, // the seq of the event gone to, to scroll into sight once drawn
     opened: new Set(), // seqs of the events whose JSON the person opened
     cursor: null, // the tree row that holds the keyboard focus (the tree's one tab stop)
     rows: [], // the tree rows on screen, in order, for the arrow keys
@@ -102,7 +105,7 @@ function render({ model, el }) {
               again for a live view.
             </div>`
           : nothing}
-        ${notice(head)} ${controls(view, head, live)} ${pending(view, head, live)}
+        ${notice(head)} ${controls(view, head, live)} ${pending(view, head, live)} ${search(view)}
         <div class="sn-body">
           ${tree(view, head, pane, live)}
           <div class="sn-main">${tabs(view)} ${paneView(view, head, pane)}</div>
@@ -111,6 +114,7 @@ function render({ model, el }) {
       </div>`,
       el,
     );
+    reveal(view, el);
   }
 
   // A kernel restart or shutdown leaves this page's copy of the widget without a kernel: say so
@@ -120,6 +124,7 @@ function render({ model, el }) {
   model.on("change:header", schedule);
   model.on("change:tree", schedule);
   model.on("change:pane", schedule);
+  model.on("change:found", schedule);
   model.on("comm_live_update", onLive);
   model.on("comm:close", onClose);
   draw();
@@ -129,6 +134,7 @@ function render({ model, el }) {
     model.off("change:header", schedule);
     model.off("change:tree", schedule);
     model.off("change:pane", schedule);
+    model.off("change:found", schedule);
     model.off("comm_live_update", onLive);
     model.off("comm:close", onClose);
   };

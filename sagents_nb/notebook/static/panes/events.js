@@ -30,7 +30,7 @@ export function events(view, state, head) {
     send({ action: "focus", opened: [...ui.opened] });
   };
   const eventRow = (row) => html`<details
-    class="sn-event"
+    class=${row.seq === state.at ? "sn-event sn-at" : "sn-event"}
     data-seq=${row.seq}
     ?open=${ui.opened.has(row.seq)}
     @toggle=${remember(row)}

@@ -12,6 +12,7 @@ export function header(view, state, live) {
   return html`<div class="sn-header">
     <span class="sn-title">sagents_nb · ${state.title || ""}</span>
     ${run ? html`<span class="sn-run">run ${run.number} ${status(run.status)}</span>` : nothing}
+    ${state.later ? html`<span class="sn-later" role="note">${state.later.text}</span>` : nothing}
     ${state.llm ? html`<span class="sn-llm" title="endpoint">${state.llm}</span>` : nothing}
     ${live && state.preprocessors && state.preprocessors.length ? preprocessorSelect(view, state) : nothing}
     <span class="sn-count">${state.events || 0} events</span>

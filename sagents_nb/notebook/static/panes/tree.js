@@ -21,7 +21,7 @@ export function tree(view, head, pane, live) {
   const summary = SUMMARY.filter((name) => counts[name] || ["running", "queued", "done"].includes(name))
     .map((name) => `${counts[name] || 0} ${name}`)
     .join(" · ");
-  const visible = matching(state, ui.filter.trim().toLowerCase());
+  const visible = matching(state, plain(ui.filter.trim()));
   const following = ui.node === null;
   ui.rows = visible === null || visible.has(state.id) ? treeRows(view, state, visible) : [];
   const cursor = ui.rows.some((row) => row.id === ui.cursor) ? ui.cursor : selected;
@@ -30,7 +30,7 @@ export function tree(view, head, pane, live) {
       <input
         class="sn-tree-filter"
         type="search"
-        placeholder="filter nodes (name, status, prompt)"
+        placeholder="filter nodes (name, status, prompt, tool)"
         aria-label="filter the tree"
         .value=${ui.filter}
         @input=${(e) => {
@@ -57,14 +57,24 @@ export function tree(view, head, pane, live) {
   </div>`;
 }
 
-// The ids to show for a filter: matching nodes and their ancestors (null: no filter).
+// Text as the filter compares it: accents dropped, case and width folded (as _search.fold).
+function plain(text) {
+  return text
+    .normalize("NFKD")
+    .replace(/[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f\ufe0e\ufe0f]/g, "")
+    .normalize("NFKC")
+    .toLowerCase();
+}
+
+// The ids to show for a filter: matching nodes and their ancestors (null: no filter); a node
+// matches by its name, kind, status, prompt, tools called and their calls' statuses.
 function matching(root, text) {
   if (!text) return null;
   const keep = new Set();
   const visit = (node, trail) => {
-    const haystack = [node.id, node.agent, node.kind, shown(node.status), node.prompt || ""]
-      .join(" ")
-      .toLowerCase();
+    const haystack = plain(
+      [node.id, node.agent, node.kind, shown(node.status), node.prompt || "", node.calls || ""].join(" "),
+    );
     const path = [...trail, node.id];
     if (haystack.includes(text)) for (const id of path) keep.add(id);
     for (const child of node.children || []) visit(child, path);
