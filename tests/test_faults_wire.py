@@ -18,7 +18,7 @@ import pytest
 import sagents_nb as sn
 from tests.loopback import Answer, LoopbackServer
 
-pytestmark = pytest.mark.timeout(30)
+pytestmark = [pytest.mark.timeout(30), pytest.mark.isolated(120)]
 
 
 # A server that speaks another wire format is named, not read as a truncated chat completion
