@@ -9,7 +9,8 @@ stood after that event (what reopening and forking read).
 `MemoryStore` is the reference: the semantics every store keeps (retired rows, one live
 task row per key, merged partial node states, all-or-nothing commits) in plain Python, held
 to the same contract tests as `SQLiteStore`. To put sessions elsewhere, implement the five
-methods of `Store` the way `MemoryStore` does and pass the object as `store=`.
+methods of `Store` the way `MemoryStore` does and pass the object as `store=`; `PostgresStore`
+(the `postgres` extra) is such a store, for a database many processes and machines share.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from ._store.protocol import (
 )
 
 if TYPE_CHECKING:
+    from ._store.postgres.store import PostgresStore
     from ._store.sqlite.store import SQLiteStore
 
 __all__ = [
@@ -39,6 +41,7 @@ __all__ = [
     "MessageRow",
     "MessageWrite",
     "NodeRow",
+    "PostgresStore",
     "SQLiteStore",
     "SessionRows",
     "Step",
@@ -65,6 +68,12 @@ def __getattr__(name: str) -> Any:
         SQLiteStore.__module__ = "sagents_nb"  # as the package shows it
         globals()[name] = SQLiteStore
         return SQLiteStore
+    if name == "PostgresStore":  # psycopg (an optional extra) loads with the first store
+        from ._store.postgres.store import PostgresStore
+
+        PostgresStore.__module__ = __name__
+        globals()[name] = PostgresStore
+        return PostgresStore
     raise AttributeError(f"module 'sagents_nb.store' has no attribute {name!r}")
 
 

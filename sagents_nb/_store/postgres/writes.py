@@ -1,0 +1,175 @@
+"""The SQL that writes to a PostgreSQL store: a commit, a new session, a fork, each in one
+transaction (the keeping rules are `MemoryStore`'s, as `sqlite/writes.py` keeps them).
+
+A commit and a fork are sent as one pipeline (psycopg's): their statements go to the server
+together and their results come back together, so a commit costs two round trips however many
+rows it writes. A new session's rows go in with COPY. A refusal (a taken id, event or message
+number, two live task rows of one key) is psycopg's `UniqueViolation`, which `refusal` words;
+the transaction is undone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from psycopg import errors
+
+from ..._base.errors import StoreError
+from ..protocol import SessionRows, Step, StoredSession, TaskRow
+
+_INSERT_EVENT = "INSERT INTO events VALUES (%s, %s, %s, %s, %s, %s)"
+_INSERT_MESSAGE = "INSERT INTO messages VALUES (%s, %s, %s, %s, %s, %s, %s)"
+_PUT_NODE = """
+INSERT INTO nodes VALUES (%s, %s, %s, %s, %s)
+ON CONFLICT (session, seq, path, part) DO UPDATE SET body = excluded.body
+"""
+_TASK_COLUMNS = "(session, key, parent, agent, prompt, child, seq, status, text, settled, retired)"
+_PUT_TASK = f"""
+INSERT INTO tasks {_TASK_COLUMNS} VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+ON CONFLICT (session, key) WHERE retired IS NULL DO UPDATE SET
+child = excluded.child, status = excluded.status, text = excluded.text,
+settled = coalesce(tasks.settled, excluded.settled)
+"""
+_RETIRE_MESSAGES = """
+UPDATE messages SET removed = %s
+WHERE session = %s AND path = %s AND transcript = %s AND removed IS NULL
+"""
+_RETIRE_TASK = "UPDATE tasks SET retired = %s WHERE session = %s AND key = %s AND retired IS NULL"
+_FOUND = "SELECT 1 FROM sessions WHERE id = %s"
+_FORK = [
+    "INSERT INTO events SELECT %(sid)s, seq, run, type, path, body FROM events "
+    "WHERE session = %(source)s AND seq <= %(seq)s",
+    "INSERT INTO messages SELECT %(sid)s, n, path, transcript, added, "
+    "CASE WHEN removed > %(seq)s THEN NULL ELSE removed END, body FROM messages "
+    "WHERE session = %(source)s AND added <= %(seq)s",
+    "INSERT INTO nodes SELECT %(sid)s, path, part, seq, body FROM nodes "
+    "WHERE session = %(source)s AND seq <= %(seq)s",
+    f"INSERT INTO tasks {_TASK_COLUMNS} SELECT %(sid)s, key, parent, agent, prompt, child, seq, "
+    "CASE WHEN settled <= %(seq)s THEN status END, CASE WHEN settled <= %(seq)s THEN text END, "
+    "CASE WHEN settled <= %(seq)s THEN settled END, NULL FROM tasks "
+    "WHERE session = %(source)s AND seq <= %(seq)s "
+    "AND (retired IS NULL OR retired > %(seq)s) ORDER BY id",
+]
+"""The rows `SessionRows.at(seq)` keeps, copied under the new id."""
+
+
+class Missing(Exception):
+    """The session written to (or forked from) is not in the store."""
+
+
+def task_key(parent: str, agent: str, prompt: str) -> bytes:
+    """A task's key column: one digest for its (parent, agent, prompt)."""
+    return hashlib.sha256(json.dumps([parent, agent, prompt]).encode()).digest()
+
+
+def commit_steps(db: Any, sid: str, steps: Sequence[Step]) -> None:
+    """Write steps in order, in one transaction; rows whose order does not matter share one
+    `executemany`, and a transcript's `replace` (or a retired task) first writes the rows
+    gathered before it."""
+    with db.pipeline() as pipeline, db.transaction(), db.cursor() as cursor:
+        found = db.execute(_FOUND, (sid,))
+        events = [(sid, e.seq, e.run, e.type, e.path, e.body) for s in steps for e in s.events]
+        if events:
+            cursor.executemany(_INSERT_EVENT, events)
+        nodes = [(sid, n.path, n.part, n.seq, n.body) for s in steps for n in s.nodes]
+        if nodes:
+            cursor.executemany(_PUT_NODE, nodes)
+        added: list[tuple[object, ...]] = []
+        tasks: list[tuple[object, ...]] = []
+        for step in steps:
+            for write in step.messages:
+                if write.replace:  # retires the rows added so far: write those first
+                    _insert(cursor, _INSERT_MESSAGE, added)
+                    added = []
+                    cursor.execute(_RETIRE_MESSAGES, (write.seq, sid, write.path, write.transcript))
+                added += [
+                    (sid, n, write.path, write.transcript, write.seq, None, body)
+                    for n, body in write.messages
+                ]
+            if step.retired:  # retires the live rows: write those first
+                _insert(cursor, _PUT_TASK, tasks)
+                tasks = []
+                cursor.executemany(
+                    _RETIRE_TASK, [(seq, sid, task_key(*key)) for *key, seq in step.retired]
+                )
+            tasks += [_task(sid, task) for task in step.tasks]
+        _insert(cursor, _PUT_TASK, tasks)
+        _insert(cursor, _INSERT_MESSAGE, added)
+        pipeline.sync()  # a refusal raises here, inside the transaction
+        if found.fetchone() is None:
+            raise Missing(sid)
+
+
+def create_session(db: Any, rows: SessionRows) -> None:
+    """Add a new session with its rows, kept as given, in one transaction."""
+    info = rows.info
+    sid = info.id
+    nodes = {(n.seq, n.path, n.part): n for n in rows.nodes}  # a later row replaces one
+    with db.transaction(), db.cursor() as cursor:
+        _insert_session(cursor, info)
+        _copy(cursor, "events", [(sid, e.seq, e.run, e.type, e.path, e.body) for e in rows.events])
+        _copy(
+            cursor,
+            "messages",
+            [(sid, m.n, m.path, m.transcript, m.added, m.removed, m.body) for m in rows.messages],
+        )
+        _copy(cursor, "nodes", [(sid, n.path, n.part, n.seq, n.body) for n in nodes.values()])
+        _copy(cursor, f"tasks {_TASK_COLUMNS}", [_task(sid, task) for task in rows.tasks])
+
+
+def fork_session(db: Any, source: str, seq: int, info: StoredSession) -> None:
+    """Add session `info` holding `source`'s rows as of event `seq`, copied by the server."""
+    values = {"sid": info.id, "source": source, "seq": seq}
+    with db.pipeline() as pipeline, db.transaction(), db.cursor() as cursor:
+        found = db.execute(_FOUND, (source,))
+        _insert_session(cursor, info)
+        for statement in _FORK:
+            cursor.execute(statement, values)
+        pipeline.sync()
+        if found.fetchone() is None:
+            raise Missing(source)
+
+
+def _insert_session(cursor: Any, info: StoredSession) -> None:
+    cursor.execute(
+        "INSERT INTO sessions VALUES (%s, %s, %s, %s, %s)",
+        (info.id, info.agent, info.created, info.parent, info.fork_seq),
+    )
+
+
+def _task(sid: str, task: TaskRow) -> tuple[object, ...]:
+    return (sid, task_key(task.parent, task.agent, task.prompt), *task.values())
+
+
+def _insert(cursor: Any, statement: str, rows: list[tuple[object, ...]]) -> None:
+    if rows:
+        cursor.executemany(statement, rows)
+
+
+def _copy(cursor: Any, table: str, rows: list[tuple[object, ...]]) -> None:
+    if rows:
+        with cursor.copy(f"COPY {table} FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row)
+
+
+def refusal(exc: errors.UniqueViolation, sid: str) -> StoreError:
+    """What a unique constraint's violation means for the session written."""
+    constraint = exc.diag.constraint_name
+    if constraint == "sessions_pkey":
+        return StoreError(
+            f"a session with id {sid!r} already exists in this store; pass another session id"
+        )
+    if constraint == "tasks_live":
+        return StoreError(
+            f"session {sid!r} has two live task rows for one (parent, agent, prompt); a key has "
+            "at most one unretired row"
+        )
+    rows = "messages" if constraint == "messages_pkey" else "events"
+    return StoreError(
+        f"session {sid!r} already has {rows} with these numbers: another process (or another "
+        "Session object) is writing it; keep one live Session per stored session"
+    )
