@@ -72,11 +72,12 @@ class PostgresServer:
             db.execute(f'CREATE DATABASE "{name}"')
         return self.url(name)
 
-    def sql(self, query: str, *params: object) -> list[tuple[Any, ...]]:
-        """Run `query` in the `postgres` database on a connection of its own; its rows."""
+    def sql(self, query: str, *params: object, url: str | None = None) -> list[tuple[Any, ...]]:
+        """Run `query` on a connection of its own (to `url`, else the `postgres` database);
+        its rows."""
         import psycopg
 
-        with psycopg.connect(self.url(), autocommit=True) as db:
+        with psycopg.connect(url or self.url(), autocommit=True) as db:
             cursor = db.execute(query, params or None)
             return cursor.fetchall() if cursor.description else []
 

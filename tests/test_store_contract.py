@@ -161,6 +161,35 @@ def test_a_created_session_loads_back_as_given(store: Store) -> None:
     )
 
 
+def test_any_text_and_a_long_prompt_load_back_as_given(store: Store) -> None:
+    """A NUL character (PostgreSQL's text holds none), U+FFFF, a backslash and a tab in every
+    text a row carries, and a task prompt far past a B-tree entry's size (about 2.7 kB)."""
+    odd = "nul \x00 and \uffff, \uffff0, \\0, tab\t: 日本語 🤖"
+    prompt = "résumé 你好 " * 2_000
+    sid = f"s {odd}"
+    rows = SessionRows(
+        StoredSession(sid, f"boss {odd}", 1.0),
+        events=[EventRow(1, 1, f"kind {odd}", f"boss/{odd}", f"body {odd}")],
+        messages=[MessageRow(1, f"boss/{odd}", "llm", 1, None, f"message {odd}")],
+        nodes=[NodeRow(f"boss/{odd}", "state", 1, f"node {odd}")],
+        tasks=[TaskRow("boss", f"worker {odd}", prompt, f"child {odd}", 1, "done", odd, 1)],
+    )
+    store.create(rows)
+    later = TaskRow("boss", f"worker {odd}", prompt, "boss/worker.2", 2, "done", odd * 2, 2)
+    store.commit(sid, [Step(2, [event(2)], [write(2, 2, path=odd)], tasks=[later])])
+    loaded = store.load(sid)
+    assert (loaded.events[0], loaded.messages[0], loaded.nodes, loaded.info.agent) == (
+        rows.events[0],
+        rows.messages[0],
+        rows.nodes,
+        rows.info.agent,
+    )
+    (task_row,) = loaded.tasks  # the long prompt's key matched: one row, updated
+    assert (task_row.prompt, task_row.child, task_row.text) == (prompt, "boss/worker.2", odd * 2)
+    assert loaded.messages[1].path == odd
+    assert [s.id for s in store.sessions()] == [sid]
+
+
 def test_a_taken_id_is_refused_and_the_first_session_kept(store: Store) -> None:
     store.create(SessionRows(StoredSession("s1", "boss", 1.0), events=[event(1)]))
     with pytest.raises(StoreError, match="a session with id 's1' already exists"):

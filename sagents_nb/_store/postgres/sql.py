@@ -1,11 +1,11 @@
-"""The SQL that writes to a PostgreSQL store: a commit, a new session, a fork, each in one
-transaction (the keeping rules are `MemoryStore`'s, as `sqlite/writes.py` keeps them).
+"""The SQL of a PostgreSQL store: a commit, a new session and a fork, each one transaction (the
+keeping rules are `MemoryStore`'s, as `sqlite/writes.py` keeps them), and a session's load.
 
-A commit and a fork are sent as one pipeline (psycopg's): their statements go to the server
-together and their results come back together, so a commit costs two round trips however many
-rows it writes. A new session's rows go in with COPY. A refusal (a taken id, event or message
-number, two live task rows of one key) is psycopg's `UniqueViolation`, which `refusal` words;
-the transaction is undone.
+A commit, a fork and a load are sent as one pipeline (psycopg's): their statements go to the
+server together and their results come back together, so each costs two round trips however
+many rows it moves. A new session's rows go in with COPY. A refusal (a taken id, event or
+message number, two live task rows of one key) is psycopg's `UniqueViolation`, which `refusal`
+words; the transaction is undone. `db` is a psycopg connection (`link.py` makes it).
 """
 
 from __future__ import annotations
@@ -13,12 +13,13 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from typing import Any
-
-from psycopg import errors
+from typing import TYPE_CHECKING, Any
 
 from ..._base.errors import StoreError
-from ..protocol import SessionRows, Step, StoredSession, TaskRow
+from ..protocol import EventRow, MessageRow, NodeRow, SessionRows, Step, StoredSession, TaskRow
+
+if TYPE_CHECKING:
+    from psycopg import errors
 
 _INSERT_EVENT = "INSERT INTO events VALUES (%s, %s, %s, %s, %s, %s)"
 _INSERT_MESSAGE = "INSERT INTO messages VALUES (%s, %s, %s, %s, %s, %s, %s)"
@@ -54,6 +55,20 @@ _FORK = [
     "AND (retired IS NULL OR retired > %(seq)s) ORDER BY id",
 ]
 """The rows `SessionRows.at(seq)` keeps, copied under the new id."""
+
+_INFO = "SELECT id, agent, created, parent, fork_seq FROM sessions WHERE id = %s"
+_READS = (
+    "SELECT seq, run, type, path, body FROM events WHERE session = %s ORDER BY seq",
+    "SELECT n, path, transcript, added, removed, body FROM messages WHERE session = %s ORDER BY n",
+    "SELECT path, part, seq, body FROM nodes WHERE session = %s ORDER BY seq, path, part",
+    "SELECT parent, agent, prompt, child, seq, status, text, settled, retired FROM tasks "
+    "WHERE session = %s ORDER BY id",
+)
+_SESSIONS = """
+SELECT id, agent, created, parent, fork_seq,
+    coalesce((SELECT max(seq) FROM events WHERE session = sessions.id), 0)
+FROM sessions ORDER BY created, id
+"""
 
 
 class Missing(Exception):
@@ -133,6 +148,32 @@ def fork_session(db: Any, source: str, seq: int, info: StoredSession) -> None:
             raise Missing(source)
 
 
+def load_session(db: Any, sid: str) -> SessionRows:
+    """The session's whole record, read in one snapshot of the database."""
+    with db.pipeline() as pipeline, db.transaction():
+        db.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        found = db.execute(_INFO, (sid,))
+        reads = [db.execute(query, (sid,)) for query in _READS]
+        pipeline.sync()
+    info = found.fetchone()
+    if info is None:
+        raise Missing(sid)
+    events, messages, nodes, tasks = (read.fetchall() for read in reads)
+    sid, agent, created, parent, fork_seq = info
+    return SessionRows(
+        StoredSession(sid, agent, created, parent, fork_seq, events[-1][0] if events else 0),
+        [EventRow(*row) for row in events],
+        [MessageRow(*row) for row in messages],
+        [NodeRow(*row) for row in nodes],
+        [TaskRow(*row) for row in tasks],
+    )
+
+
+def list_sessions(db: Any) -> list[StoredSession]:
+    """Every session, oldest first, with its last event."""
+    return [StoredSession(*row) for row in db.execute(_SESSIONS).fetchall()]
+
+
 def _insert_session(cursor: Any, info: StoredSession) -> None:
     cursor.execute(
         "INSERT INTO sessions VALUES (%s, %s, %s, %s, %s)",
@@ -156,9 +197,16 @@ def _copy(cursor: Any, table: str, rows: list[tuple[object, ...]]) -> None:
                 copy.write_row(row)
 
 
-def refusal(exc: errors.UniqueViolation, sid: str) -> StoreError:
-    """What a unique constraint's violation means for the session written."""
+def refusal(exc: errors.UniqueViolation, sid: str, *, retried: bool = False) -> StoreError:
+    """What a unique constraint's violation means for the session written (`retried`: on a
+    new connection, after the last one was lost while the write was sent)."""
     constraint = exc.diag.constraint_name
+    if retried and constraint in ("events_pkey", "messages_pkey", "sessions_pkey"):
+        return StoreError(
+            f"the connection was lost while session {sid!r}'s write was sent, and its rows are "
+            "in the store now: the server had committed it; reopen the session "
+            "(sn.Session.open) to go on from what is stored"
+        )
     if constraint == "sessions_pkey":
         return StoreError(
             f"a session with id {sid!r} already exists in this store; pass another session id"
