@@ -163,15 +163,16 @@ def test_a_created_session_loads_back_as_given(store: Store) -> None:
 
 def test_any_text_and_a_long_prompt_load_back_as_given(store: Store) -> None:
     """A NUL character (PostgreSQL's text holds none), U+FFFF, a backslash and a tab in every
-    text a row carries, and a task prompt far past a B-tree entry's size (about 2.7 kB)."""
+    text a row carries (in its JSON bodies too), and a task prompt far past a B-tree entry's
+    size (about 2.7 kB)."""
     odd = "nul \x00 and \uffff, \uffff0, \\0, tab\t: 日本語 🤖"
     prompt = "résumé 你好 " * 2_000
     sid = f"s {odd}"
     rows = SessionRows(
-        StoredSession(sid, f"boss {odd}", 1.0),
-        events=[EventRow(1, 1, f"kind {odd}", f"boss/{odd}", f"body {odd}")],
-        messages=[MessageRow(1, f"boss/{odd}", "llm", 1, None, f"message {odd}")],
-        nodes=[NodeRow(f"boss/{odd}", "state", 1, f"node {odd}")],
+        StoredSession(sid, f"boss {odd}", 1.0, parent=f"p {odd}", fork_seq=1),
+        events=[EventRow(1, 1, f"kind {odd}", f"boss/{odd}", body(text=odd))],
+        messages=[MessageRow(1, f"boss/{odd}", f"llm {odd}", 1, None, body(content=odd))],
+        nodes=[NodeRow(f"boss/{odd}", f"state {odd}", 1, body(notes=odd))],
         tasks=[TaskRow("boss", f"worker {odd}", prompt, f"child {odd}", 1, "done", odd, 1)],
     )
     store.create(rows)

@@ -1,6 +1,5 @@
 """A `PostgresStore`'s connection: psycopg's, made on first use and again after the server
-dropped it (a restart, an idle timeout), its text adapted (`text.py`) and its search path the
-store's schema (`schema.py`). Errors come out as `StoreError`s, the password kept out of them.
+dropped it (a restart, an idle timeout), its search path the store's schema (`schema.py`). Errors come out as `StoreError`s, the password kept out of them.
 """
 
 from __future__ import annotations
@@ -14,7 +13,6 @@ from ..._base.errors import StoreError
 from .conninfo import scrubbed
 from .schema import prepare
 from .sql import refusal
-from .text import adapt
 
 T = TypeVar("T")
 
@@ -104,7 +102,6 @@ class Link:
                 "running and that the URL's host, port, database, user and password are right"
             ) from None
         try:
-            adapt(db)
             prepare(db, self._schema, self._shown, create=self._create)
         except psycopg.Error as exc:
             db.close()

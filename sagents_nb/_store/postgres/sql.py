@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..._base.errors import StoreError
 from ..protocol import EventRow, MessageRow, NodeRow, SessionRows, Step, StoredSession, TaskRow
+from .text import as_given, escaped, maybe_escaped
 
 if TYPE_CHECKING:
     from psycopg import errors
@@ -64,6 +65,8 @@ _READS = (
     "SELECT parent, agent, prompt, child, seq, status, text, settled, retired FROM tasks "
     "WHERE session = %s ORDER BY id",
 )
+_TEXT_COLUMNS = ((2, 3), (1, 2), (0, 1), (0, 1, 2, 3, 5, 6))
+"""The plain-text columns of each of `_READS`' rows (`text.py`)."""
 _SESSIONS = """
 SELECT id, agent, created, parent, fork_seq,
     coalesce((SELECT max(seq) FROM events WHERE session = sessions.id), 0)
@@ -84,12 +87,13 @@ def commit_steps(db: Any, sid: str, steps: Sequence[Step]) -> None:
     """Write steps in order, in one transaction; rows whose order does not matter share one
     `executemany`, and a transcript's `replace` (or a retired task) first writes the rows
     gathered before it."""
+    key = escaped(sid)
     with db.pipeline() as pipeline, db.transaction(), db.cursor() as cursor:
-        found = db.execute(_FOUND, (sid,))
-        events = [(sid, e.seq, e.run, e.type, e.path, e.body) for s in steps for e in s.events]
+        found = db.execute(_FOUND, (key,))
+        events = [_event(key, e) for step in steps for e in step.events]
         if events:
             cursor.executemany(_INSERT_EVENT, events)
-        nodes = [(sid, n.path, n.part, n.seq, n.body) for s in steps for n in s.nodes]
+        nodes = [_node(key, n) for step in steps for n in step.nodes]
         if nodes:
             cursor.executemany(_PUT_NODE, nodes)
         added: list[tuple[object, ...]] = []
@@ -99,18 +103,19 @@ def commit_steps(db: Any, sid: str, steps: Sequence[Step]) -> None:
                 if write.replace:  # retires the rows added so far: write those first
                     _insert(cursor, _INSERT_MESSAGE, added)
                     added = []
-                    cursor.execute(_RETIRE_MESSAGES, (write.seq, sid, write.path, write.transcript))
+                    retire = (write.seq, key, escaped(write.path), escaped(write.transcript))
+                    cursor.execute(_RETIRE_MESSAGES, retire)
+                path, transcript = escaped(write.path), escaped(write.transcript)
                 added += [
-                    (sid, n, write.path, write.transcript, write.seq, None, body)
-                    for n, body in write.messages
+                    (key, n, path, transcript, write.seq, None, body) for n, body in write.messages
                 ]
             if step.retired:  # retires the live rows: write those first
                 _insert(cursor, _PUT_TASK, tasks)
                 tasks = []
                 cursor.executemany(
-                    _RETIRE_TASK, [(seq, sid, task_key(*key)) for *key, seq in step.retired]
+                    _RETIRE_TASK, [(seq, key, task_key(*task)) for *task, seq in step.retired]
                 )
-            tasks += [_task(sid, task) for task in step.tasks]
+            tasks += [_task(key, task) for task in step.tasks]
         _insert(cursor, _PUT_TASK, tasks)
         _insert(cursor, _INSERT_MESSAGE, added)
         pipeline.sync()  # a refusal raises here, inside the transaction
@@ -120,26 +125,25 @@ def commit_steps(db: Any, sid: str, steps: Sequence[Step]) -> None:
 
 def create_session(db: Any, rows: SessionRows) -> None:
     """Add a new session with its rows, kept as given, in one transaction."""
-    info = rows.info
-    sid = info.id
+    key = escaped(rows.info.id)
     nodes = {(n.seq, n.path, n.part): n for n in rows.nodes}  # a later row replaces one
     with db.transaction(), db.cursor() as cursor:
-        _insert_session(cursor, info)
-        _copy(cursor, "events", [(sid, e.seq, e.run, e.type, e.path, e.body) for e in rows.events])
-        _copy(
-            cursor,
-            "messages",
-            [(sid, m.n, m.path, m.transcript, m.added, m.removed, m.body) for m in rows.messages],
-        )
-        _copy(cursor, "nodes", [(sid, n.path, n.part, n.seq, n.body) for n in nodes.values()])
-        _copy(cursor, f"tasks {_TASK_COLUMNS}", [_task(sid, task) for task in rows.tasks])
+        _insert_session(cursor, rows.info)
+        _copy(cursor, "events", [_event(key, e) for e in rows.events])
+        messages = [
+            (key, m.n, escaped(m.path), escaped(m.transcript), m.added, m.removed, m.body)
+            for m in rows.messages
+        ]
+        _copy(cursor, "messages", messages)
+        _copy(cursor, "nodes", [_node(key, n) for n in nodes.values()])
+        _copy(cursor, f"tasks {_TASK_COLUMNS}", [_task(key, task) for task in rows.tasks])
 
 
 def fork_session(db: Any, source: str, seq: int, info: StoredSession) -> None:
     """Add session `info` holding `source`'s rows as of event `seq`, copied by the server."""
-    values = {"sid": info.id, "source": source, "seq": seq}
+    values = {"sid": escaped(info.id), "source": escaped(source), "seq": seq}
     with db.pipeline() as pipeline, db.transaction(), db.cursor() as cursor:
-        found = db.execute(_FOUND, (source,))
+        found = db.execute(_FOUND, (values["source"],))
         _insert_session(cursor, info)
         for statement in _FORK:
             cursor.execute(statement, values)
@@ -150,16 +154,20 @@ def fork_session(db: Any, source: str, seq: int, info: StoredSession) -> None:
 
 def load_session(db: Any, sid: str) -> SessionRows:
     """The session's whole record, read in one snapshot of the database."""
+    key = (escaped(sid),)
     with db.pipeline() as pipeline, db.transaction():
         db.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-        found = db.execute(_INFO, (sid,))
-        reads = [db.execute(query, (sid,)) for query in _READS]
+        found = db.execute(_INFO, key)
+        reads = [db.execute(query, key) for query in _READS]
         pipeline.sync()
-    info = found.fetchone()
-    if info is None:
+    info = found.fetchall()
+    if not info:
         raise Missing(sid)
-    events, messages, nodes, tasks = (read.fetchall() for read in reads)
-    sid, agent, created, parent, fork_seq = info
+    events, messages, nodes, tasks = (
+        as_given(read.fetchall(), columns)
+        for read, columns in zip(reads, _TEXT_COLUMNS, strict=True)
+    )
+    ((_, agent, created, parent, fork_seq),) = as_given(info, (1, 3))
     return SessionRows(
         StoredSession(sid, agent, created, parent, fork_seq, events[-1][0] if events else 0),
         [EventRow(*row) for row in events],
@@ -171,18 +179,44 @@ def load_session(db: Any, sid: str) -> SessionRows:
 
 def list_sessions(db: Any) -> list[StoredSession]:
     """Every session, oldest first, with its last event."""
-    return [StoredSession(*row) for row in db.execute(_SESSIONS).fetchall()]
+    return [StoredSession(*row) for row in as_given(db.execute(_SESSIONS).fetchall(), (0, 1, 3))]
 
 
 def _insert_session(cursor: Any, info: StoredSession) -> None:
     cursor.execute(
         "INSERT INTO sessions VALUES (%s, %s, %s, %s, %s)",
-        (info.id, info.agent, info.created, info.parent, info.fork_seq),
+        (
+            escaped(info.id),
+            escaped(info.agent),
+            info.created,
+            maybe_escaped(info.parent),
+            info.fork_seq,
+        ),
     )
 
 
-def _task(sid: str, task: TaskRow) -> tuple[object, ...]:
-    return (sid, task_key(task.parent, task.agent, task.prompt), *task.values())
+def _event(key: str, e: EventRow) -> tuple[object, ...]:
+    return (key, e.seq, e.run, escaped(e.type), escaped(e.path), e.body)
+
+
+def _node(key: str, n: NodeRow) -> tuple[object, ...]:
+    return (key, escaped(n.path), escaped(n.part), n.seq, n.body)
+
+
+def _task(key: str, t: TaskRow) -> tuple[object, ...]:
+    return (
+        key,
+        task_key(t.parent, t.agent, t.prompt),
+        escaped(t.parent),
+        escaped(t.agent),
+        escaped(t.prompt),
+        escaped(t.child),
+        t.seq,
+        maybe_escaped(t.status),
+        maybe_escaped(t.text),
+        t.settled,
+        t.retired,
+    )
 
 
 def _insert(cursor: Any, statement: str, rows: list[tuple[object, ...]]) -> None:
@@ -190,7 +224,7 @@ def _insert(cursor: Any, statement: str, rows: list[tuple[object, ...]]) -> None
         cursor.executemany(statement, rows)
 
 
-def _copy(cursor: Any, table: str, rows: list[tuple[object, ...]]) -> None:
+def _copy(cursor: Any, table: str, rows: Sequence[tuple[object, ...]]) -> None:
     if rows:
         with cursor.copy(f"COPY {table} FROM STDIN") as copy:
             for row in rows:

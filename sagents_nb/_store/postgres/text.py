@@ -1,15 +1,13 @@
 """Text through PostgreSQL: its `text` type holds no NUL character, which Python text (and
-SQLite) may hold, e.g. in a model's answer. On a store's connection a NUL goes in as U+FFFF
-then `0`, and a U+FFFF as two (a noncharacter, absent from ordinary text), and both come back
-as they went in; any other text is stored as it is."""
+SQLite) may hold, e.g. in a task's prompt or a child's answer. The SQL (`sql.py`) writes the
+rows' plain-text fields through `escaped`: a NUL goes in as U+FFFF then `0`, a U+FFFF as two (a
+noncharacter, absent from ordinary text), any other text as it is; reading undoes it. The JSON
+bodies need none of it: JSON writes a NUL as `\\u0000`."""
 
 from __future__ import annotations
 
 import re
 from typing import Any
-
-from psycopg.adapt import Buffer
-from psycopg.types.string import StrDumperUnknown, TextLoader
 
 MARK = "\uffff"
 _MARKED = re.compile("\uffff([\uffff0])")
@@ -22,28 +20,24 @@ def escaped(text: str) -> str:
     return text
 
 
+def maybe_escaped(text: str | None) -> str | None:
+    return None if text is None else escaped(text)
+
+
 def unescaped(text: str) -> str:
     """Text the store kept, as it was given."""
-    if MARK in text:
-        return _MARKED.sub(lambda found: MARK if found[1] == MARK else "\x00", text)
-    return text
+    return _MARKED.sub(lambda found: MARK if found[1] == MARK else "\x00", text)
 
 
-class Dumper(StrDumperUnknown):
-    """Python text in a query's parameters or a COPY row, escaped."""
-
-    def dump(self, obj: str) -> Buffer | None:
-        return super().dump(escaped(obj))
-
-
-class Loader(TextLoader):
-    """A `text` column's value, unescaped."""
-
-    def load(self, data: Buffer) -> Any:
-        return unescaped(str(data, "utf-8"))
-
-
-def adapt(connection: Any) -> None:
-    """Make `connection` send and read text so."""
-    connection.adapters.register_dumper(str, Dumper)
-    connection.adapters.register_loader("text", Loader)
+def as_given(rows: list[Any], columns: tuple[int, ...]) -> list[Any]:
+    """`rows` read back, the text at `columns` as it was given (the rows themselves unless a
+    value there holds the mark, which ordinary text never does)."""
+    if not any(MARK in "".join(filter(None, [row[i] for row in rows])) for i in columns):
+        return rows
+    return [
+        tuple(
+            unescaped(value) if i in columns and value is not None else value
+            for i, value in enumerate(row)
+        )
+        for row in rows
+    ]
