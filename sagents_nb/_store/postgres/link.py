@@ -12,7 +12,7 @@ import psycopg
 from ..._base.errors import StoreError
 from .conninfo import scrubbed
 from .schema import prepare
-from .sql import refusal
+from .sql import Missing, refusal
 
 T = TypeVar("T")
 
@@ -45,6 +45,8 @@ class Link:
                 return
             except psycopg.errors.UniqueViolation as exc:
                 raise refusal(exc, sid, retried=retry) from None
+            except psycopg.errors.NoDataFound:  # `require_session`
+                raise Missing() from None
             except psycopg.OperationalError as exc:
                 if db.closed and not retry:
                     continue

@@ -45,10 +45,19 @@ CREATE TABLE tasks (
     retired BIGINT
 );
 CREATE INDEX tasks_session ON tasks (session, id);
-CREATE UNIQUE INDEX tasks_live ON tasks (session, key) WHERE retired IS NULL
+CREATE UNIQUE INDEX tasks_live ON tasks (session, key) WHERE retired IS NULL;
+CREATE FUNCTION require_session(sid TEXT) RETURNS void LANGUAGE plpgsql
+SET search_path FROM CURRENT AS $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM sessions WHERE id = sid) THEN
+        RAISE EXCEPTION USING ERRCODE = 'no_data_found', MESSAGE = 'no session ' || sid;
+    END IF;
+END $$
 """
 """A task's `key` is the SHA-256 of its (parent, agent, prompt): one live row per key, whatever
-the prompt's length (a B-tree entry holds at most about 2.7 kB)."""
+the prompt's length (a B-tree entry holds at most about 2.7 kB). `require_session` refuses a
+commit to (or a fork of) a session the store does not have, inside the commit's own statements,
+so that the commit waits for no answer before its end."""
 
 
 def lock_id(schema: str) -> int:
@@ -85,8 +94,7 @@ def prepare(db: Any, schema: str, shown: str, *, create: bool) -> None:
                 )
             db.execute(f"CREATE SCHEMA IF NOT EXISTS {quoted}")
             db.execute(f"SET LOCAL search_path TO {quoted}")
-            for statement in TABLES.split(";"):
-                db.execute(statement)
+            db.execute(TABLES)
             db.execute(
                 "INSERT INTO meta VALUES ('app', %s), ('schema', %s)", (APP, str(SCHEMA_VERSION))
             )

@@ -1,15 +1,16 @@
 """The SQL of a PostgreSQL store: a commit, a new session and a fork, each one transaction (the
 keeping rules are `MemoryStore`'s, as `sqlite/writes.py` keeps them), and a session's load.
 
-A commit, a fork and a load are sent as one pipeline (psycopg's): their statements go to the
-server together and their results come back together, so each costs two round trips however
-many rows it moves. A new session's rows go in with COPY. A refusal (a taken id, event or
+A commit, a fork and a load are sent as one pipeline (psycopg's): their statements, the
+transaction's BEGIN and COMMIT too, go to the server together and their results come back
+together, so each costs one round trip however many rows it moves. A new session's rows go in with COPY. A refusal (a taken id, event or
 message number, two live task rows of one key) is psycopg's `UniqueViolation`, which `refusal`
 words; the transaction is undone. `db` is a psycopg connection (`link.py` makes it).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Sequence
@@ -22,12 +23,7 @@ from .text import as_given, escaped, maybe_escaped
 if TYPE_CHECKING:
     from psycopg import errors
 
-_INSERT_EVENT = "INSERT INTO events VALUES (%s, %s, %s, %s, %s, %s)"
-_INSERT_MESSAGE = "INSERT INTO messages VALUES (%s, %s, %s, %s, %s, %s, %s)"
-_PUT_NODE = """
-INSERT INTO nodes VALUES (%s, %s, %s, %s, %s)
-ON CONFLICT (session, seq, path, part) DO UPDATE SET body = excluded.body
-"""
+_PUT_NODES = " ON CONFLICT (session, seq, path, part) DO UPDATE SET body = excluded.body"
 _TASK_COLUMNS = "(session, key, parent, agent, prompt, child, seq, status, text, settled, retired)"
 _PUT_TASK = f"""
 INSERT INTO tasks {_TASK_COLUMNS} VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
@@ -40,7 +36,8 @@ UPDATE messages SET removed = %s
 WHERE session = %s AND path = %s AND transcript = %s AND removed IS NULL
 """
 _RETIRE_TASK = "UPDATE tasks SET retired = %s WHERE session = %s AND key = %s AND retired IS NULL"
-_FOUND = "SELECT 1 FROM sessions WHERE id = %s"
+_REQUIRE = "SELECT require_session(%s)"
+"""Refuses, as psycopg's `NoDataFound`, a session the store does not have (`schema.py`)."""
 _FORK = [
     "INSERT INTO events SELECT %(sid)s, seq, run, type, path, body FROM events "
     "WHERE session = %(source)s AND seq <= %(seq)s",
@@ -75,7 +72,7 @@ FROM sessions ORDER BY created, id
 
 
 class Missing(Exception):
-    """The session written to (or forked from) is not in the store."""
+    """The session written to, forked from or read is not in the store."""
 
 
 def task_key(parent: str, agent: str, prompt: str) -> bytes:
@@ -85,23 +82,20 @@ def task_key(parent: str, agent: str, prompt: str) -> bytes:
 
 def commit_steps(db: Any, sid: str, steps: Sequence[Step]) -> None:
     """Write steps in order, in one transaction; rows whose order does not matter share one
-    `executemany`, and a transcript's `replace` (or a retired task) first writes the rows
-    gathered before it."""
+    statement, and a transcript's `replace` (or a retired task) first writes the rows gathered
+    before it."""
     key = escaped(sid)
-    with db.pipeline() as pipeline, db.transaction(), db.cursor() as cursor:
-        found = db.execute(_FOUND, (key,))
-        events = [_event(key, e) for step in steps for e in step.events]
-        if events:
-            cursor.executemany(_INSERT_EVENT, events)
-        nodes = [_node(key, n) for step in steps for n in step.nodes]
-        if nodes:
-            cursor.executemany(_PUT_NODE, nodes)
+    with db.pipeline(), db.transaction(), db.cursor() as cursor:
+        cursor.execute(_REQUIRE, (key,))
+        _insert(cursor, "events", [_event(key, e) for step in steps for e in step.events])
+        nodes = {(n.seq, n.path, n.part): n for step in steps for n in step.nodes}  # the last
+        _insert(cursor, "nodes", [_node(key, n) for n in nodes.values()], _PUT_NODES)
         added: list[tuple[object, ...]] = []
         tasks: list[tuple[object, ...]] = []
         for step in steps:
             for write in step.messages:
                 if write.replace:  # retires the rows added so far: write those first
-                    _insert(cursor, _INSERT_MESSAGE, added)
+                    _insert(cursor, "messages", added)
                     added = []
                     retire = (write.seq, key, escaped(write.path), escaped(write.transcript))
                     cursor.execute(_RETIRE_MESSAGES, retire)
@@ -110,17 +104,14 @@ def commit_steps(db: Any, sid: str, steps: Sequence[Step]) -> None:
                     (key, n, path, transcript, write.seq, None, body) for n, body in write.messages
                 ]
             if step.retired:  # retires the live rows: write those first
-                _insert(cursor, _PUT_TASK, tasks)
+                _put_tasks(cursor, tasks)
                 tasks = []
                 cursor.executemany(
                     _RETIRE_TASK, [(seq, key, task_key(*task)) for *task, seq in step.retired]
                 )
             tasks += [_task(key, task) for task in step.tasks]
-        _insert(cursor, _PUT_TASK, tasks)
-        _insert(cursor, _INSERT_MESSAGE, added)
-        pipeline.sync()  # a refusal raises here, inside the transaction
-        if found.fetchone() is None:
-            raise Missing(sid)
+        _put_tasks(cursor, tasks)
+        _insert(cursor, "messages", added)
 
 
 def create_session(db: Any, rows: SessionRows) -> None:
@@ -142,14 +133,11 @@ def create_session(db: Any, rows: SessionRows) -> None:
 def fork_session(db: Any, source: str, seq: int, info: StoredSession) -> None:
     """Add session `info` holding `source`'s rows as of event `seq`, copied by the server."""
     values = {"sid": escaped(info.id), "source": escaped(source), "seq": seq}
-    with db.pipeline() as pipeline, db.transaction(), db.cursor() as cursor:
-        found = db.execute(_FOUND, (values["source"],))
+    with db.pipeline(), db.transaction(), db.cursor() as cursor:
+        cursor.execute(_REQUIRE, (values["source"],))
         _insert_session(cursor, info)
         for statement in _FORK:
             cursor.execute(statement, values)
-        pipeline.sync()
-        if found.fetchone() is None:
-            raise Missing(source)
 
 
 def load_session(db: Any, sid: str) -> SessionRows:
@@ -219,9 +207,27 @@ def _task(key: str, t: TaskRow) -> tuple[object, ...]:
     )
 
 
-def _insert(cursor: Any, statement: str, rows: list[tuple[object, ...]]) -> None:
+def _put_tasks(cursor: Any, rows: list[tuple[object, ...]]) -> None:
+    """Tasks one statement each: two of one key in a commit update the same row in turn."""
     if rows:
-        cursor.executemany(statement, rows)
+        cursor.executemany(_PUT_TASK, rows)
+
+
+def _insert(cursor: Any, table: str, rows: list[tuple[object, ...]], then: str = "") -> None:
+    """`rows` into `table`, many a statement (64, 32, ... 1: a few statements, each prepared
+    once by the server, serve every count); `then` ends each (ON CONFLICT ...)."""
+    start = 0
+    while start < len(rows):
+        size = min(64, 1 << ((len(rows) - start).bit_length() - 1))
+        chunk = rows[start : start + size]
+        cursor.execute(_multi_row(table, len(chunk[0]), size, then), [v for r in chunk for v in r])
+        start += size
+
+
+@functools.lru_cache(maxsize=64)
+def _multi_row(table: str, width: int, count: int, then: str) -> str:
+    row = "(" + ", ".join(["%s"] * width) + ")"
+    return f"INSERT INTO {table} VALUES " + ", ".join([row] * count) + then
 
 
 def _copy(cursor: Any, table: str, rows: Sequence[tuple[object, ...]]) -> None:
