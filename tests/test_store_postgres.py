@@ -26,7 +26,7 @@ from sagents_nb.store import (
 from .postgres_support import PostgresServer
 from .test_store import dumps, lookup
 from .test_store_contract import event, write
-from .test_store_fork import transfer
+from .test_store_fork import bank_model, transfer
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -34,20 +34,18 @@ PAYER = sn.Agent("payer", does="pays people", tools=[transfer])
 CHIEF = sn.Agent("chief", does="has bills paid", tools=[lookup], team=[PAYER])
 
 
+CHIEF_STEPS = [
+    sn.reply(tool_calls=[sn.call("lookup", x=7)]),
+    sn.reply(tool_calls=[sn.call("task", agent="payer", prompt="payer 1000 — 支払い")]),
+]
+
+
 def chief_model(req: sn.ChatRequest) -> sn.Reply | str:
-    """The chief looks a number up, has the payer pay, then reports; the payer transfers."""
-    if "task" in req.tools:
-        done = len(req.tool_results)
-        if done == 0:
-            return sn.reply(tool_calls=[sn.call("lookup", x=7)])
-        if done == 1:
-            return sn.reply(
-                tool_calls=[sn.call("task", agent="payer", prompt="payer 1000 — 支払い")]
-            )
-        return f"fait : {req.tool_results[-1]}"
-    if req.last["role"] == "user":
-        return sn.reply(tool_calls=[sn.call("transfer", amount=1000, to="Mallory 🦹")])
-    return f"Résultat : {req.tool_results[-1]}"
+    """The chief looks a number up, has the payer pay (`bank_model`), then reports."""
+    if "task" not in req.tools:
+        return bank_model(req)
+    done = len(req.tool_results)
+    return CHIEF_STEPS[done] if done < len(CHIEF_STEPS) else f"fait : {req.tool_results[-1]}"
 
 
 def said(messages: list[sn.Message]) -> list[tuple[Any, ...]]:
