@@ -132,19 +132,24 @@ def main() -> int:
             open_and_fork(make(f"{names[kind]}_warm"), sid)
             rows[kind] = {}
         for turns in sorted(args.turns):
-            stored = {}
-            for kind, make in kinds.items():
-                store = make(f"{names[kind]}_{turns}")
-                sid, took, events = recorded(store, turns)
-                store.close()
-                stored[kind] = sid
-                rows[kind][f"record {turns} turns ({events} events), s"] = took
+            stored: dict[str, str] = {}
+            records: dict[str, list[float]] = {kind: [] for kind in kinds}
             timings: dict[str, list[tuple[float, float]]] = {kind: [] for kind in kinds}
-            for _ in range(args.repeat):  # the kinds in turn, each round
+            for round_ in range(args.repeat):  # the kinds in turn, each round
                 for kind, make in kinds.items():
-                    store = make(f"{names[kind]}_{turns}")
+                    store = make(f"{names[kind]}_{turns}_{round_}")
+                    sid, took, events = recorded(store, turns)
+                    store.close()
+                    stored.setdefault(kind, sid)
+                    records[kind].append(took)
+            for _ in range(args.repeat):
+                for kind, make in kinds.items():
+                    store = make(f"{names[kind]}_{turns}_0")
                     timings[kind].append(open_and_fork(store, stored[kind]))
             for kind, pairs in timings.items():
+                rows[kind][f"record {turns} turns ({events} events), s"] = statistics.median(
+                    records[kind]
+                )
                 rows[kind][f"open {events} events, s"] = statistics.median(p[0] for p in pairs)
                 rows[kind][f"fork {events} events, s"] = statistics.median(p[1] for p in pairs)
         turn = f"durability=turn, ms a turn ({args.turn_durability} turns)"
