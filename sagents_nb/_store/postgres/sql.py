@@ -1,11 +1,12 @@
 """The SQL of a PostgreSQL store: a commit, a new session and a fork, each one transaction (the
 keeping rules are `MemoryStore`'s, as `sqlite/writes.py` keeps them), and a session's load.
 
-A commit, a fork and a load are sent as one pipeline (psycopg's): their statements, the
-transaction's BEGIN and COMMIT too, go to the server together and their results come back
-together, so each costs one round trip however many rows it moves. A new session's rows go in with COPY. A refusal (a taken id, event or
-message number, two live task rows of one key) is psycopg's `UniqueViolation`, which `refusal`
-words; the transaction is undone. `db` is a psycopg connection (`link.py` makes it).
+Each is sent as one pipeline (psycopg's): its statements, the transaction's BEGIN and COMMIT
+too, go to the server together and their results come back together, so it costs one round
+trip however many rows it moves; a table's rows go in as one statement, a column an array. A
+refusal (a taken id, event or message number, two live task rows of one key) is psycopg's
+`UniqueViolation`, which `refusal` words; the transaction is undone. `db` is a psycopg
+connection (`link.py` makes it).
 """
 
 from __future__ import annotations
@@ -23,10 +24,17 @@ from .text import as_given, escaped, maybe_escaped
 if TYPE_CHECKING:
     from psycopg import errors
 
+_ARRAYS = {
+    "events": "bigint, bigint, text, text, text",
+    "messages": "bigint, text, text, bigint, bigint, text",
+    "nodes": "text, text, bigint, text",
+}
+"""The columns after `session` of each table a session's rows go into many at a time."""
 _PUT_NODES = " ON CONFLICT (session, seq, path, part) DO UPDATE SET body = excluded.body"
 _TASK_COLUMNS = "(session, key, parent, agent, prompt, child, seq, status, text, settled, retired)"
-_PUT_TASK = f"""
-INSERT INTO tasks {_TASK_COLUMNS} VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+_INSERT_TASK = f"""
+INSERT INTO tasks {_TASK_COLUMNS} VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"""
+_PUT_TASK = f"""{_INSERT_TASK}
 ON CONFLICT (session, key) WHERE retired IS NULL DO UPDATE SET
 child = excluded.child, status = excluded.status, text = excluded.text,
 settled = coalesce(tasks.settled, excluded.settled)
@@ -87,21 +95,21 @@ def commit_steps(db: Any, sid: str, steps: Sequence[Step]) -> None:
     key = escaped(sid)
     with db.pipeline(), db.transaction(), db.cursor() as cursor:
         cursor.execute(_REQUIRE, (key,))
-        _insert(cursor, "events", [_event(key, e) for step in steps for e in step.events])
+        _insert(cursor, "events", key, [_event(e) for step in steps for e in step.events])
         nodes = {(n.seq, n.path, n.part): n for step in steps for n in step.nodes}  # the last
-        _insert(cursor, "nodes", [_node(key, n) for n in nodes.values()], _PUT_NODES)
+        _insert(cursor, "nodes", key, [_node(n) for n in nodes.values()], _PUT_NODES)
         added: list[tuple[object, ...]] = []
         tasks: list[tuple[object, ...]] = []
         for step in steps:
             for write in step.messages:
                 if write.replace:  # retires the rows added so far: write those first
-                    _insert(cursor, "messages", added)
+                    _insert(cursor, "messages", key, added)
                     added = []
                     retire = (write.seq, key, escaped(write.path), escaped(write.transcript))
                     cursor.execute(_RETIRE_MESSAGES, retire)
                 path, transcript = escaped(write.path), escaped(write.transcript)
                 added += [
-                    (key, n, path, transcript, write.seq, None, body) for n, body in write.messages
+                    (n, path, transcript, write.seq, None, body) for n, body in write.messages
                 ]
             if step.retired:  # retires the live rows: write those first
                 _put_tasks(cursor, tasks)
@@ -111,23 +119,24 @@ def commit_steps(db: Any, sid: str, steps: Sequence[Step]) -> None:
                 )
             tasks += [_task(key, task) for task in step.tasks]
         _put_tasks(cursor, tasks)
-        _insert(cursor, "messages", added)
+        _insert(cursor, "messages", key, added)
 
 
 def create_session(db: Any, rows: SessionRows) -> None:
     """Add a new session with its rows, kept as given, in one transaction."""
     key = escaped(rows.info.id)
     nodes = {(n.seq, n.path, n.part): n for n in rows.nodes}  # a later row replaces one
-    with db.transaction(), db.cursor() as cursor:
+    with db.pipeline(), db.transaction(), db.cursor() as cursor:
         _insert_session(cursor, rows.info)
-        _copy(cursor, "events", [_event(key, e) for e in rows.events])
+        _insert(cursor, "events", key, [_event(e) for e in rows.events])
         messages = [
-            (key, m.n, escaped(m.path), escaped(m.transcript), m.added, m.removed, m.body)
+            (m.n, escaped(m.path), escaped(m.transcript), m.added, m.removed, m.body)
             for m in rows.messages
         ]
-        _copy(cursor, "messages", messages)
-        _copy(cursor, "nodes", [_node(key, n) for n in nodes.values()])
-        _copy(cursor, f"tasks {_TASK_COLUMNS}", [_task(key, task) for task in rows.tasks])
+        _insert(cursor, "messages", key, messages)
+        _insert(cursor, "nodes", key, [_node(n) for n in nodes.values()])
+        if rows.tasks:
+            cursor.executemany(_INSERT_TASK, [_task(key, task) for task in rows.tasks])
 
 
 def fork_session(db: Any, source: str, seq: int, info: StoredSession) -> None:
@@ -183,12 +192,12 @@ def _insert_session(cursor: Any, info: StoredSession) -> None:
     )
 
 
-def _event(key: str, e: EventRow) -> tuple[object, ...]:
-    return (key, e.seq, e.run, escaped(e.type), escaped(e.path), e.body)
+def _event(e: EventRow) -> tuple[object, ...]:
+    return (e.seq, e.run, escaped(e.type), escaped(e.path), e.body)
 
 
-def _node(key: str, n: NodeRow) -> tuple[object, ...]:
-    return (key, escaped(n.path), escaped(n.part), n.seq, n.body)
+def _node(n: NodeRow) -> tuple[object, ...]:
+    return (escaped(n.path), escaped(n.part), n.seq, n.body)
 
 
 def _task(key: str, t: TaskRow) -> tuple[object, ...]:
@@ -213,28 +222,21 @@ def _put_tasks(cursor: Any, rows: list[tuple[object, ...]]) -> None:
         cursor.executemany(_PUT_TASK, rows)
 
 
-def _insert(cursor: Any, table: str, rows: list[tuple[object, ...]], then: str = "") -> None:
-    """`rows` into `table`, many a statement (64, 32, ... 1: a few statements, each prepared
-    once by the server, serve every count); `then` ends each (ON CONFLICT ...)."""
-    start = 0
-    while start < len(rows):
-        size = min(64, 1 << ((len(rows) - start).bit_length() - 1))
-        chunk = rows[start : start + size]
-        cursor.execute(_multi_row(table, len(chunk[0]), size, then), [v for r in chunk for v in r])
-        start += size
-
-
-@functools.lru_cache(maxsize=64)
-def _multi_row(table: str, width: int, count: int, then: str) -> str:
-    row = "(" + ", ".join(["%s"] * width) + ")"
-    return f"INSERT INTO {table} VALUES " + ", ".join([row] * count) + then
-
-
-def _copy(cursor: Any, table: str, rows: Sequence[tuple[object, ...]]) -> None:
+def _insert(
+    cursor: Any, table: str, key: str, rows: Sequence[tuple[object, ...]], then: str = ""
+) -> None:
+    """Session `key`'s `rows` into `table`, all in one statement: each column as an array
+    (`unnest`), so that the statement is the same whatever the count (prepared once by the
+    server); `then` ends it (ON CONFLICT ...)."""
     if rows:
-        with cursor.copy(f"COPY {table} FROM STDIN") as copy:
-            for row in rows:
-                copy.write_row(row)
+        columns = [list(column) for column in zip(*rows, strict=True)]
+        cursor.execute(_unnest(table, then), [key, *columns])
+
+
+@functools.lru_cache(maxsize=8)
+def _unnest(table: str, then: str) -> str:
+    arrays = ", ".join(f"%b::{kind}[]" for kind in _ARRAYS[table].split(", "))
+    return f"INSERT INTO {table} SELECT %s, * FROM unnest({arrays}){then}"
 
 
 def refusal(exc: errors.UniqueViolation, sid: str, *, retried: bool = False) -> StoreError:
