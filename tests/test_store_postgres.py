@@ -224,6 +224,9 @@ def test_a_store_being_made_elsewhere_is_waited_for_not_called_damaged(
     thread.start()
     time.sleep(1.0)
     assert opened == []  # waiting for the lock, not failing
+    impatient = postgres_server.url() + "?options=-clock_timeout%3D200"
+    with pytest.raises(StoreError, match=r"another process is making .*not damaged: open it"):
+        PostgresStore(impatient, schema=schema)  # a server that stops waiting says so
     holder.execute("SELECT pg_advisory_unlock(%s)", (lock_id(schema),))
     holder.close()
     thread.join(timeout=30)

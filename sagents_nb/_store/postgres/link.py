@@ -105,6 +105,13 @@ class Link:
             ) from None
         try:
             prepare(db, self._schema, self._shown, create=self._create)
+        except psycopg.errors.LockNotAvailable as exc:  # the server's lock_timeout
+            db.close()
+            raise StoreError(
+                f"another process is making or checking the store in schema {self._schema!r} of "
+                f"{self._shown}, and waiting for it took longer than the server's lock_timeout "
+                f"({self._said(exc)}); the store is not damaged: open it again"
+            ) from None
         except psycopg.Error as exc:
             db.close()
             raise StoreError(
