@@ -152,11 +152,10 @@ def fork_session(db: Any, source: str, seq: int, info: StoredSession) -> None:
 def load_session(db: Any, sid: str) -> SessionRows:
     """The session's whole record, read in one snapshot of the database."""
     key = (escaped(sid),)
-    with db.pipeline() as pipeline, db.transaction():
+    with db.pipeline(), db.transaction():  # the results come with the COMMIT's
         db.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
         found = db.execute(_INFO, key)
         reads = [db.execute(query, key) for query in _READS]
-        pipeline.sync()
     info = found.fetchall()
     if not info:
         raise Missing(sid)
