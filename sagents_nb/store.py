@@ -12,7 +12,8 @@ to the same contract tests as `SQLiteStore`. To put sessions elsewhere, implemen
 methods of `Store` the way `MemoryStore` does and pass the object as `store=`. Two more are
 optional, each named by a protocol a store satisfies by having the method: `ForkingStore`
 (`fork`, a fork copied where the rows are) and `PlainCommitStore` (`commit_plain`, steps taken
-as plain tuples: `PlainStep` in `_store/protocol.py`).
+as plain tuples: `PlainStep` in `_store/protocol.py`); `PostgresStore`
+(the `postgres` extra) is such a store, for a database many processes and machines share.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from ._store.protocol import (
 )
 
 if TYPE_CHECKING:
+    from ._store.postgres.store import PostgresStore
     from ._store.sqlite.store import SQLiteStore
 
 __all__ = [
@@ -46,6 +48,7 @@ __all__ = [
     "MessageWrite",
     "NodeRow",
     "PlainCommitStore",
+    "PostgresStore",
     "SQLiteStore",
     "SessionRows",
     "Step",
@@ -59,7 +62,7 @@ __all__ = [
 # Shown as sagents_nb.store.<name> in reprs, docs and tracebacks (as httpx does); Store,
 # StoredSession and StoreError show as sagents_nb.<name>, where the package publishes them
 # (on its first look-up of the name, so here too, for whoever comes through this module first).
-for _name in set(__all__) - {"SQLiteStore", "Store", "StoreError", "StoredSession"}:
+for _name in set(__all__) - {"PostgresStore", "SQLiteStore", "Store", "StoreError", "StoredSession"}:
     globals()[_name].__module__ = __name__
 Store.__module__ = StoredSession.__module__ = "sagents_nb"
 del _name
@@ -72,6 +75,12 @@ def __getattr__(name: str) -> Any:
         SQLiteStore.__module__ = "sagents_nb"  # as the package shows it
         globals()[name] = SQLiteStore
         return SQLiteStore
+    if name == "PostgresStore":  # psycopg (an optional extra) loads with the first store
+        from ._store.postgres.store import PostgresStore
+
+        PostgresStore.__module__ = __name__
+        globals()[name] = PostgresStore
+        return PostgresStore
     raise AttributeError(f"module 'sagents_nb.store' has no attribute {name!r}")
 
 

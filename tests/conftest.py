@@ -12,6 +12,8 @@ import pytest
 
 import sagents_nb as sn
 
+from .postgres_support import postgres_server  # noqa: F401  (a fixture for every test module)
+
 os.environ.pop("OPENAI_API_KEY", None)
 os.environ.pop("OPENAI_BASE_URL", None)
 

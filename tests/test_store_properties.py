@@ -152,7 +152,7 @@ def test_a_lone_surrogate_in_any_text_of_a_plain_event_is_repaired(data: st.Data
 def any_store(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Store]:
-    store = make_store(request.param, tmp_path_factory.mktemp("store"))
+    store = make_store(request.param, tmp_path_factory.mktemp("store"), request)
     yield store
     store.close()
 

@@ -82,7 +82,7 @@ def test_store_takes_a_store_a_path_or_memory(
         ("   ", "is an empty path"),
         ("notes: 你好\nplus de texte", "holds line breaks or control characters"),
         ("runs\x00.db", "holds line breaks or control characters"),
-        ("postgresql://user@db.example/runs", "is a URL.*pass a Store object that writes to it"),
+        ("mysql://user@db.example/runs", "is a URL.*pass a Store object that writes to it"),
         ("sqlite:///runs.db", "is a URL.*for SQLite pass the file's path itself, e.g. 'runs.db'"),
         ("runs/", r"names a folder; pass a file in it, e\.g\. 'runs/runs\.db'"),
         (".", "names a folder"),

@@ -6,13 +6,15 @@ import os
 import re
 
 from .._base.errors import StoreError
+from .postgres.conninfo import is_postgres_url
 from .protocol import Store
 
 ACCEPTS = (
     "store= takes a file path (a str or os.PathLike such as 'runs.db': an SQLite file, created "
-    "if missing), ':memory:' (SQLite kept in this process), or a Store object "
-    "(sn.SQLiteStore(path), sagents_nb.store.MemoryStore(), or your own class with sn.Store's "
-    "methods create, commit, load, sessions and close)"
+    "if missing), ':memory:' (SQLite kept in this process), a postgresql:// URL (a PostgreSQL "
+    "database, with the postgres extra), or a Store object (sn.SQLiteStore(path), "
+    "sagents_nb.store.MemoryStore(), sagents_nb.store.PostgresStore(url), or your own class with "
+    "sn.Store's methods create, commit, load, sessions and close)"
 )
 
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
@@ -21,7 +23,7 @@ _STORE_METHODS = ("create", "commit", "load", "sessions", "close")
 
 
 def resolve_store(target: object, *, create: bool) -> Store:
-    """The `Store` behind `target`: a file path (SQLite) or a `Store`.
+    """The `Store` behind `target`: a file path (SQLite), a `postgresql://` URL or a `Store`.
 
     Args:
         target: what the user passed as `store=`.
@@ -35,6 +37,13 @@ def resolve_store(target: object, *, create: bool) -> Store:
         from .writer import drain_all
 
         drain_all(target)
+    if isinstance(target, str) and is_postgres_url(target):
+        from .postgres.store import open_url
+
+        store = open_url(target, create=create)
+        if not create:
+            drain_all(store)
+        return store
     if isinstance(target, str | os.PathLike):
         from .sqlite.store import open_file
 
