@@ -62,7 +62,13 @@ __all__ = [
 # Shown as sagents_nb.store.<name> in reprs, docs and tracebacks (as httpx does); Store,
 # StoredSession and StoreError show as sagents_nb.<name>, where the package publishes them
 # (on its first look-up of the name, so here too, for whoever comes through this module first).
-for _name in set(__all__) - {"PostgresStore", "SQLiteStore", "Store", "StoreError", "StoredSession"}:
+for _name in set(__all__) - {
+    "PostgresStore",
+    "SQLiteStore",
+    "Store",
+    "StoreError",
+    "StoredSession",
+}:
     globals()[_name].__module__ = __name__
 Store.__module__ = StoredSession.__module__ = "sagents_nb"
 del _name
