@@ -172,6 +172,7 @@ ROWS = [
     Row("sn.kinds.register", "factory", "int", lambda d: sn.kinds.register("mine", 5)),
     Row("sn.kinds.kind_name", "kind", "int", lambda d: sn.kinds.kind_name(5)),
     Row("sn.store.SQLiteStore", "path", "NoneType", lambda d: sn_store.SQLiteStore(None)),
+    Row("sn.store.PostgresStore", "conninfo", "int", lambda d: sn_store.PostgresStore(5)),
     Row("sn.harness.ClaudeCode", "executable", "int", lambda d: ClaudeCode(executable=5)),
     Row("sn.harness.ClaudeCode", "permission_mode", "str", lambda d: ClaudeCode(permission_mode="yolo")),
     Row("sn.harness.ClaudeCode", "stream_text", "str", lambda d: ClaudeCode(stream_text="yes")),

@@ -9,6 +9,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
+from ..._base.checks import check_str
 from ..._base.errors import StoreError
 from ..protocol import SessionRows, Step, StoredSession
 from .conninfo import MISSING_PSYCOPG, redacted
@@ -51,6 +52,9 @@ class PostgresStore:
         create: bool = True,
         connect_timeout: float = 10,
     ) -> None:
+        where = "sn.store.PostgresStore(...)"
+        check_str("conninfo", conninfo, where=where)
+        check_str("schema", schema, where=where)
         self.schema = schema
         self.url = redacted(conninfo)
         """The database, its password shown as `***`."""
