@@ -12,10 +12,10 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from benchmarks._browser import Marimo, marimo
+from benchmarks._browser import Marimo, chromium, marimo
 
 from ._host_runs import TEAM, step_the_paused_child
-from .conftest import ARTIFACTS, _require_chromium, screenshot, wait_until
+from .conftest import _require_chromium, fresh_page, screenshot, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(120)]
 
@@ -52,20 +52,16 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Marimo]:
         yield running
 
 
-@pytest.fixture
-def page(served: Marimo) -> Iterator[Any]:
-    from benchmarks._browser import chromium
+@pytest.fixture(scope="module")
+def browser(served: Marimo) -> Iterator[Any]:
+    with chromium() as launched:
+        yield launched
 
-    with chromium() as browser:
-        context = browser.new_context(viewport={"width": 1400, "height": 1000})
-        context.set_default_timeout(30_000)
-        tab = context.new_page()
-        try:
-            yield tab
-        finally:
-            ARTIFACTS.mkdir(exist_ok=True)
-            tab.screenshot(path=str(ARTIFACTS / "marimo-last.png"), full_page=True)
-            context.close()
+
+@pytest.fixture
+def page(browser: Any, request: pytest.FixtureRequest) -> Iterator[Any]:
+    with fresh_page(browser, request) as tab:
+        yield tab
 
 
 def test_marimo_shows_the_view_both_ways_and_keeps_it_across_a_rerun(
