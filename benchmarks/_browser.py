@@ -1,11 +1,12 @@
-"""JupyterLab on loopback and Debian's chromium driven by Playwright, for the browser tests
-(`tests/notebook/conftest.py`, as `benchmarks._browser`) and `view_browser.py` (as `_browser`,
-a script's folder being on `sys.path`): start, open a notebook, run a cell, stop everything.
+"""JupyterLab, Jupyter Notebook 7 and marimo on loopback and Debian's chromium driven by
+Playwright, for the browser tests (`tests/notebook/conftest.py`, as `benchmarks._browser`) and
+`view_browser.py` (as `_browser`, a script's folder being on `sys.path`): start, open a notebook,
+run a cell, stop everything.
 
-Lab runs in a session of its own, with its own config and runtime folders, on a free port of
-127.0.0.1 behind a random token, and is stopped by its process group; every process Playwright
-started (its driver, chromium and chromium's helpers) is gone after `chromium()`. Stdlib only at
-import: Playwright and nbformat are imported where they are used.
+Each server runs in a session of its own, with its own config, runtime and home folders, on a
+free port of 127.0.0.1 behind a random token, and is stopped by its process group; every process
+Playwright started (its driver, chromium and chromium's helpers) is gone after `chromium()`.
+Stdlib only at import: Playwright and nbformat are imported where they are used.
 """
 
 from __future__ import annotations
@@ -51,12 +52,14 @@ def missing_browser() -> str | None:
 
 @dataclass
 class Lab:
-    """A running JupyterLab: where it serves, which directory it shows, its process."""
+    """A running JupyterLab (or Notebook 7, `app="notebook"`): where it serves, which directory
+    it shows, its process."""
 
     url: str
     token: str
     root: Path
     process: subprocess.Popen[bytes]
+    app: str = "lab"
 
     def notebook(self, name: str, *cells: str) -> str:
         """Write a notebook of code `cells` into Lab's directory; return its URL."""
@@ -71,6 +74,8 @@ class Lab:
         }
         nb.cells = [nbformat.v4.new_code_cell(source) for source in cells]
         nbformat.write(nb, self.root / name)
+        if self.app == "notebook":
+            return f"{self.url}/notebooks/{name}?token={self.token}"
         # `reset`: start from an empty workspace, not with the previous notebooks open
         return f"{self.url}/lab/tree/{name}?reset&token={self.token}"
 
@@ -93,10 +98,11 @@ def free_port() -> int:
 
 
 @contextmanager
-def jupyter_lab(base: Path, timeout: float = 60.0) -> Iterator[Lab]:
-    """JupyterLab serving `base/root`, its log in `base/lab.log`; stopped on exit."""
-    root, config, runtime = base / "root", base / "config", base / "runtime"
-    for directory in (root, config, runtime):
+def jupyter_lab(base: Path, timeout: float = 60.0, app: str = "lab") -> Iterator[Lab]:
+    """JupyterLab (`app="notebook"`: Notebook 7) serving `base/root`, its log in
+    `base/lab.log`; stopped on exit."""
+    root, config, runtime, data = base / "root", base / "config", base / "runtime", base / "data"
+    for directory in (root, config, runtime, data):
         directory.mkdir()
     news = config / "lab" / "user-settings" / "@jupyterlab" / "apputils-extension"
     news.mkdir(parents=True)
@@ -105,14 +111,19 @@ def jupyter_lab(base: Path, timeout: float = 60.0) -> Iterator[Lab]:
         '{"fetchNews": "false", "checkForUpdates": false}'
     )
     port, token = free_port(), uuid.uuid4().hex
-    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(config), "JUPYTER_RUNTIME_DIR": str(runtime)}
+    env = {
+        **os.environ,
+        "JUPYTER_CONFIG_DIR": str(config),
+        "JUPYTER_RUNTIME_DIR": str(runtime),
+        "JUPYTER_DATA_DIR": str(data),
+    }
     with (base / "lab.log").open("wb") as log:
         process = subprocess.Popen(
             [
                 sys.executable,
                 "-m",
                 "jupyter",
-                "lab",
+                app,
                 "--no-browser",
                 "--allow-root",
                 "--ServerApp.ip=127.0.0.1",
@@ -127,15 +138,67 @@ def jupyter_lab(base: Path, timeout: float = 60.0) -> Iterator[Lab]:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-        lab = Lab(f"http://127.0.0.1:{port}", token, root, process)
+        lab = Lab(f"http://127.0.0.1:{port}", token, root, process, app)
         try:
-            _wait_for_lab(process, f"{lab.url}/api/status?token={token}", timeout, base / "lab.log")
+            _wait_for(process, f"{lab.url}/api/status?token={token}", timeout, base / "lab.log")
             yield lab
         finally:
             _stop(lab)
 
 
-def _wait_for_lab(process: subprocess.Popen[bytes], status: str, timeout: float, log: Path) -> None:
+@dataclass
+class Marimo:
+    """A running marimo server: the app file it serves, its page's URL, its process."""
+
+    url: str
+    token: str
+    app: Path
+    process: subprocess.Popen[bytes]
+
+
+@contextmanager
+def marimo(
+    base: Path, app: str, *, mode: str = "edit", theme: str = "light", timeout: float = 60.0
+) -> Iterator[Marimo]:
+    """`marimo edit` (or `marimo run`, `mode="run"`) serving the app `app` (a marimo app file's
+    text) from `base`, in the `theme` given in its own config, its log in `base/marimo.log`;
+    stopped on exit."""
+    home, config = base / "home", base / "home" / ".config"
+    (config / "marimo").mkdir(parents=True)
+    (config / "marimo" / "marimo.toml").write_text(
+        f'[display]\ntheme = "{theme}"\n\n[runtime]\nauto_instantiate = true\n'
+        "\n[completion]\ncopilot = false\nactivate_on_typing = false\n"
+    )
+    path = base / "app.py"
+    path.write_text(app, encoding="utf-8")
+    port, token = free_port(), uuid.uuid4().hex
+    env = {
+        **os.environ,
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(config),
+        "XDG_STATE_HOME": str(home / ".state"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "XDG_DATA_HOME": str(home / ".data"),
+        "MARIMO_SKIP_UPDATE_CHECK": "1",
+    }
+    command = [sys.executable, "-m", "marimo", mode, str(path), "--headless", "--no-sandbox"]
+    command += ["--host", "127.0.0.1", "--port", str(port), "--token-password", token]
+    if mode == "edit":
+        command.append("--skip-update-check")  # `marimo run` has no such option: the variable
+    with (base / "marimo.log").open("wb") as log:
+        process = subprocess.Popen(
+            command, cwd=base, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        server = f"http://127.0.0.1:{port}"
+        running = Marimo(f"{server}/?access_token={token}", token, path, process)
+        try:
+            _wait_for(process, f"{server}/health", timeout, base / "marimo.log")
+            yield running
+        finally:
+            _stop_group(process)
+
+
+def _wait_for(process: subprocess.Popen[bytes], status: str, timeout: float, log: Path) -> None:
     deadline = time.monotonic() + timeout
     while process.poll() is None:
         try:
@@ -143,9 +206,11 @@ def _wait_for_lab(process: subprocess.Popen[bytes], status: str, timeout: float,
             return
         except OSError:
             if time.monotonic() > deadline:
-                raise RuntimeError(f"JupyterLab did not answer within {timeout:g} s") from None
+                raise RuntimeError(
+                    f"{status.partition('?')[0]} did not answer within {timeout:g} s"
+                ) from None
             time.sleep(0.1)
-    raise RuntimeError(f"JupyterLab exited: {log.read_text(errors='replace')[-2000:]}")
+    raise RuntimeError(f"the server exited: {log.read_text(errors='replace')[-2000:]}")
 
 
 def _stop(lab: Lab) -> None:
@@ -156,6 +221,10 @@ def _stop(lab: Lab) -> None:
             lab.shutdown_kernels()
         except OSError:
             pass  # Lab stops the kernels it still has on SIGTERM
+    _stop_group(process)
+
+
+def _stop_group(process: subprocess.Popen[bytes]) -> None:
     try:
         os.killpg(process.pid, signal.SIGTERM)
         process.wait(timeout=15)
@@ -195,7 +264,25 @@ def open_notebook(page: Any, url: str, timeout: float = 30_000) -> None:
     """Open a notebook and wait until its kernel is idle (Shift+Enter is dropped before that)."""
     page.goto(url)
     page.locator(".jp-NotebookPanel:visible .jp-Cell").first.wait_for()
-    page.get_by_text("| Idle").first.wait_for(timeout=timeout)
+    if "/notebooks/" not in url:
+        page.get_by_text("| Idle").first.wait_for(timeout=timeout)
+        return
+    # Notebook 7's indicator says idle before the kernel connects too, then "connecting":
+    # wait for the page's websocket to the kernel first
+    server, _, query = url.partition("/notebooks/")
+    token = query.rpartition("token=")[2]
+    deadline = time.monotonic() + timeout / 1000
+    while not _connected(f"{server}/api/kernels?token={token}"):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"no kernel connected to {url} within {timeout / 1000:g} s")
+        time.sleep(0.1)
+    page.locator('.jp-Notebook-ExecutionIndicator[data-status="idle"]').wait_for(timeout=timeout)
+
+
+def _connected(kernels: str) -> bool:
+    with urllib.request.urlopen(kernels, timeout=5) as response:
+        listed = json.load(response)
+    return any(k["connections"] > 0 and k["execution_state"] == "idle" for k in listed)
 
 
 def run_cell(page: Any, index: int) -> None:

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import sys
+import weakref
 from typing import TYPE_CHECKING, Any
 
 from ._widget import LiveView
 
 if TYPE_CHECKING:
     from .. import Result, Run, Session
+
+_reused: weakref.WeakValueDictionary[int, LiveView] = weakref.WeakValueDictionary()
+"""Under marimo, the open view of each object shown (by its id), for the cell's next run."""
 
 
 def view(
@@ -29,9 +34,29 @@ def view(
             always sent, and the answer to a click goes out at once.
 
     Returns:
-        A `LiveView` widget; display it, or leave it as a cell's last expression.
+        A `LiveView` widget; display it, or leave it as a cell's last expression. Under marimo,
+        which runs a cell again on every change, the same object with the same options gives
+        the same open view again, so a re-run updates the view on screen instead of mounting
+        a new one (Jupyter gets a new widget each call).
     """
-    return LiveView(obj, preprocessors=preprocessors, rate=rate)
+    if not _in_marimo():
+        return LiveView(obj, preprocessors=preprocessors, rate=rate)
+    shown = _reused.get(id(obj))
+    if (
+        shown is not None
+        and shown.comm is not None  # not closed
+        and any(obj is t for t in (shown.target.session, shown.target.run, shown.target.result))
+        and (shown.preprocessors, shown._rate) == (dict(preprocessors or {}), rate)
+    ):
+        return shown
+    fresh = LiveView(obj, preprocessors=preprocessors, rate=rate)
+    _reused[id(obj)] = fresh
+    return fresh
+
+
+def _in_marimo() -> bool:
+    marimo = sys.modules.get("marimo")
+    return marimo is not None and bool(marimo.running_in_notebook())
 
 
 def display_live(obj: Session | Run | Result) -> None:

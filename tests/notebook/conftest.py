@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -120,10 +121,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 FAILED = pytest.StashKey[bool]()
 
 
-@pytest.fixture
-def page(browser: Any, lab: Lab, request: pytest.FixtureRequest) -> Iterator[Any]:
-    """A fresh browser page (a full-page screenshot is kept if the test fails); its kernels are
-    shut down afterwards."""
+@contextmanager
+def fresh_page(browser: Any, request: pytest.FixtureRequest) -> Iterator[Any]:
+    """A fresh browser page (a full-page screenshot is kept if the test fails)."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     context.set_default_timeout(20_000)
     tab = context.new_page()
@@ -134,7 +134,17 @@ def page(browser: Any, lab: Lab, request: pytest.FixtureRequest) -> Iterator[Any
             ARTIFACTS.mkdir(exist_ok=True)
             tab.screenshot(path=str(ARTIFACTS / f"failed-{request.node.name}.png"))
         context.close()
-        lab.shutdown_kernels()
+
+
+@pytest.fixture
+def page(browser: Any, lab: Lab, request: pytest.FixtureRequest) -> Iterator[Any]:
+    """A fresh browser page (a full-page screenshot is kept if the test fails); its kernels are
+    shut down afterwards."""
+    with fresh_page(browser, request) as tab:
+        try:
+            yield tab
+        finally:
+            lab.shutdown_kernels()
 
 
 def screenshot(page: Any, name: str) -> Path:

@@ -12,6 +12,19 @@ import { reveal, search } from "./panes/search.js";
 import { paneView, tabs } from "./panes/tabs.js";
 import { tree } from "./panes/tree.js";
 
+// The host's theme, read from the page's body: JupyterLab and Notebook 7 set
+// data-jp-theme-light, marimo data-theme, VS Code a vscode-dark class. CSS cannot see the body
+// from marimo's shadow root, where the view draws: the view carries sn-dark instead.
+function darkHost() {
+  const body = document.body;
+  if (!body) return false;
+  return (
+    body.dataset.jpThemeLight === "false" ||
+    body.dataset.theme === "dark" ||
+    body.classList.contains("vscode-dark")
+  );
+}
+
 function render({ model, el }) {
   const ui = {
     node: null, // the node the person chose (null: follow the paused or newest active one)
@@ -95,7 +108,7 @@ function render({ model, el }) {
     const live = Boolean(head.live) && !ui.dead;
     paint(
       html`<div
-        class=${ui.dead ? "sagents-view sn-disconnected" : "sagents-view"}
+        class=${`sagents-view${ui.dead ? " sn-disconnected" : ""}${darkHost() ? " sn-dark" : ""}`}
         aria-disabled=${ui.dead ? "true" : "false"}
       >
         ${header(view, head, live)}
@@ -127,9 +140,13 @@ function render({ model, el }) {
   model.on("change:found", schedule);
   model.on("comm_live_update", onLive);
   model.on("comm:close", onClose);
+  const themes = new MutationObserver(schedule);
+  const attributes = ["class", "data-theme", "data-jp-theme-light"];
+  if (document.body) themes.observe(document.body, { attributes: true, attributeFilter: attributes });
   draw();
   return () => {
     cancelAnimationFrame(frame);
+    themes.disconnect();
     removeForks(view);
     model.off("change:header", schedule);
     model.off("change:tree", schedule);
