@@ -13,7 +13,7 @@ from .conftest import screenshot, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(120)]
 
-AT_A_MODEL_PAUSE = '''
+WEATHER = '''
 import sagents_nb as sn
 
 @sn.tool
@@ -24,21 +24,30 @@ def weather(city: str) -> str:
         city: the city.
     """
     return f"soleil à {city}"
-
+'''
+AT_A_MODEL_PAUSE = (
+    WEATHER
+    + """
 llm = sn.mock_llm(lambda request: "réponse ✓", model="modèle-7")
 session = sn.Session(sn.Agent("météo", instructions="Réponds en une phrase 🌦", tools=[weather]), llm=llm)
 run = session.send("Quel temps à 東京 ?", pause_on={"model"})
 run.wait()
 session
-'''
+"""
+)
+
+
+def _shown(page: Any, lab: Lab, name: str, code: str) -> Any:
+    """The live view a one-cell notebook shows."""
+    open_notebook(page, lab.notebook(name, code))
+    run_cell(page, 0)
+    return page.locator(".sagents-view")
 
 
 def test_the_context_tab_at_a_model_pause_shows_the_request_about_to_be_sent(
     page: Any, lab: Lab
 ) -> None:
-    open_notebook(page, lab.notebook("model_pause.ipynb", AT_A_MODEL_PAUSE))
-    run_cell(page, 0)
-    view = page.locator(".sagents-view")
+    view = _shown(page, lab, "model_pause.ipynb", AT_A_MODEL_PAUSE)
     view.locator(".sn-pending .sn-decision").wait_for()
     view.get_by_role("tab", name="Context").click()
     about = view.locator(".sn-pane .sn-about-to-send")
@@ -55,18 +64,9 @@ def test_the_context_tab_at_a_model_pause_shows_the_request_about_to_be_sent(
     assert "View sent · 2 messages" in view.locator(".sn-pane").inner_text()
 
 
-TWO_SCOUTS = '''
-import sagents_nb as sn
-
-@sn.tool
-def weather(city: str) -> str:
-    """The weather in a city.
-
-    Args:
-        city: the city.
-    """
-    return f"soleil à {city}"
-
+TWO_SCOUTS = (
+    WEATHER
+    + """
 def handler(request):
     if request.node == "chef":
         if not request.tool_results:
@@ -83,15 +83,14 @@ run = session.send("Quel temps ? 天気は？")
 while len(run.pending) < 2:
     run.wait(0.05)
 session
-'''
+"""
+)
 
 
 def test_two_parallel_pauses_show_two_cards_and_the_second_is_decided_first(
     page: Any, lab: Lab
 ) -> None:
-    open_notebook(page, lab.notebook("two_pauses.ipynb", TWO_SCOUTS))
-    run_cell(page, 0)
-    view = page.locator(".sagents-view")
+    view = _shown(page, lab, "two_pauses.ipynb", TWO_SCOUTS)
     cards = view.locator(".sn-pending .sn-decision")
     wait_until(lambda: cards.count() == 2, timeout=30, what="two cards")
     first, second = cards.nth(0), cards.nth(1)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
 
 import sagents_nb as sn
 from sagents_nb.notebook import view
@@ -13,41 +12,13 @@ from sagents_nb.notebook._decision_pane import decision_lines, decisions_pane
 from sagents_nb.notebook._panes import Focus, pane_state
 from sagents_nb.notebook._projector import Projector
 
+from ..test_pending_pauses import _two_paused, weather
 from .conftest import wait_until
 from .test_view import click, notice
 
 
-@sn.tool
-def weather(city: str) -> str:
-    """The weather in a city."""
-    return f"soleil à {city}"
-
-
-def _scouts(req: sn.ChatRequest) -> Any:
-    if req.node == "boss":
-        if not req.tool_results:
-            return sn.reply(
-                tool_calls=[
-                    sn.call("task", agent="scout", prompt="Paris"),
-                    sn.call("task", agent="scout", prompt="東京"),
-                ]
-            )
-        return "deux éclaireurs ✓"
-    if not req.tool_results:
-        return sn.reply(tool_calls=[sn.call("weather", city=req.last_user)])
-    return req.tool_results[-1]
-
-
-def _two_paused() -> tuple[sn.Session, sn.Run]:
-    scout = sn.Agent("scout", does="weather", tools=[weather], pause_on={"tool"})
-    session = sn.Session(sn.Agent("boss", team=[scout]), llm=sn.mock_llm(_scouts))
-    run = session.send("météo ? 天気")
-    wait_until(lambda: len(run.pending) == 2, what="both scouts to pause")
-    return session, run
-
-
 def test_each_pause_in_the_view_is_decided_by_its_own_id() -> None:
-    session, run = _two_paused()
+    session, run = _two_paused([])
     widget = view(session)
     wait_until(lambda: len(widget.header["pending"]) == 2, what="both cards")
     first, second = widget.header["pending"]
@@ -61,7 +32,7 @@ def test_each_pause_in_the_view_is_decided_by_its_own_id() -> None:
     time.sleep(0.1)
     assert run.status == "paused", "a stale id decides nothing, not the other pause either"
     click(widget, action="reject", pause_id=first["pause_id"], reason="non")
-    assert run.result(timeout=10).text == "deux éclaireurs ✓"
+    assert run.result(timeout=10).text == "both scouts answered"
     ended = [(e.path, e.decision) for e in session.events if e.type == "resumed"]
     assert ended == [(second["path"], "edit"), (first["path"], "reject")]
     ran = [e for e in session.events if e.type == "tool_call_started" and e.name == "weather"]
