@@ -227,7 +227,7 @@ class Run:
         """Decide `paused_at`: the first pause not decided yet (the first to come, if none is
         waiting now)."""
         with self._claims:
-            first = next((p for p in self.pending if p.id not in self._claimed), None)
+            first = next((p for p in list(self.pending) if p.id not in self._claimed), None)
             if first is not None:
                 self._claimed.add(first.id)
         self._send_decision(first, decision, mode)
@@ -235,7 +235,10 @@ class Run:
     def _decide_pause(self, pending: PendingAction, decision: Decision, mode: str | None) -> None:
         """Decide `pending` (`PendingAction.approve()` and the others come here)."""
         with self._claims:
-            waiting = pending.id not in self._claimed and any(p is pending for p in self.pending)
+            # a copy: the loop thread may be changing the list
+            waiting = pending.id not in self._claimed and any(
+                p is pending for p in list(self.pending)
+            )
             if waiting:
                 self._claimed.add(pending.id)
         if not waiting:
