@@ -164,3 +164,17 @@ def test_the_endpoint_key_never_appears_in_the_request_or_the_events() -> None:
     run.result(timeout=10)
     for event in session.events:
         assert PLANTED not in event.model_dump_json()
+
+
+def test_the_request_at_a_pause_is_stored_with_its_event(tmp_path: Any) -> None:
+    agent = sn.Agent("boss", instructions="garde-le 📦")
+    path = str(tmp_path / "runs.db")
+    session = sn.Session(agent, llm=sn.mock_llm(lambda req: "ok"), store=path)
+    run = session.send("à garder", pause_on={"model"})
+    assert run.wait(10) == "paused"
+    run.cancel()
+    run.result(timeout=10)
+    reopened = sn.Session.open(path, session.id, agent=agent)
+    paused = next(e for e in reopened.events if e.type == "paused")
+    assert [m.content for m in paused.request.messages] == ["garde-le 📦", "à garder"]
+    assert paused.request.endpoint == session.llm.label
