@@ -178,3 +178,25 @@ def test_the_request_at_a_pause_is_stored_with_its_event(tmp_path: Any) -> None:
     paused = next(e for e in reopened.events if e.type == "paused")
     assert [m.content for m in paused.request.messages] == ["garde-le 📦", "à garder"]
     assert paused.request.endpoint == session.llm.label
+
+
+def test_the_salvage_request_at_a_pause_says_its_tool_choice() -> None:
+    seen: list[sn.ChatRequest] = []
+
+    def handler(req: sn.ChatRequest) -> Any:
+        seen.append(req)
+        if req.body.get("tool_choice") == "none":
+            return "résumé : pas fini"
+        return sn.reply(tool_calls=[sn.call("weather", city="Lyon")])
+
+    agent = sn.Agent("solo", tools=[weather], max_turns=1, kind=sn.kinds.Worker())
+    session = sn.Session(agent, llm=sn.mock_llm(handler))
+    run = session.send("météo ?", pause_on={"model"})
+    assert run.wait(10) == "paused"
+    run.approve()
+    _wait_for(lambda: run.paused_at is not None and run.paused_at.id == 2, "the salvage pause")
+    request = run.paused_at.request
+    assert request.tool_choice == "none" and request.messages[-1].role == "user"
+    run.approve()
+    assert "pas fini" in run.result(timeout=10).text
+    assert seen[-1].body == request.body()

@@ -125,7 +125,7 @@ class PendingAction:
     arguments: dict[str, Any] | None = None
     call_id: str | None = None
     messages: list[Message] | None = None
-    request: PendingRequest | None = None
+    request: PendingRequest | None = field(default=None, repr=False)
     future: asyncio.Future[Decision] | None = field(default=None, repr=False)
     decide: Decide | None = field(default=None, repr=False)
 
