@@ -345,8 +345,25 @@ class LLMSwapped(Event):
     new: str
 
 
+class PausedRequest(BaseModel):
+    """The model request a pause stands before, as it would be sent (the endpoint by its label,
+    never its key; the tools by name)."""
+
+    model_config = ConfigDict(defer_build=True)
+
+    messages: list[Message]
+    """The view the node's kind built for this call."""
+    model: str
+    tools: list[str] = Field(default_factory=list)
+    tool_choice: str | None = None
+    endpoint: str = ""
+    tokens: int = 0
+    """The view's estimated tokens."""
+
+
 class Paused(Event):
-    """The run stopped before an action (`action`: model, tool or task)."""
+    """The run stopped before an action (`action`: model, tool or task); before a model request,
+    `request` is that whole request."""
 
     type: Literal["paused"] = "paused"
     ends_step = True
@@ -356,6 +373,7 @@ class Paused(Event):
     name: str | None = None
     call_id: str | None = None
     arguments: dict[str, Any] | None = None
+    request: PausedRequest | None = None
 
 
 class Resumed(Event):
@@ -367,6 +385,8 @@ class Resumed(Event):
     pause_id: int
     decision: str
     reason: str | None = None
+    changed: list[str] | None = None
+    """What an edit changed: `arguments`, `reply`, `messages` (None for other decisions)."""
 
 
 class Retry(Event):
@@ -576,6 +596,7 @@ __all__ = [
     "ModelRequest",
     "ModelResponse",
     "Paused",
+    "PausedRequest",
     "PreprocessorSwapped",
     "RelevanceView",
     "Resumed",

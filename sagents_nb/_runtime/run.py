@@ -6,7 +6,7 @@ import asyncio
 import concurrent.futures
 import itertools
 import threading
-from collections.abc import Generator, Iterable, Mapping, Sequence
+from collections.abc import Generator, Iterable, Sequence
 from time import monotonic
 from typing import TYPE_CHECKING, Any
 
@@ -14,9 +14,15 @@ from .._base.checks import check_number, check_str
 from .._base.errors import ConfigurationError, RunPaused, SagentsError
 from .._base.loop import POLL_SECONDS, call_soon, on_library_thread, settle
 from .._base.messages import Message
-from .._tools.tool import parse_arguments
-from ..events import Paused, Resumed
-from .pausing import APPROVE, Decision, PendingAction, checked_pause_on
+from ..events import Paused, PausedRequest, Resumed
+from .pausing import (
+    APPROVE,
+    Decision,
+    PendingAction,
+    PendingRequest,
+    checked_pause_on,
+    edit_decision,
+)
 
 if TYPE_CHECKING:
     from ..events import Event
@@ -50,6 +56,9 @@ class Run:
         self.display = display
         self.status = "queued"
         self.pending: list[PendingAction] = []
+        """The pauses waiting now, oldest first: each decides itself (`pending[1].approve()`)."""
+        self._claimed: set[int] = set()  # pause ids decided, their decision not yet carried out
+        self._claims = threading.Lock()
         self.mode = "normal"
         self._result: Result | None = None
         self._stop = threading.Event()
@@ -192,11 +201,10 @@ class Run:
         or `messages=[...]` to change the view sent.
 
         Raises:
-            ConfigurationError: `arguments=` is not a JSON object; the run stays paused.
+            ConfigurationError: `arguments=` is not a JSON object, or `messages=` not a list of
+                messages; the run stays paused.
         """
-        if "arguments" in changes:
-            changes["arguments"] = _arguments_object(changes["arguments"])
-        self._decide(Decision("edit", changes))
+        self._decide(edit_decision(changes))
 
     def step(self) -> None:
         """Approve, and pause again before the very next action of any kind."""
@@ -216,21 +224,57 @@ class Run:
         call_soon(self._cancel_on_loop)
 
     def _decide(self, decision: Decision, mode: str | None = None) -> None:
+        """Decide `paused_at`: the first pause not decided yet (the first to come, if none is
+        waiting now)."""
+        with self._claims:
+            first = next((p for p in list(self.pending) if p.id not in self._claimed), None)
+            if first is not None:
+                self._claimed.add(first.id)
+        self._send_decision(first, decision, mode)
+
+    def _decide_pause(self, pending: PendingAction, decision: Decision, mode: str | None) -> None:
+        """Decide `pending` (`PendingAction.approve()` and the others come here)."""
+        with self._claims:
+            # a copy: the loop thread may be changing the list
+            waiting = pending.id not in self._claimed and any(
+                p is pending for p in list(self.pending)
+            )
+            if waiting:
+                self._claimed.add(pending.id)
+        if not waiting:
+            raise ConfigurationError(
+                f"pause {pending.id} ({pending}) was already decided; nothing was done "
+                f"(run {self.number}.pending lists the pauses waiting now)"
+            )
+        self._send_decision(pending, decision, mode)
+
+    def _send_decision(
+        self, pending: PendingAction | None, decision: Decision, mode: str | None
+    ) -> None:
         if self.status == "paused":
             self._stop.clear()
-        call_soon(self._decide_on_loop, decision, mode)
+        call_soon(self._decide_on_loop, decision, mode, pending)
 
     # on the library loop
 
-    def _decide_on_loop(self, decision: Decision, mode: str | None) -> None:
+    def _decide_on_loop(
+        self, decision: Decision, mode: str | None, chosen: PendingAction | None = None
+    ) -> None:
         if mode is not None:
             self.mode = mode
-        if not self.pending:
+        if chosen is not None:
+            self._claimed.discard(chosen.id)
+        if chosen is not None and chosen in self.pending:
+            pending = chosen
+        elif chosen is None and self.pending:
+            pending = self.pending[0]  # came since the call: the first to come, as before
+        else:  # ended meanwhile (cancelled, resumed to the end)
             if self.status == "paused" or self.done:
                 self._signal_stop()
             return
-        pending = self.pending.pop(0)
-        self._end_pause(pending, decision.kind, decision.changes.get("reason"))
+        self.pending.remove(pending)
+        changed = sorted(decision.changes) if decision.kind == "edit" else None
+        self._end_pause(pending, decision.kind, decision.changes.get("reason"), changed)
         if pending.future is not None and not pending.future.done():
             pending.future.set_result(decision)
         if mode == "free":
@@ -265,7 +309,14 @@ class Run:
 
     async def pause(self, node: Node, action: str, **details: Any) -> Decision:
         future: asyncio.Future[Decision] = asyncio.get_running_loop().create_future()
-        pending = PendingAction(next(self._pause_ids), action, node.path, future=future, **details)
+        pending = PendingAction(
+            next(self._pause_ids),
+            action,
+            node.path,
+            future=future,
+            decide=self._decide_pause,
+            **details,
+        )
         self.pending.append(pending)
         previous = node.status
         node.set_status("paused", str(pending))
@@ -278,6 +329,7 @@ class Run:
                 name=pending.name,
                 call_id=pending.call_id,
                 arguments=pending.arguments,
+                request=_shown(pending.request),
             )
         )
         self._set_status("paused")
@@ -292,10 +344,22 @@ class Run:
         node.waiting_below(pending.path, None)
         return decision
 
-    def _end_pause(self, pending: PendingAction, decision: str, reason: str | None) -> None:
+    def _end_pause(
+        self,
+        pending: PendingAction,
+        decision: str,
+        reason: str | None,
+        changed: list[str] | None = None,
+    ) -> None:
         # Every pause that ends says so in the event stream: views clear it on this event alone.
         self.session.bus.emit(
-            Resumed(path=pending.path, pause_id=pending.id, decision=decision, reason=reason)
+            Resumed(
+                path=pending.path,
+                pause_id=pending.id,
+                decision=decision,
+                reason=reason,
+                changed=changed,
+            )
         )
 
     def _set_status(self, status: str) -> None:
@@ -328,19 +392,15 @@ def _settle(future: asyncio.Future[None]) -> None:
         future.set_result(None)
 
 
-def _arguments_object(value: Any) -> dict[str, Any]:
-    """Replacement tool arguments as a dict; anything but a JSON object is refused here, at the
-    call, rather than ending the run in an error later."""
-    if isinstance(value, Mapping):
-        return dict(value)
-    if isinstance(value, str):
-        try:
-            return parse_arguments(value)
-        except ValueError as exc:
-            problem = str(exc)
-    else:
-        problem = f"got {type(value).__name__}"
-    raise ConfigurationError(
-        f"run.edit(arguments=...) needs a JSON object (a dict, or a str of JSON holding one): "
-        f"{problem}; nothing was changed and the run is still paused"
+def _shown(request: PendingRequest | None) -> PausedRequest | None:
+    """The request at a pause as its event records it (tools by name: their schemas are code)."""
+    if request is None:
+        return None
+    return PausedRequest(
+        messages=request.messages,
+        model=request.model,
+        tools=[tool.get("function", tool).get("name", "?") for tool in request.tools],
+        tool_choice=request.tool_choice,
+        endpoint=request.endpoint,
+        tokens=request.tokens,
     )

@@ -25,6 +25,7 @@ from ..kinds import View, kind_name
 from .delegation import team_tools
 from .limits import LimitReached, before_model_call
 from .overflow import fit_view, shrink
+from .pausing import PendingRequest
 
 if TYPE_CHECKING:
     from ..kinds import ChildKind
@@ -280,25 +281,41 @@ async def call_model(
     tool_choice: str | None = None,
     count_turn: bool = True,
 ) -> Completion | None:
-    """Send one request for `node` (after its pause gate); None when the user rejected it."""
-    decision: Decision = await node.session.gate(node, "model", messages=view)
+    """Send one request for `node` (after its pause gate); None when the user rejected it.
+
+    The gate sees the whole request that would be sent (`PendingRequest`); an edit there can
+    replace its messages, or answer it with a reply instead of calling the model.
+    """
+    view = View.of(view)
+    llm, model = endpoint_for(node)
+    wire_tools = [t.to_wire() for t in tools]
+    measured = _measure(view, node.token_count)
+    request = PendingRequest(
+        messages=view,
+        tools=wire_tools,
+        model=model,
+        tool_choice=tool_choice,
+        endpoint=llm.redact(llm.label),
+        tokens=measured[0],
+        stream=stream,
+    )
+    decision: Decision = await node.session.gate(node, "model", messages=view, request=request)
     if decision.kind == "reject":
         return None
     if decision.kind != "edit" or "reply" not in decision.changes:
         before_model_call(node)
     edited = decision.kind == "edit" and "messages" in decision.changes
-    shown = View(decision.changes["messages"]) if edited else View.of(view)
-    llm, model = endpoint_for(node)
+    shown = View(decision.changes["messages"]) if edited else view
     body: dict[str, Any] = {"model": model, "messages": list(map(Message.to_wire, shown))}
     if tools:
-        body["tools"] = [t.to_wire() for t in tools]
+        body["tools"] = wire_tools
         if tool_choice:
             body["tool_choice"] = tool_choice
     if stream:
         body["stream"] = True
     left_out: int | None = None  # estimated tokens of storage the view left out
     if count_turn:
-        view_tokens, in_storage = _measure(shown, node.token_count)
+        view_tokens, in_storage = _measure(shown, node.token_count) if edited else measured
         left_out = max(0, node.history_tokens - view_tokens)
         node.emit(
             ContextBuilt(

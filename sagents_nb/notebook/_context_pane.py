@@ -49,6 +49,25 @@ def context_pane(
         "changes": diff_state(node, index) if turns else None,
         "forgotten": forgotten_state(node, index) if turns else None,
         "note": None if turns or node.kind != "native" else NATIVE_NOTE,
+        "about_to_send": about_to_send(node),
+    }
+
+
+def about_to_send(node: NodeState) -> dict[str, Any] | None:
+    """The whole request a model pause of this node stands before (its newest messages)."""
+    request = node.about_to_send
+    if request is None:
+        return None
+    shown = request.messages[-ROWS:]
+    return {
+        "model": request.model,
+        "tool_choice": request.tool_choice,
+        "endpoint": request.endpoint,
+        "tokens": request.tokens,
+        "tools": request.tools,
+        "count": len(request.messages),
+        "earlier": len(request.messages) - len(shown),
+        "messages": [message_state(m) for m in shown],
     }
 
 

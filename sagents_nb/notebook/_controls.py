@@ -9,6 +9,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from .. import kinds
+from .._base.errors import ConfigurationError
 from .._runtime.pausing import PAUSE_ACTIONS
 from ._paging import PAGE
 from ._panes import TABS, Focus
@@ -16,6 +17,7 @@ from ._render import ROWS
 from ._search import QUERY_LIMIT, event_index
 
 if TYPE_CHECKING:
+    from .._runtime.pausing import PendingAction
     from .._runtime.run import Run
     from ._widget import LiveView
 
@@ -28,6 +30,8 @@ def handle_message(view: LiveView, message: dict[str, Any]) -> None:
             _focus(view, message)
         case "search":
             _search(view, message)
+        case "step" if message.get("pause_id") is not None:  # a pause's own Step
+            _decide(view, action, message)
         case "step" | "resume" | "cancel":
             _run_control(view, action)
         case "approve" | "edit" | "reject":
@@ -177,32 +181,42 @@ def _decide(view: LiveView, action: str, message: dict[str, Any]) -> None:
     run = _controlled_run(view)
     if run is None:
         return
-    pending = run.paused_at
-    if pending is None:
+    if not run.pending:
         view.notify(
             f"run {run.number} is not paused ({run.status}); nothing to {action}", error=True
         )
         return
-    if message.get("pause_id") not in (None, pending.id):
+    pause_id = message.get("pause_id")
+    pending = next((p for p in run.pending if p.id == pause_id), None)
+    if pause_id is None:
+        pending = run.paused_at
+    if pending is None:
         view.notify(
-            "that pause was already decided; the view now shows the current one", error=True
+            f"pause {pause_id} was already decided; nothing was done (the view now shows "
+            "the pauses waiting)",
+            error=True,
         )
         view.refresh()
         return
-    if action == "approve":
-        run.approve()
-        view.notify(f"approved: {pending}")
-    elif action == "reject":
-        reason = str(message.get("reason") or "").strip() or "rejected in the live view"
-        run.reject(reason)
-        view.notify(f"rejected: {pending} ({reason})")
-    else:
-        _edit(view, run, message.get("text"))
+    try:
+        if action == "approve":
+            pending.approve()
+            view.notify(f"approved: {pending}")
+        elif action == "step":
+            pending.step()
+            view.notify(f"approved: {pending} — it will pause before its next action")
+        elif action == "reject":
+            reason = str(message.get("reason") or "").strip() or "rejected in the live view"
+            pending.reject(reason)
+            view.notify(f"rejected: {pending} ({reason})")
+        else:
+            _edit(view, pending, message.get("text"))
+    except ConfigurationError as exc:  # decided meanwhile, from Python or another view
+        view.notify(str(exc), error=True)
+        view.refresh()
 
 
-def _edit(view: LiveView, run: Run, text: Any) -> None:
-    pending = run.paused_at
-    assert pending is not None
+def _edit(view: LiveView, pending: PendingAction, text: Any) -> None:
     text = "" if text is None else str(text)
     if pending.action == "model":
         if not text.strip():
@@ -210,8 +224,8 @@ def _edit(view: LiveView, run: Run, text: Any) -> None:
                 "Edit at a model pause needs the reply to use; nothing was sent", error=True
             )
             return
-        run.edit(reply=text)
-        view.notify("edited: the model request is answered with your text")
+        pending.edit(reply=text)
+        view.notify(f"edited: the model request from {pending.path} is answered with your text")
         return
     try:
         arguments = json.loads(text)
@@ -223,7 +237,7 @@ def _edit(view: LiveView, run: Run, text: Any) -> None:
     if not isinstance(arguments, dict):
         view.notify('Edit needs a JSON object of arguments, e.g. {"city": "Paris"}', error=True)
         return
-    run.edit(arguments=arguments)
+    pending.edit(arguments=arguments)
     view.notify(f"edited: {pending.name} runs with {json.dumps(arguments, ensure_ascii=False)}")
 
 

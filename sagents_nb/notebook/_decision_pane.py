@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from .._base.messages import Message
 from ._decisions import SHOWN, DecisionEntry, DecisionLog
 from ._render import ROWS, clip
 
@@ -31,6 +32,32 @@ def arguments_diff(before: dict[str, Any], after: dict[str, Any] | str) -> list[
     return rows
 
 
+def messages_diff(before: list[Message], after: list[Message]) -> list[list[str]]:
+    """`[message, change, before, after]` for each message an edit of a model request changed,
+    added or removed, by position (`#2`)."""
+    rows = []
+    for at in range(max(len(before), len(after))):
+        old = before[at] if at < len(before) else None
+        new = after[at] if at < len(after) else None
+        if old is not None and new is not None and _message_text(old) == _message_text(new):
+            continue
+        change = "added" if old is None else "removed" if new is None else "changed"
+        rows.append(
+            [
+                f"#{at + 1}",
+                change,
+                "" if old is None else clip(_message_text(old), 2000),
+                "" if new is None else clip(_message_text(new), 2000),
+            ]
+        )
+    return rows
+
+
+def _message_text(message: Message) -> str:
+    calls = "".join(f"\n→ {c.name}({c.arguments})" for c in message.tool_calls or ())
+    return f"{message.role}: {message.content or ''}{calls}"
+
+
 def what(entry: DecisionEntry) -> str:
     """The paused action in words."""
     if entry.action == "model":
@@ -53,7 +80,10 @@ def entry_state(entry: DecisionEntry) -> dict[str, Any]:
         "edited": None,
         "diff": [],
         "reply": None if entry.reply is None else clip(entry.reply),
+        "messages_diff": None,
     }
+    if entry.sent is not None:
+        state["messages_diff"] = messages_diff(entry.proposed or [], entry.sent)
     if entry.arguments is not None:
         state["arguments"] = clip(
             json.dumps(entry.arguments, indent=1, ensure_ascii=False, default=str), 8000
@@ -104,6 +134,11 @@ def decision_lines(log: DecisionLog) -> list[str]:
             line += f" · arguments {clip(_dumps(entry.arguments), 1000)}"
         if entry.reply is not None:
             line += f" · reply used: {entry.reply}"
+        if entry.sent is not None:
+            rows = messages_diff(entry.proposed or [], entry.sent)
+            line += " · messages sent instead: " + (
+                "; ".join(f"{row[0]} {row[1]}" for row in rows) or "the same"
+            )
         lines.append(clip(line, 4000))
     return lines
 

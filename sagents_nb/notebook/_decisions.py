@@ -7,7 +7,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ..events import ModelResponse, Paused, ToolCallStarted
+from .._base.messages import Message
+from ..events import ModelRequest, ModelResponse, Paused, ToolCallStarted
 
 WAITING = "waiting"
 SHOWN = {"approve": "approved", "edit": "edited", "reject": "rejected"}
@@ -34,6 +35,12 @@ class DecisionEntry:
     """The arguments the call ran with after an edit (their text if they were not JSON)."""
     reply: str | None = None
     """The reply used instead of calling the model, after an edit at a model pause."""
+    proposed: list[Message] | None = None
+    """At a model pause: the messages about to be sent."""
+    changed: list[str] | None = None
+    """What an edit changed (`reply`, `messages`, `arguments`...); None if not recorded."""
+    sent: list[Message] | None = None
+    """After an edit of a model request's messages: the messages sent instead."""
 
 
 class DecisionLog:
@@ -44,6 +51,7 @@ class DecisionLog:
         self._open: dict[int, DecisionEntry] = {}
         self._edited_calls: dict[str, DecisionEntry] = {}
         self._edited_replies: dict[str, DecisionEntry] = {}
+        self._edited_requests: dict[str, DecisionEntry] = {}
         self.by_call: dict[str, DecisionEntry] = {}
         """The latest decided pause of each tool or task call, by call id."""
 
@@ -60,27 +68,39 @@ class DecisionLog:
             event.name,
             event.call_id,
             event.arguments,
+            proposed=event.request.messages if event.request is not None else None,
         )
         self.entries.append(entry)
         self._open[event.pause_id] = entry
 
-    def ended(self, pause_id: int, decision: str, reason: str | None) -> None:
+    def ended(
+        self, pause_id: int, decision: str, reason: str | None, changed: list[str] | None = None
+    ) -> None:
         entry = self._open.pop(pause_id, None)
         if entry is None:
             return
-        entry.decision, entry.reason = decision, reason
+        entry.decision, entry.reason, entry.changed = decision, reason, changed
         if entry.call_id is not None:
             self.by_call[entry.call_id] = entry
             if decision == "edit":
                 self._edited_calls[entry.call_id] = entry
         elif decision == "edit":
-            self._edited_replies[entry.path] = entry
+            if changed is None or "reply" in changed:  # a log from before `changed`: a reply
+                self._edited_replies[entry.path] = entry
+            if changed is not None and "messages" in changed:
+                self._edited_requests[entry.path] = entry
 
     def started(self, event: ToolCallStarted) -> None:
         """An edited call starts with the arguments it runs with."""
         entry = self._edited_calls.pop(event.call_id, None)
         if entry is not None:
             entry.edited = _parsed(event.arguments)
+
+    def requested(self, event: ModelRequest) -> None:
+        """After an edit of a model request's messages, the node's next request sends them."""
+        entry = self._edited_requests.pop(event.path, None)
+        if entry is not None:
+            entry.sent = event.messages
 
     def responded(self, event: ModelResponse) -> None:
         """After an edit at a model pause, the next reply of that node is the one edited in."""

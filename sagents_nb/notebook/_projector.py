@@ -290,6 +290,7 @@ class Projector:
     def _model_request(self, event: ModelRequest) -> None:
         node = self.node(event.path)
         node.requests.append(event)
+        self.decisions.requested(event)
         turn, node.building = node.building, None
         node.asking = turn
         node.streaming.clear()
@@ -359,6 +360,8 @@ class Projector:
             event.run,
         )
         self.decisions.paused(event)
+        if event.request is not None:
+            self.node(event.path).about_to_send = event.request
         run = self.runs.get(event.run)
         if run is not None:
             run.status = "paused"
@@ -370,18 +373,22 @@ class Projector:
 
     @handles(Resumed)
     def _resumed(self, event: Resumed) -> None:
-        self._end_pause(event.pause_id, event.decision, event.reason)
+        self._end_pause(event.pause_id, event.decision, event.reason, event.changed)
 
-    def _end_pause(self, pause_id: int, decision: str, reason: str | None) -> None:
+    def _end_pause(
+        self, pause_id: int, decision: str, reason: str | None, changed: list[str] | None = None
+    ) -> None:
         pending = self.pending.pop(pause_id, None)
         if pending is None:
             return
-        self.decisions.ended(pause_id, decision, reason)
+        self.decisions.ended(pause_id, decision, reason, changed)
         run = self.runs.get(pending.run)
         if run is not None and run.status == "paused":
             if not any(other.run == pending.run for other in self.pending.values()):
                 run.status = "running"  # until its run_finished says how it ended
         node = self.node(pending.path)
+        if pending.action == "model":
+            node.about_to_send = None
         card = node.cards.get(pending.call_id) if pending.call_id is not None else None
         if card is not None:
             if card.status == "pending":

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .._base.messages import Message, Usage
-from ..events import Event, ModelRequest, RunStarted, TaskSpawned, ToolCallFinished
+from ..events import Event, ModelRequest, PausedRequest, RunStarted, TaskSpawned, ToolCallFinished
 
 if TYPE_CHECKING:
     from ._context_diff import ContextChanges
@@ -122,6 +122,8 @@ class NodeState:
     """A turn whose context is built and whose request is not sent yet."""
     asking: Turn | None = None
     """The turn waiting for its reply (None while a summary request is out)."""
+    about_to_send: PausedRequest | None = None
+    """The whole request a model pause of this node stands before (the Context tab shows it)."""
     version: int = 0
     context_changes: ContextChanges | None = None
     """What entered and left the view turn by turn, worked out on first look and extended as

@@ -194,7 +194,7 @@ def test_cancel_at_a_pause_clears_the_panel_and_the_cards(page: Any, lab: Lab) -
     run_cell(page, 0)
     view = page.locator(".sagents-view")
     pending = view.locator(".sn-pending")
-    pending.get_by_text("(+1 more waiting)").wait_for()
+    pending.get_by_text("2 pauses waiting").wait_for()
     view.get_by_role("button", name="Cancel", exact=True).click()
     view.locator(".sn-run", has_text="cancelled").wait_for()
     wait_until(lambda: pending.inner_text().strip() == "", what="the pause panel to clear")

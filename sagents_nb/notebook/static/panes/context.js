@@ -9,7 +9,9 @@ import { amount, listPager, message, rows, seconds } from "./parts.js";
 export function context(view, state) {
   const { send } = view;
   const chartRows = state.chart || [];
-  if (!chartRows.length) return html`<div class="sn-empty">${state.note || "no model turns yet"}</div>`;
+  const next = state.about_to_send ? aboutToSend(state.about_to_send) : nothing;
+  if (!chartRows.length)
+    return state.about_to_send ? next : html`<div class="sn-empty">${state.note || "no model turns yet"}</div>`;
   const detail = state.detail;
   const go = (turn) => send({ action: "focus", turn });
   // each column a page of its own (view_start / storage_start), kept from turn to turn
@@ -23,7 +25,7 @@ export function context(view, state) {
   };
   const sent = detail.view_items ?? detail.view.length + detail.view_earlier;
   const turns = state.range ? state.range.turns : chartRows.length;
-  return html`<div class="sn-context">
+  return html`${next}<div class="sn-context">
     ${chart(view, chartRows, state.markers || [], state.legend || [], state.index, go, state.range)}
     <div class="sn-turn-nav">
       <button
@@ -64,6 +66,24 @@ export function context(view, state) {
           ${message(detail.reply)}
         </div>`
       : nothing}
+  </div>`;
+}
+
+// The request a model pause stands before: what Approve sends.
+function aboutToSend(request) {
+  const tools = request.tools.length ? request.tools.join(", ") : "none";
+  return html`<div class="sn-about-to-send" role="region" aria-label="request about to be sent">
+    <div class="sn-column-title">
+      Request about to be sent (paused) · ${request.count} messages · ~${amount(request.tokens)} tokens
+      (estimated)
+    </div>
+    <div class="sn-meta">
+      model ${request.model} · endpoint ${request.endpoint} · tools ${tools}${request.tool_choice
+        ? ` · tool_choice ${request.tool_choice}`
+        : ""}
+    </div>
+    ${request.earlier ? html`<div class="sn-meta">${request.earlier} earlier messages not shown</div>` : nothing}
+    ${rows(request.messages, request.earlier, message)}
   </div>`;
 }
 

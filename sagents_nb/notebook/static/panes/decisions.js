@@ -23,6 +23,7 @@ export function decisions(view, state) {
       : e.arguments !== null && e.arguments !== undefined
         ? html`<details><summary>arguments</summary>${pre(e.arguments)}</details>`
         : nothing}
+    ${e.messages_diff ? messagesDiff(e.messages_diff) : nothing}
     ${e.reply !== null && e.reply !== undefined
       ? html`<div class="sn-label">reply used instead of calling the model</div>${pre(e.reply)}`
       : nothing}
@@ -30,4 +31,19 @@ export function decisions(view, state) {
   return html`<ol class="sn-timeline sn-decisions">
     ${earlier(state.earlier, "pauses")} ${repeat(entries, (e) => `${e.run}.${e.seq}`, entry)}
   </ol>`;
+}
+
+// An edit of a model request's messages: which messages changed, by position.
+function messagesDiff(rows) {
+  if (!rows.length) return html`<div class="sn-meta">messages edited: sent as they were</div>`;
+  return html`<table class="sn-diff sn-messages-diff">
+    <tr><th>message</th><th>about to be sent</th><th>sent instead</th></tr>
+    ${rows.map(
+      ([key, change, before, after]) => html`<tr class="sn-diff-${token(change)}">
+        <th>${key} <span class="sn-meta">${change}</span></th>
+        <td class="sn-diff-before">${before}</td>
+        <td class="sn-diff-after">${after}</td>
+      </tr>`,
+    )}
+  </table>`;
 }

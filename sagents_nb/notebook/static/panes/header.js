@@ -83,33 +83,43 @@ function preprocessorSelect(view, state) {
 }
 
 export function pending(view, state, live) {
-  const first = (state.pending || [])[0];
-  const shownPauses = first && live ? [first] : [];
-  // keyed by pause: the editor keeps what the person typed until that pause ends
+  const shownPauses = live ? state.pending || [] : [];
+  // one card per pause, keyed by pause: each editor keeps what the person typed until its pause ends
   return html`<div class=${shownPauses.length ? "sn-pending sn-pending-open" : "sn-pending"}>
+    ${shownPauses.length > 1
+      ? html`<div class="sn-pending-count">${shownPauses.length} pauses waiting: decide each in any order</div>`
+      : nothing}
     ${repeat(
       shownPauses,
       (pause) => pause.pause_id,
-      (pause) => decision(view, pause, state.pending.length),
+      (pause) => decision(view, pause),
     )}
   </div>`;
 }
 
-function decision(view, pause, waiting) {
+function decision(view, pause) {
   const { send } = view;
   const model_ = pause.action === "model";
-  const what = model_
-    ? `model request from ${pause.path}`
-    : `${pause.action} call ${pause.name} from ${pause.path}`;
-  const more = waiting > 1 ? ` (+${waiting - 1} more waiting)` : "";
+  const what = model_ ? "model request" : `${pause.action} call ${pause.name}`;
   const decide = (action, extra) => send({ action, pause_id: pause.pause_id, ...extra });
   const root = (e) => e.target.closest(".sn-decision");
-  return html`<div class="sn-decision" data-pause=${pause.pause_id}>
-    <div class="sn-pending-what">${pill("paused", "paused")} before ${what}${more}</div>
+  return html`<div class="sn-decision" data-pause=${pause.pause_id} data-path=${pause.path}>
+    <div class="sn-pending-what">
+      ${pill("paused", "paused")} before ${what} from ${pause.path}
+      ${model_
+        ? html`<button
+            class="sn-link"
+            title="the whole request, in the Context tab"
+            @click=${() => send({ action: "focus", node: pause.path, tab: "context" })}
+          >
+            see the request
+          </button>`
+        : nothing}
+    </div>
     <div class="sn-label">${model_ ? "reply (for Edit)" : "arguments (JSON, for Edit)"}</div>
     <textarea
       class="sn-edit"
-      aria-label=${model_ ? "reply to use (for Edit)" : "arguments as JSON (for Edit)"}
+      aria-label=${model_ ? `reply to use (for Edit) at ${pause.path}` : `arguments as JSON (for Edit) at ${pause.path}`}
       rows="4"
       spellcheck="false"
       placeholder=${model_ ? "a reply to use instead of calling the model" : ""}
@@ -118,7 +128,14 @@ function decision(view, pause, waiting) {
     <div class="sn-decide">
       <button class="sn-button sn-approve" @click=${() => decide("approve")}>Approve</button>
       <button
-        class="sn-button"
+        class="sn-button sn-step-one"
+        title="approve this one, and pause again before the very next action"
+        @click=${() => decide("step")}
+      >
+        Approve &amp; step
+      </button>
+      <button
+        class="sn-button sn-edit-button"
         title="send the text above instead"
         @click=${(e) => decide("edit", { text: root(e).querySelector(".sn-edit").value })}
       >
@@ -130,7 +147,7 @@ function decision(view, pause, waiting) {
       >
         Reject
       </button>
-      <input class="sn-reason" type="text" placeholder="reason (for Reject)" aria-label="reason (for Reject)" />
+      <input class="sn-reason" type="text" placeholder="reason (for Reject)" aria-label=${`reason (for Reject) at ${pause.path}`} />
     </div>
   </div>`;
 }
