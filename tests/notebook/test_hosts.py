@@ -50,7 +50,7 @@ def test_the_value_marimo_reports_is_the_views_state(team_session: sn.Session) -
     shown = view(run)
     try:
         value = mo.ui.anywidget(shown).value
-        assert sorted(value) == ["header", "pane", "tree"]
+        assert sorted(value) == ["found", "header", "pane", "tree"]
         assert value["header"]["run"]["status"] == "paused"
         (pause,) = value["header"]["pending"]
         assert (pause["name"], pause["path"]) == ("read_file", "coordinator/explore.1")
