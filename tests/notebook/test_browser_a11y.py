@@ -40,7 +40,7 @@ def handler(request):
                                         sn.call("task", agent="explore", prompt="lis le README"),
                                         sn.call("task", agent="deploy", prompt="ship it")])
         return "gardé ✅"
-    if request.last["role"] == "user":
+    if len(request.tool_results) < 2:  # two steps: the first one leaves, compacted
         return sn.reply(tool_calls=[sn.call("read_file", path="README.md")],
                         usage={"prompt_tokens": 500, "completion_tokens": 10, "total_tokens": 510})
     return "trouvé"
