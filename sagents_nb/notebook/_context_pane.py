@@ -53,7 +53,10 @@ def context_pane(
 
 
 def chart_point(turns: list[Turn], start: int, end: int) -> dict[str, Any]:
-    """One point of the chart: the turns `start..end` (indices), drawn at their largest view."""
+    """One point of the chart: the turns `start..end` (indices), drawn at their largest view.
+
+    Its view and storage sizes are estimates by one counter; `prompt_tokens` is what the
+    endpoint reported for that turn's request (measured; None when it reported nothing)."""
     top = max(turns[start : end + 1], key=_view_tokens)
     return {
         "index": start,
@@ -64,6 +67,7 @@ def chart_point(turns: list[Turn], start: int, end: int) -> dict[str, Any]:
         "storage_tokens": max(t.storage_tokens for t in turns[start : end + 1]),
         "view_messages": top.view_count,
         "storage_messages": top.storage_count,
+        "prompt_tokens": top.usage.prompt_tokens if top.usage else None,
     }
 
 

@@ -35,8 +35,9 @@ export function chart(view, chartRows, markers, keys, index, go, range) {
     const turnsText = (r.span || 1) > 1 ? `turns ${r.turn}–${r.last_turn} (largest)` : `turn ${r.turn}`;
     return svg`<circle class=${chosen ? "sn-dot sn-dot-selected" : "sn-dot"} cx=${x(i)} cy=${y(r.view_tokens)}
         r=${chosen ? 4 : n > 120 ? 1.5 : 2.5} @click=${() => go(i)}
-        ><title>${`${turnsText}: view ${r.view_tokens} tokens (${r.view_messages} messages), ` +
-        `storage ${r.storage_tokens} tokens (${r.storage_messages} messages)`}</title></circle>`;
+        ><title>${`${turnsText}: view ~${r.view_tokens} tokens (${r.view_messages} messages), ` +
+        `storage ~${r.storage_tokens} tokens (${r.storage_messages} messages), both estimated` +
+        (r.prompt_tokens != null ? `; the endpoint measured ${r.prompt_tokens} prompt tokens` : "")}</title></circle>`;
   });
   const zoom = (from, to) => send({ action: "focus", zoom: from === null ? null : [from, to] });
   const toIndex = (event) => {
@@ -68,7 +69,7 @@ export function chart(view, chartRows, markers, keys, index, go, range) {
   return html`<div class="sn-chart-box">
     <svg class="sn-chart" viewBox=${`0 0 ${width} ${height}`} role="img"
       @pointerdown=${down} @pointermove=${move} @pointerup=${up} @pointerleave=${up}>
-      <title>context size per turn: view sent (solid) and storage (dashed), in tokens</title>
+      <title>context size per turn: view sent (solid) and storage (dashed), in tokens estimated by one counter</title>
       <line class="sn-axis" x1=${pad} y1=${y(0)} x2=${width - pad} y2=${y(0)}></line>
       <text class="sn-axis-label" x="2" y=${y(top) + 4}>${amount(top)}</text>
       <text class="sn-axis-label" x="2" y=${y(0)}>0</text>
@@ -89,8 +90,8 @@ export function chart(view, chartRows, markers, keys, index, go, range) {
       <button class="sn-button sn-zoom-all" ?disabled=${!!ui.dead || !span.zoomed} @click=${() => zoom(null)}>whole run</button>
     </div>
     <div class="sn-legend">
-      <span class="sn-key sn-key-view">view</span>
-      <span class="sn-key sn-key-storage">storage</span>
+      <span class="sn-key sn-key-view">view (estimated)</span>
+      <span class="sn-key sn-key-storage">storage (estimated)</span>
       ${keys.map(([type, label]) => html`<span class="sn-key sn-key-${token(type)}">${label}</span>`)}
     </div>
   </div>`;

@@ -71,7 +71,7 @@ export function context(view, state) {
 function viewTitle(detail, sent) {
   const reported =
     detail.prompt_tokens !== null && detail.prompt_tokens !== undefined
-      ? ` · ${amount(detail.prompt_tokens)} prompt tokens (reported)`
+      ? ` · ${amount(detail.prompt_tokens)} prompt tokens (measured by the endpoint)`
       : "";
   return `View sent · ${sent} messages · ~${amount(detail.view_tokens)} tokens (estimated)${reported}`;
 }
@@ -82,7 +82,7 @@ function storageTitle(detail) {
   const how = out.map(([mark, count]) => `${count} ${mark}`).join(", ");
   return (
     `Storage · ${detail.storage_items ?? detail.storage.length} items · ` +
-    `${amount(detail.storage_tokens)} tokens (reported where known, else estimated) · ` +
+    `~${amount(detail.storage_tokens)} tokens (estimated, as the view) · ` +
     (total ? `${total} not in view (${how})` : "all in view")
   );
 }
