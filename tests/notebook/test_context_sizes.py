@@ -11,7 +11,12 @@ from sagents_nb.events import ContextBuilt
 from sagents_nb.notebook._context_pane import context_pane
 from sagents_nb.notebook._projector import Projector
 
-TEXTS = ["lis le fichier « été » 📄", "ファイルを読んでください", "读一下这个文件", "print('ok')  # 🐍"]
+TEXTS = [
+    "lis le fichier « été » 📄",
+    "ファイルを読んでください",
+    "读一下这个文件",
+    "print('ok')  # 🐍",
+]
 
 
 @sn.tool
@@ -26,7 +31,9 @@ def read_file(path: str) -> str:
 
 def _tool_then_answer(request: sn.ChatRequest) -> object:
     if len(request.tool_results) < 3:
-        return sn.reply(tool_calls=[sn.call("read_file", path=f"notes-{len(request.tool_results)}.md")])
+        return sn.reply(
+            tool_calls=[sn.call("read_file", path=f"notes-{len(request.tool_results)}.md")]
+        )
     return "fini ✅"
 
 

@@ -312,7 +312,7 @@ def test_the_wire_pane_shows_each_nodes_exchanges(team_session: sn.Session) -> N
     assert '"content": "Summary: found # demo project"' in second["response"]
     assert (
         widget.current_pane()["note"]
-        == "2 more exchange(s) belong to other nodes: select them in the tree"
+        == "2 more exchanges belong to other nodes: select them in the tree"
     )
     click(widget, action="focus", node="coordinator/explore.1")
     wait_until(lambda: widget.current_pane()["node"] == "coordinator/explore.1")

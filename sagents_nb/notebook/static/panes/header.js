@@ -4,6 +4,7 @@
 
 import { html, nothing, repeat } from "../lit-html.js";
 import { pill, status } from "./parts.js";
+import { counted } from "./words.js";
 
 const ACTIVE = new Set(["running", "spawned", "paused", "waiting"]);
 
@@ -14,7 +15,7 @@ export function header(view, state, live) {
     ${run ? html`<span class="sn-run">run ${run.number} ${status(run.status)}</span>` : nothing}
     ${state.llm ? html`<span class="sn-llm" title="endpoint">${state.llm}</span>` : nothing}
     ${live && state.preprocessors && state.preprocessors.length ? preprocessorSelect(view, state) : nothing}
-    <span class="sn-count">${state.events || 0} events</span>
+    <span class="sn-count">${counted(state.events || 0, "event")}</span>
   </div>`;
 }
 
