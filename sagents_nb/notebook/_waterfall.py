@@ -170,7 +170,7 @@ def waterfall(run: RunTiming, top: str | None = None, budget: int = ROWS) -> dic
     now = run.end if run.end is not None else run.last
     out: dict[str, Any] = {
         "run": run.number,
-        "status": run.status,
+        "status": "paused" if run.status == "running" and run.pauses else run.status,
         "span": int((now - base) * 1e6),
         "top": top,
         "rows": [],

@@ -405,3 +405,24 @@ def test_following_the_run_does_not_rebuild_the_timing_pane() -> None:
         assert live._pane_node() == "lead/review.1"
     finally:
         live.close()
+
+
+def test_the_timing_header_says_paused_while_the_run_waits_at_a_pause() -> None:
+    def handler(request: sn.ChatRequest) -> Any:
+        if not request.tool_results:
+            return sn.reply(tool_calls=[sn.call("read_file", path="LISEZMOI.md")])
+        return "fini — 完了"
+
+    session = sn.Session(sn.Agent("solo", tools=[read_file]), llm=sn.mock_llm(handler))
+    run = session.send("lis-le 📖", pause_on=("tool",))
+    run.wait()
+    projector = Projector()
+    for event in session.events:
+        projector.fold(event)
+    focus = Focus(node="solo", tab="timing")
+    assert pane_state(projector, focus, [], {})["waterfall"]["status"] == "paused"
+    run.approve()
+    run.wait()
+    for event in session.events[len(projector.events) :]:
+        projector.fold(event)
+    assert pane_state(projector, focus, [], {})["waterfall"]["status"] == "done"
