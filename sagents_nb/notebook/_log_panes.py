@@ -17,6 +17,7 @@ from ._state import NodeState
 from ._words import counted
 
 EXCHANGES = 20
+NO_WIRE = "this result keeps no exchanges: a run read back from a store keeps none"
 COMMON_FIELDS = frozenset({"type", "seq", "ts", "path", "run"})
 
 
@@ -26,7 +27,7 @@ def wire_pane(
     """A page of the node's exchanges with the endpoint (the newest unless `start` says where):
     request and response JSON (keys redacted)."""
     if exchanges is None:
-        return {"exchanges": [], "earlier": 0, "note": "a finished result keeps no wire log"}
+        return {"exchanges": [], "earlier": 0, "note": NO_WIRE}
     # An exchange is the node's when its body matches one of the node's requests: same model,
     # tools, number of messages and last message.
     sent: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
