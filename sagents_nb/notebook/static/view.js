@@ -6,6 +6,7 @@
 // lit-html's text and attribute bindings, never as HTML.
 
 import { html, nothing, render as paint } from "./lit-html.js";
+import { keepFocusOnDecisions } from "./panes/focus.js";
 import { forks, removeForks } from "./panes/forks.js";
 import { controls, header, notice, pending } from "./panes/header.js";
 import { paneView, tabs } from "./panes/tabs.js";
@@ -25,7 +26,6 @@ function render({ model, el }) {
     cursor: null, // the tree row that holds the keyboard focus (the tree's one tab stop)
     rows: [], // the tree rows on screen, in order, for the arrow keys
     brush: null, // a range of turns being dragged across the context chart
-    deciding: null, // the pause decided from its buttons, which go when it ends
   };
   // ids for aria-controls / aria-labelledby, unique on the page
   const uid = `sn-${Math.random().toString(36).slice(2, 10)}`;
@@ -57,6 +57,7 @@ function render({ model, el }) {
     schedule,
     forkSlots: new Map(), // model id -> { el, view }, a fork's view made once
   };
+  keepFocusOnDecisions(el);
 
   function readPane() {
     const text = model.get("pane") || "{}";
@@ -112,23 +113,6 @@ function render({ model, el }) {
       </div>`,
       el,
     );
-    keepFocus();
-  }
-
-  // A decided pause takes its focused button with it: the focus goes to the next pause's
-  // Approve, else the first run control that works, else the chosen tab, never to the page.
-  function keepFocus() {
-    if (ui.deciding === null) return;
-    const active = el.ownerDocument.activeElement;
-    const on = active && el.contains(active) ? active.closest(".sn-decision") : null;
-    if (on && on.dataset.pause === String(ui.deciding)) return; // the kernel has not answered yet
-    ui.deciding = null;
-    if (active && active !== el.ownerDocument.body) return; // the person moved it: leave it
-    const next =
-      el.querySelector(".sn-decision .sn-approve") ||
-      [...el.querySelectorAll(".sn-controls .sn-button")].find((button) => !button.disabled) ||
-      el.querySelector('[role="tab"][tabindex="0"]');
-    if (next) next.focus();
   }
 
   // A kernel restart or shutdown leaves this page's copy of the widget without a kernel: say so

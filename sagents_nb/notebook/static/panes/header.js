@@ -102,10 +102,7 @@ function decision(view, pause, waiting) {
     ? `model request from ${pause.path}`
     : `${pause.action} call ${pause.name} from ${pause.path}`;
   const more = waiting > 1 ? ` (+${waiting - 1} more waiting)` : "";
-  const decide = (action, extra) => {
-    view.ui.deciding = pause.pause_id; // its buttons go with the pause: keep the focus in the view
-    send({ action, pause_id: pause.pause_id, ...extra });
-  };
+  const decide = (action, extra) => send({ action, pause_id: pause.pause_id, ...extra });
   const root = (e) => e.target.closest(".sn-decision");
   return html`<div class="sn-decision" data-pause=${pause.pause_id}>
     <div class="sn-pending-what">${pill("paused", "paused")} before ${what}${more}</div>
