@@ -238,7 +238,11 @@ class ContextBuilt(Event):
     view_messages: int
     storage_messages: int
     view_tokens: int
+    """The view's size, estimated by the session's token counter."""
     storage_tokens: int
+    """Storage's size, estimated by the same counter, so the two compare (logs from before
+    it may hold the endpoint's reported figure here). What the endpoint measured is the turn's
+    `model_response` usage."""
     hidden: int = 0
     """Storage messages left out of the view (sunk, trimmed or summarised)."""
     from_storage: list[int] | None = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import nbformat
@@ -47,3 +48,45 @@ def test_notebook_runs_top_to_bottom(path: Path) -> None:
     assert "all good" in printed
     widgets = nb.metadata.get("widgets", {})
     assert widgets, "the live view should leave widget state in the notebook"
+    promised = PROMISES.get(path.stem[:2])
+    if promised is not None:
+        promised(nb)
+
+
+def shown(nb: nbformat.NotebookNode, source: str, mime: str = "text/plain") -> str:
+    """What the first code cell whose source holds `source` printed and displayed as `mime`."""
+    cell = next(c for c in nb.cells if c.cell_type == "code" and source in c.source)
+    return "".join(o.get("text", "") + o.get("data", {}).get(mime, "") for o in cell.outputs)
+
+
+def _the_result_keeps_the_raw_wire(nb: nbformat.NotebookNode) -> None:
+    wire = shown(nb, "for x in result.exchanges]")
+    assert "(200, 'user', 'tool_calls')" in wire and "(200, 'tool', 'stop')" in wire
+
+
+def _the_cli_reports_its_facts_and_cost(nb: nbformat.NotebookNode) -> None:
+    facts = shown(nb, 'for k in ("session_id"')
+    assert "None" not in facts.splitlines()[0], facts  # every run fact, on the stand-in too
+    assert re.search(r"the coder's run cost \$\d+\.\d{4} at list price", facts), facts
+    assert facts.count("/v1/messages', 200") == 2  # the CLI's exchanges with the served mock
+
+
+def _the_replay_keeps_its_wire(nb: nbformat.NotebookNode) -> None:
+    assert shown(nb, "for x in replayed.exchanges]").count(", 200)") == 2
+
+
+def _the_table_shows_the_answers_whole(nb: nbformat.NotebookNode) -> None:
+    table = shown(nb, "cmp = sn.compare(", "text/html")
+    assert '<table class="sn-compare">' in table
+    # the resident's answer, which makes the notebook's point, is shown whole, not cut
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", table)
+    assert any("The user is called Ada." in cell for cell in cells), cells
+
+
+PROMISES = {
+    "01": _the_result_keeps_the_raw_wire,
+    "06": _the_cli_reports_its_facts_and_cost,
+    "07": _the_replay_keeps_its_wire,
+    "08": _the_table_shows_the_answers_whole,
+}
+"""What each notebook's text promises, checked in what it showed (issue 30, item 14)."""

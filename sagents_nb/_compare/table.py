@@ -98,15 +98,22 @@ def text_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join([_line(columns, widths), *(_line(line, widths) for line in cells)])
 
 
+TEXT_COLUMNS = frozenset({"answer", "error", "why"})
+"""Columns of text, which the HTML table wraps instead of cutting at a figure's width."""
+TEXT_CELL = 600
+"""Characters of a text cell the HTML table shows (the whole text is in its title)."""
+
+
 def html_table(rows: list[dict[str, Any]]) -> str:
-    """The rows as an escaped HTML table (model text is untrusted)."""
+    """The rows as an escaped HTML table (model text is untrusted); text cells wrap."""
     columns = shown_columns(rows)
     head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
     body = "".join(
         "<tr>"
         + "".join(
-            f'<td title="{html.escape(str(r[c]) if r[c] is not None else "")}">'
-            f"{html.escape(_cell(r[c]))}</td>"
+            f'<td title="{html.escape(str(r[c]) if r[c] is not None else "")}"'
+            + (' style="min-width:16em;text-align:left">' if c in TEXT_COLUMNS else ">")
+            + f"{html.escape(_cell(r[c], TEXT_CELL if c in TEXT_COLUMNS else 40))}</td>"
             for c in columns
         )
         + "</tr>"

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from .._base.messages import Usage
 
 if TYPE_CHECKING:
+    from .._endpoints.openai import Exchange
     from ..events import Event
 
 
@@ -114,6 +115,9 @@ class Result:
     """The run's events (a reopened session's are decoded as they are read)."""
     tree: TreeNode
     run: int = 1
+    exchanges: Sequence[Exchange] = ()
+    """The session endpoint's exchanges during the run (keys redacted), as many as its log
+    keeps (`sn.LLM(keep_exchanges=...)`); none for a run read back from a store."""
 
     def __repr__(self) -> str:
         text = self.text if len(self.text) <= 80 else self.text[:77] + "..."

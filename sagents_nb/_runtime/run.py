@@ -67,6 +67,7 @@ class Run:
         self._task: asyncio.Task[Any] | None = None
         self._first = 0
         self._last: int | None = None
+        self._wire_after: Any = None  # the endpoint's newest exchange as the run started
         self._pause_ids = itertools.count(1)
         self._loop_thread = threading.current_thread()  # made on the loop thread, by `send`
 
@@ -373,7 +374,17 @@ class Run:
 
     def _started(self) -> None:
         self._first = len(self.session.bus.log)
+        wire = getattr(self.session.llm, "exchanges", None)
+        self._wire_after = wire[-1] if wire else None
         self._set_status("running")
+
+    def _exchanges(self) -> tuple[Any, ...]:
+        """The session endpoint's exchanges since this run started, as many as its log keeps."""
+        wire = list(getattr(self.session.llm, "exchanges", ()))
+        for index in range(len(wire) - 1, -1, -1):
+            if wire[index] is self._wire_after:
+                return tuple(wire[index + 1 :])
+        return tuple(wire)
 
     def _finish(self, result: Result) -> None:
         self._result = result

@@ -608,6 +608,7 @@ class Session:
             events=log[run._first :],
             tree=self.tree,
             run=run.number,
+            exchanges=run._exchanges(),
         )
 
     # used by the runtime

@@ -324,7 +324,7 @@ async def call_model(
                 view_messages=len(shown),
                 storage_messages=len(node.history),
                 view_tokens=view_tokens,
-                storage_tokens=node.context_tokens(),
+                storage_tokens=node.history_tokens,  # the same counter as the view's
                 hidden=len(node.history) - in_storage,
                 from_storage=_runs(shown, node.history),
             )

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as widgets
 
 from .._compare.forgetting import ForgettingReport, Turn, message_key, preview
+from ._words import counted
 
 if TYPE_CHECKING:
     from .._compare.comparison import Comparison
@@ -132,7 +133,7 @@ class ComparisonView(widgets.VBox):  # type: ignore[misc]
                 lines.append(_message(key[0], preview(by_key[key], 200), " sn-cmp-missing"))
         markers = f" · {', '.join(here.markers)}" if here.markers else ""
         meta = html.escape(
-            f"{here.path} · {here.tokens} tokens · {len(here.view)} messages · "
+            f"{here.path} · {counted(here.tokens, 'token')} · {counted(len(here.view), 'message')} · "
             f"forgot {len(here.forgotten)}{markers}"
         )
         forgotten = "".join(

@@ -10,6 +10,7 @@ from .._base.messages import Message
 from ..events import ColdRestore, ColdSink, Compaction, Event, RelevanceView, WindowTrim
 from ._render import clip, message_parts
 from ._state import NodeState, Stored, Turn
+from ._words import counted
 
 ROWS = 100
 """Messages one list of a diff shows at most; the rest are counted."""
@@ -279,9 +280,7 @@ def _hidden(item: int, turn: Turn, event: Event | None) -> Change:
             why = f"sunk to cold storage ({event.reason}; the model can recall it)"
             return Change(item, "sunk", why, event.seq)
         case WindowTrim():
-            why = (
-                f"trimmed out of the window (it keeps the newest {event.kept_groups} turn group(s))"
-            )
+            why = f"trimmed out of the window (it keeps the newest {counted(event.kept_groups, 'turn group')})"
             return Change(item, "trimmed", why, event.seq)
         case RelevanceView():
             return Change(item, "left out", HIDDEN_WHY["left out"], event.seq)

@@ -29,12 +29,14 @@ def context_pane(
     first, last = zoom_range(len(turns), zoom)
     cuts = buckets(first, last)
     size = cuts[0][1] - cuts[0][0] + 1 if cuts else 1
-    spacing = max(size, -(-(last - first + 1) // CHART_MARKERS))  # turns one marker stands for
     markers = [
         {"at": m.at, "type": m.type, "title": m.title, "seq": m.seq}
         for m in node.timeline
-        if m.type in CHARTED
+        if m.type in CHARTED and first <= m.at <= last + 1
     ]
+    shown = {m["type"] for m in markers}
+    share = max(1, CHART_MARKERS // max(1, len(shown)))  # markers each type may draw
+    spacing = max(size, -(-(last - first + 2) // share))  # turns one marker stands for
     index = len(turns) - 1 if wanted is None or not 0 <= wanted < len(turns) else wanted
     detail = turn_detail(node, turns[index], pages) if turns else None
     return {
@@ -42,7 +44,7 @@ def context_pane(
         "chart": [chart_point(turns, start, end) for start, end in cuts],
         "range": {"first": first, "last": last, "turns": len(turns), "zoomed": zoom is not None},
         "markers": merged_markers(markers, first, last, spacing),
-        "legend": [[kind, label] for kind, label in CHARTED.items()],
+        "legend": [[kind, label] for kind, label in CHARTED.items() if kind in shown],
         "index": index,
         "following": wanted is None,
         "detail": detail,
@@ -72,7 +74,10 @@ def about_to_send(node: NodeState) -> dict[str, Any] | None:
 
 
 def chart_point(turns: list[Turn], start: int, end: int) -> dict[str, Any]:
-    """One point of the chart: the turns `start..end` (indices), drawn at their largest view."""
+    """One point of the chart: the turns `start..end` (indices), drawn at their largest view.
+
+    Its view and storage sizes are estimates by one counter; `prompt_tokens` is what the
+    endpoint reported for that turn's request (measured; None when it reported nothing)."""
     top = max(turns[start : end + 1], key=_view_tokens)
     return {
         "index": start,
@@ -83,6 +88,7 @@ def chart_point(turns: list[Turn], start: int, end: int) -> dict[str, Any]:
         "storage_tokens": max(t.storage_tokens for t in turns[start : end + 1]),
         "view_messages": top.view_count,
         "storage_messages": top.storage_count,
+        "prompt_tokens": top.usage.prompt_tokens if top.usage else None,
     }
 
 

@@ -16,6 +16,7 @@ from ._context_pane import context_pane
 from ._decision_pane import decision_lines
 from ._render import clip, tree_state
 from ._waterfall import token_rollup
+from ._words import counted
 
 if TYPE_CHECKING:
     from ._widget import LiveView
@@ -54,7 +55,7 @@ def static_view(view: LiveView) -> dict[str, str]:
         lines.append(f"({later['text']})")
     for depth, node in _walk(tree):
         label = f"{node['id'].rpartition('/')[2]} [{node['kind']}] {node['status']}"
-        label += f" · {node['turns']} turns · {node['tokens']} tokens"
+        label += f" · {counted(node['turns'], 'turn')} · {counted(node['tokens'], 'token')}"
         if node.get("prompt"):
             label += f" · {node['prompt']}"
         extra = f" · reattached ×{node['reattached']}" if node["reattached"] else ""
@@ -68,7 +69,7 @@ def static_view(view: LiveView) -> dict[str, str]:
             f'<span style="border:1px solid #ccc;border-radius:3px;padding:0 3px">'
             f"{_e(node['kind'])}</span> "
             f'<span style="color:{colour}">{_e(node["status"])}</span>'
-            f" · {node['turns']} turns · {node['tokens']} tokens"
+            f" · {counted(node['turns'], 'turn')} · {counted(node['tokens'], 'token')}"
             f"{' · <i>' + _e(node['prompt']) + '</i>' if node.get('prompt') else ''}{extra}</div>"
         )
     answer = ""
@@ -82,8 +83,8 @@ def static_view(view: LiveView) -> dict[str, str]:
     if detail is not None:
         title = (
             f"Latest context of {tree['id']}: turn {detail['turn']}, "
-            f"{len(detail['view']) + detail['view_earlier']} messages sent "
-            f"({detail['view_tokens']} tokens estimated)"
+            f"{counted(len(detail['view']) + detail['view_earlier'], 'message')} sent "
+            f"({counted(detail['view_tokens'], 'token')} estimated)"
         )
         lines.append(f"\n{title}")
         items = []

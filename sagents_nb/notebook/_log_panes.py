@@ -14,8 +14,10 @@ from ._paging import PAGE, page_of
 from ._projector import Projector
 from ._render import ROWS, as_json, clip
 from ._state import NodeState
+from ._words import counted
 
 EXCHANGES = 20
+NO_WIRE = "this result keeps no exchanges: a run read back from a store keeps none"
 COMMON_FIELDS = frozenset({"type", "seq", "ts", "path", "run"})
 
 
@@ -25,7 +27,7 @@ def wire_pane(
     """A page of the node's exchanges with the endpoint (the newest unless `start` says where):
     request and response JSON (keys redacted)."""
     if exchanges is None:
-        return {"exchanges": [], "earlier": 0, "note": "a finished result keeps no wire log"}
+        return {"exchanges": [], "earlier": 0, "note": NO_WIRE}
     # An exchange is the node's when its body matches one of the node's requests: same model,
     # tools, number of messages and last message.
     sent: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
@@ -60,7 +62,8 @@ def wire_pane(
         )
     others = len(exchanges) - len(mine)
     note = (
-        f"{others} more exchange(s) belong to other nodes: select them in the tree"
+        f"{counted(others, 'more exchange')} {'belongs' if others == 1 else 'belong'} to other nodes: "
+        "select them in the tree"
         if others
         else None
     )
@@ -94,7 +97,15 @@ def events_pane(
         "kept": [event_row(event, json_cache, True) for event in kept if event is not None],
         "total": len(projector.events),
         "page": page,
+        "showing": _showing(len(rows), page["total"], len(projector.events), types, path),
     }
+
+
+def _showing(shown: int, matching: int, total: int, types: set[str], path: str | None) -> str:
+    """How many rows are on the page, of how many the filter matches (the pager's count)."""
+    if not types and path is None:
+        return f"showing {shown} of {counted(total, 'event')}"
+    return f"showing {shown} of {counted(matching, 'matching event')} ({total} in all)"
 
 
 def _events_page(
@@ -171,7 +182,7 @@ def _short(value: Any) -> str:
         text = value.content or (f"calls {calls}" if calls else "")
         return f"{value.role}: {clip(text, 80)!r}"
     if isinstance(value, list):
-        return f"[{len(value)} items]"
+        return f"[{counted(len(value), 'item')}]"
     if isinstance(value, BaseModel):
         return clip(value.model_dump_json(), 80)
     if isinstance(value, str):

@@ -12,9 +12,10 @@ PAGE = 100
 """Rows one page of a list holds."""
 CHART_POINTS = 240
 """Points the context chart draws at most; a longer range is merged into buckets of turns."""
-CHART_MARKERS = 80
-"""Markers of one type the chart draws at most across its range: denser ones merge, so a sink
-at every turn stays a row of separate lines, not a solid block."""
+CHART_MARKERS = 60
+"""Markers the chart draws at most across its range, all types together (each type that occurs
+there an equal share): denser ones merge, so a sink at every turn stays a row of separate lines,
+not a solid block."""
 
 
 def page_of(

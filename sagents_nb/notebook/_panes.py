@@ -25,6 +25,7 @@ from ._projector import Projector
 from ._render import as_json, calls_state, clip
 from ._state import Mark, NodeState, ToolCard
 from ._timing_pane import timing_pane
+from ._words import counted
 
 TABS = ("transcript", "context", "tools", "compaction", "wire", "events", "timing", "decisions")
 
@@ -182,13 +183,13 @@ def _run_facts(done: dict[str, Any]) -> str:
     """A CLI's own account of its run, as one line: turns, time, cost, refusals, session."""
     facts = []
     if isinstance(turns := done.get("turns"), int):
-        facts.append(f"{turns} turns")
+        facts.append(counted(turns, "turn"))
     if isinstance(duration := done.get("duration_ms"), int):
         facts.append(f"{duration / 1000:.1f} s")
     if isinstance(cost := done.get("cost_usd"), int | float):
         facts.append(f"${cost:.4f} at list price")
     if denials := done.get("permission_denials"):
-        facts.append(f"{len(denials)} permission denials")
+        facts.append(counted(len(denials), "permission denial"))
     if session := done.get("session_id"):
         facts.append(f"session {session}")
     return clip(" · ".join(facts))

@@ -45,6 +45,7 @@ from ..events import (
 from ._decisions import DecisionLog
 from ._state import Mark, NodeState, PendingState, RunState, ToolCard, Turn
 from ._timings import Timings
+from ._words import counted
 
 if TYPE_CHECKING:
     from .._runtime.result import TreeNode
@@ -480,7 +481,7 @@ class Projector:
         mark = self.mark(
             node,
             event,
-            f"{event.sunk} item(s) sunk to cold storage",
+            f"{counted(event.sunk, 'item')} sunk to cold storage",
             reason=event.reason,
             tokens=f"{event.before_tokens} → {event.after_tokens}",
         )
@@ -492,7 +493,7 @@ class Projector:
         mark = self.mark(
             node,
             event,
-            f"{event.restored} item(s) back from cold storage",
+            f"{counted(event.restored, 'item')} back from cold storage",
             tokens=f"{event.before_tokens} → {event.after_tokens}",
         )
         mark.previews = list(event.previews)
@@ -504,7 +505,7 @@ class Projector:
         self.mark(
             node,
             event,
-            f"{event.left_out} unrelated group(s) left out of the view",
+            f"{counted(event.left_out, 'unrelated group')} left out of the view",
             **{
                 "groups kept": event.kept_groups,
                 "tokens": f"{event.before_tokens} → {event.after_tokens}",

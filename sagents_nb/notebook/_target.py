@@ -145,9 +145,10 @@ class Target:
         return self.session.runs[-1]
 
     def exchanges(self) -> Any:
-        """The endpoint's exchange log (None for a result)."""
+        """The endpoint's exchange log, or the result's (None when it kept none)."""
         if self.session is None:
-            return None
+            kept = self.result.exchanges if self.result is not None else ()
+            return kept or None
         return getattr(self.session.llm, "exchanges", ())
 
     def agents(self) -> Iterator[Agent]:

@@ -26,6 +26,7 @@ from ..events import (
     ToolCallFinished,
     ToolCallStarted,
 )
+from ._words import counted
 
 _ACTIVE = frozenset({"running", "spawned", "paused", "waiting"})
 
@@ -214,7 +215,7 @@ def _model_request(run: RunTiming, event: ModelRequest) -> None:
     view = run.views.pop(event.path, None)
     what = f"model call · turn {event.turn}" if view is not None else "model call · summary"
     span = run.span("model", f"{what} · {event.model}", event.ts)
-    span.detail = f"~{view} tokens sent (estimated)" if view is not None else ""
+    span.detail = f"~{counted(view, 'token')} sent (estimated)" if view is not None else ""
     span.began = float(view) if view is not None else None  # kept for an unreported reply
     node.entries.append(span)
     node.model_calls += 1

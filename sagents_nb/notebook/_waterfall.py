@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._timings import NodeTiming, RunTiming, Span
+from ._words import counted
 
 ROWS = 200
 """Waterfall rows (and token-table rows) one pane shows at most: a big run is folded to fit."""
@@ -169,7 +170,7 @@ def waterfall(run: RunTiming, top: str | None = None, budget: int = ROWS) -> dic
     now = run.end if run.end is not None else run.last
     out: dict[str, Any] = {
         "run": run.number,
-        "status": run.status,
+        "status": "paused" if run.status == "running" and run.pauses else run.status,
         "span": int((now - base) * 1e6),
         "top": top,
         "rows": [],
@@ -202,9 +203,11 @@ def waterfall(run: RunTiming, top: str | None = None, budget: int = ROWS) -> dic
         placed.add(path)
         node = run.nodes[path]
         shown = opened.get(path)
-        counts = f"{node.model_calls} model calls · {node.tool_calls} tool calls"
+        counts = (
+            f"{counted(node.model_calls, 'model call')} · {counted(node.tool_calls, 'tool call')}"
+        )
         if shown is None and node.children:
-            counts += f" · {_descendants(run, node)} nodes below (select it to see them)"
+            counts += f" · {counted(_descendants(run, node), 'node')} below (select it to see them)"
         rows.append(
             {
                 "key": path,
@@ -276,11 +279,11 @@ def _span_row(
         "key": f"group:{spans[0].key}",
         "kind": "group",
         "depth": depth,
-        "label": f"{len(spans)} calls ({models} model, {tools} tool)",
+        "label": f"{counted(len(spans), 'call')} ({models} model, {tools} tool)",
         "status": "running" if None in ends else "done",
         "start": rel(spans[0].start),
         "end": None if None in ends else rel(max(e or 0.0 for e in ends)),
-        "title": f"{len(spans)} consecutive calls merged into one row; {busy:.3f} s busy in them",
+        "title": f"{counted(len(spans), 'consecutive call')} merged into one row; {busy:.3f} s busy in them",
     }
 
 

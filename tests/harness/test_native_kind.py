@@ -139,7 +139,7 @@ def test_the_clis_run_facts_reach_the_tree_and_the_transcript(fake_cli) -> None:
     entries = pane_state(projector, Focus("boss/coder.1"), None, {})["entries"]
     (done,) = [e for e in entries if e.get("name") == "done"]
     assert done["facts"] == (
-        "1 turns · 2.6 s · $0.0123 at list price · session 5f0c9a63-2b1e-4c1e-9a57-7d0c1b6f2e11"
+        "1 turn · 2.6 s · $0.0123 at list price · session 5f0c9a63-2b1e-4c1e-9a57-7d0c1b6f2e11"
     )
 
 

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from benchmarks._browser import Lab, open_notebook, run_cell
+from sagents_nb.notebook._view_module import STATIC
 
 from .conftest import screenshot, wait_until
 
@@ -118,6 +119,21 @@ view => {
 }
 """
 
+# One key of each of `classes` added to a legend, measured as CONTRAST measures, then removed.
+LEGEND = """
+(legend, [check, classes]) => {
+  const made = classes.map((name) => {
+    const key = document.createElement("span");
+    key.className = `sn-key ${name}`;
+    key.textContent = `key ${name}`;
+    return legend.appendChild(key);
+  });
+  const found = eval(check)(legend);
+  made.forEach((key) => key.remove());
+  return found.filter((item) => item.text.startsWith("key sn-"));
+}
+"""
+
 
 def _set_theme(lab: Lab, theme: str) -> None:
     """Choose Lab's theme through its settings API (the page loaded next uses it)."""
@@ -167,7 +183,12 @@ def test_every_text_reads_at_aa_contrast_in_the_light_and_dark_themes(
         "(el, check) => eval(check)(el.closest('.sn-node'))", CONTRAST
     )
     assert any(item["text"] == "keeper.1" for item in selected)
-    poor = [item for item in checked + selected if item["ratio"] < 4.5]
+    # every legend key the view can draw (a chart shows only the kinds that occurred: made here)
+    keys = sorted(set(re.findall(r"\.(sn-(?:wf-)?key-[\w-]+)", (STATIC / "view.css").read_text())))
+    assert {"sn-key-view", "sn-key-compaction", "sn-wf-key-pause", "sn-wf-key-model"} <= set(keys)
+    legend = view.locator(".sn-pane .sn-legend").evaluate(LEGEND, [CONTRAST, keys])
+    assert sorted(item["cls"] for item in legend) == sorted(f"sn-key {key}" for key in keys)
+    poor = [item for item in checked + selected + legend if item["ratio"] < 4.5]
     screenshot(page, f"a11y-contrast-{theme.split()[-1].lower()}.png")
     assert not poor, poor
 
@@ -299,3 +320,64 @@ def test_the_tree_tabs_and_buttons_carry_their_roles_and_names(page: Any, lab: L
     assert names and not [name for name in names if set(name) & set("◀▶▸▾")], names
     for name in ("previous turn", "next turn"):
         assert view.get_by_role("button", name=name).count() >= 1, (name, snapshot)
+
+
+TWO_PAUSES = '''
+import sagents_nb as sn
+
+@sn.tool
+def pay(invoice: str) -> str:
+    """Pay an invoice.
+
+    Args:
+        invoice: which one.
+    """
+    return f"payée : {invoice} ✅"
+
+def handler(request):
+    if not request.tool_results:
+        return sn.reply(tool_calls=[sn.call("pay", invoice="facture-été"),
+                                    sn.call("pay", invoice="請求書-2")])
+    return "tout est réglé — 完了"
+
+session = sn.Session(sn.Agent("comptable", tools=[pay]), llm=sn.mock_llm(handler))
+run = session.send("règle les factures 💶", pause_on={"tool"})
+run.wait()
+run
+'''
+
+
+def test_approving_from_the_keyboard_keeps_the_focus_in_the_view(page: Any, lab: Lab) -> None:
+    open_notebook(page, lab.notebook("approve-focus.ipynb", TWO_PAUSES))
+    run_cell(page, 0)
+    view = page.locator(".sagents-view")
+    decision = view.locator(".sn-pending .sn-decision")
+    decision.get_by_text("(+1 more waiting)").wait_for()
+    first = decision.get_attribute("data-pause")
+    decision.locator(".sn-approve").focus()
+    page.keyboard.press("Enter")
+    # the first pause's buttons are gone: the focus is on the next pause's Approve
+    wait_until(lambda: decision.get_attribute("data-pause") != first, what="the next pause")
+    wait_until(
+        lambda: page.evaluate(
+            "() => document.activeElement.matches('.sagents-view .sn-decision .sn-approve')"
+        ),
+        what="the focus on the next pause's Approve",
+    )
+    page.keyboard.press("Enter")
+    view.locator(".sn-answer", has_text="tout est réglé").wait_for()
+    # the last pause ended with the run: the focus stays in the view, on a control that works
+    held = wait_until(
+        lambda: page.evaluate(
+            """() => {
+              const el = document.activeElement;
+              return el.closest(".sagents-view") && !el.disabled
+                ? { tag: el.tagName, role: el.getAttribute("role"), text: el.textContent.trim() }
+                : null;
+            }"""
+        ),
+        what="the focus in the view after the last Approve",
+    )
+    assert held["tag"] == "BUTTON", held
+    # a single node of one model turn and two tool calls reads in the singular where it is one
+    assert view.locator(".sn-tree-summary").inner_text().startswith("1 node ·")

@@ -73,7 +73,7 @@ def test_the_diff_names_what_each_turn_trimmed_and_the_turn_picker_walks_it(
 
     forgotten = view.locator(".sn-forgotten")
     assert forgotten.get_attribute("open") is not None
-    assert "Forgotten by turn 3: 4 message(s)" in forgotten.locator("summary").inner_text()
+    assert "Forgotten by turn 3: 4 messages" in forgotten.locator("summary").inner_text()
     lines = forgotten.locator("li").all_inner_texts()
     assert "left at turn 3" in lines[0] and "第二条消息" in lines[0]
     assert "left at turn 2" in lines[2] and "premier message 🇫🇷" in lines[2]
@@ -81,7 +81,7 @@ def test_the_diff_names_what_each_turn_trimmed_and_the_turn_picker_walks_it(
     view.locator(".sn-turn-nav button", has_text="◀").click()
     changes.get_by_text("Changes since turn 1").wait_for()
     assert "premier message 🇫🇷" in changes.locator(".sn-change-trimmed").first.inner_text()
-    assert "Forgotten by turn 2: 2 message(s)" in forgotten.locator("summary").inner_text()
+    assert "Forgotten by turn 2: 2 messages" in forgotten.locator("summary").inner_text()
     view.locator(".sn-turn-nav button", has_text="◀").click()
     changes.get_by_text("Turn 1: the first view").wait_for()
     assert "nothing forgotten" in forgotten.inner_text()

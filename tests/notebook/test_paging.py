@@ -151,3 +151,56 @@ def test_focus_messages_set_the_page_and_zoom_and_another_node_resets_them() -> 
     handle_message(view, {"action": "focus", "zoom": [1, 2]})
     handle_message(view, {"action": "focus", "node": "counter/other.1"})
     assert view.focus.zoom is None
+
+
+def test_the_chart_of_1000_resident_turns_shares_its_markers_and_lists_only_their_types() -> None:
+    count = itertools.count()
+
+    def handler(request: sn.ChatRequest) -> Any:
+        if request.system.startswith("You compress"):
+            return "résumé des comptes — 要約 📝"
+        done = next(count)
+        return "fini" if done >= 1000 else sn.reply(tool_calls=[sn.call("tick", n=done)])
+
+    kind = sn.kinds.Resident(400, keep_recent=1, max_turns=1100)
+    session = sn.Session(sn.Agent("counter", tools=[tick], kind=kind), llm=sn.mock_llm(handler))
+    assert session.send("compte jusqu'à mille 🔢").result().status == "done"
+    projector = Projector()
+    for event in session.events:
+        projector.fold(event)
+    focus = Focus(node="counter", tab="context")
+    pane = pane_state(projector, focus, [], {})
+    occurred = {m.type for m in projector.nodes["counter"].timeline}
+    assert len(occurred) >= 3  # compactions, context full, left out: every few turns
+    # all types together stay within the bound, each type its share
+    assert len(pane["markers"]) <= CHART_MARKERS
+    assert {m["type"] for m in pane["markers"]} == occurred
+    assert sum(m["count"] for m in pane["markers"]) == len(projector.nodes["counter"].timeline)
+    # the legend lists the types that occur, not every type a chart could show
+    assert {kind for kind, _ in pane["legend"]} == occurred
+    focus.zoom = (500, 503)  # a few turns: only what happened there
+    zoomed = pane_state(projector, focus, [], {})
+    assert {kind for kind, _ in zoomed["legend"]} == {m["type"] for m in zoomed["markers"]}
+    assert len(zoomed["legend"]) < len(pane["legend"])
+
+
+def test_the_event_log_counts_what_its_filter_matches_as_its_pager_does() -> None:
+    projector = long_run(150)
+    all_events = len(projector.events)
+    focus = Focus(node="counter", tab="events", types=["tool_call_finished"])
+    for start, node_only in [(None, False), (0, False), (None, True), (40, True)]:
+        focus.start, focus.node_only = start, node_only
+        pane = pane_state(projector, focus, [], {})
+        matching = sum(1 for e in projector.events if e.type == "tool_call_finished")
+        assert pane["page"]["total"] == matching == 150
+        assert (
+            pane["showing"]
+            == f"showing {len(pane['rows'])} of 150 matching events ({all_events} in all)"
+        )
+    focus.types, focus.node_only, focus.start = [], False, None
+    pane = pane_state(projector, focus, [], {})
+    assert pane["showing"] == f"showing {PAGE} of {all_events} events"
+    focus.types = ["run_started"]
+    assert pane_state(projector, focus, [], {})["showing"] == (
+        f"showing 1 of 1 matching event ({all_events} in all)"
+    )

@@ -275,9 +275,32 @@ def test_a_result_view_has_no_controls(team_session: sn.Session) -> None:
     assert widget.tree["tokens"] == result.usage.total_tokens
     click(widget, action="focus", tab="wire")
     wait_until(lambda: widget.current_pane()["tab"] == "wire")
-    assert widget.current_pane()["note"] == "a finished result keeps no wire log"
+    assert [row["index"] for row in widget.current_pane()["exchanges"]] == [1, 4]
     click(widget, action="resume")
     wait_until(lambda: widget.header["notice"]["error"])
+
+
+def test_a_result_keeps_its_own_runs_exchanges_and_its_view_shows_them() -> None:
+    explore = sn.Agent("explore", does="reads files", tools=[read_file])
+    coordinator = sn.Agent("coordinator", does="delegates", team=[explore])
+    llm = sn.mock_llm(delegating_handler, keep_exchanges=6)
+    session = sn.Session(coordinator, llm=llm)
+    first = session.send("Qu'y a-t-il dans README.md ? 📄").result()
+    second = session.send("Et maintenant ? 今は？").result()
+    assert len(first.exchanges) == len(second.exchanges) == 4
+    assert not {id(x) for x in first.exchanges} & {id(x) for x in second.exchanges}
+    assert second.exchanges[0].request["messages"][-1]["content"] == "Et maintenant ? 今は？"
+    # bounded as the endpoint's log is: a run longer than it keeps its newest exchanges
+    short = sn.mock_llm(delegating_handler, keep_exchanges=3)
+    third = sn.Session(coordinator, llm=short).send("Encore — もう一度 🔁").result()
+    assert list(third.exchanges) == list(short.exchanges) and len(third.exchanges) == 3
+    widget = view(second)
+    click(widget, action="focus", tab="wire")
+    wait_until(lambda: widget.current_pane()["tab"] == "wire")
+    rows = widget.current_pane()["exchanges"]
+    assert [row["index"] for row in rows] == [1, 4]
+    assert "Et maintenant ? 今は？" in rows[0]["request"]
+    assert "Bearer" not in rows[0]["headers"] or "***" in rows[0]["headers"]
 
 
 def test_the_wire_pane_shows_each_nodes_exchanges(team_session: sn.Session) -> None:
@@ -293,7 +316,7 @@ def test_the_wire_pane_shows_each_nodes_exchanges(team_session: sn.Session) -> N
     assert '"content": "Summary: found # demo project"' in second["response"]
     assert (
         widget.current_pane()["note"]
-        == "2 more exchange(s) belong to other nodes: select them in the tree"
+        == "2 more exchanges belong to other nodes: select them in the tree"
     )
     click(widget, action="focus", node="coordinator/explore.1")
     wait_until(lambda: widget.current_pane()["node"] == "coordinator/explore.1")

@@ -347,15 +347,21 @@ def test_the_static_rendering_lists_tokens_by_node() -> None:
     assert f"<td>{lead.subtree_prompt_tokens}</td>" in static["text/html"]
 
 
-def test_a_pause_is_a_bar_from_the_pause_to_the_decision() -> None:
-    def handler(request: sn.ChatRequest) -> Any:
-        if not request.tool_results:
-            return sn.reply(tool_calls=[sn.call("read_file", path="README.md")])
-        return "fini"
+def read_then_answer(request: sn.ChatRequest) -> Any:
+    if not request.tool_results:
+        return sn.reply(tool_calls=[sn.call("read_file", path="README.md")])
+    return "fini — 完了"
 
-    session = sn.Session(sn.Agent("solo", tools=[read_file]), llm=sn.mock_llm(handler))
-    run = session.send("lis-le", pause_on=("tool",))
+
+def paused_at_a_tool() -> tuple[sn.Session, sn.Run]:
+    session = sn.Session(sn.Agent("solo", tools=[read_file]), llm=sn.mock_llm(read_then_answer))
+    run = session.send("lis-le 📖", pause_on=("tool",))
     run.wait()
+    return session, run
+
+
+def test_a_pause_is_a_bar_from_the_pause_to_the_decision() -> None:
+    session, run = paused_at_a_tool()
     paused = waterfall(fold(list(session.events)).runs[1])["rows"]
     (pause,) = [r for r in paused if r["kind"] == "pause"]
     assert pause["label"] == "paused before tool read_file" and pause["end"] is None
@@ -405,3 +411,17 @@ def test_following_the_run_does_not_rebuild_the_timing_pane() -> None:
         assert live._pane_node() == "lead/review.1"
     finally:
         live.close()
+
+
+def test_the_timing_header_says_paused_while_the_run_waits_at_a_pause() -> None:
+    session, run = paused_at_a_tool()
+    projector = Projector()
+    for event in session.events:
+        projector.fold(event)
+    focus = Focus(node="solo", tab="timing")
+    assert pane_state(projector, focus, [], {})["waterfall"]["status"] == "paused"
+    run.approve()
+    run.wait()
+    for event in session.events[len(projector.events) :]:
+        projector.fold(event)
+    assert pane_state(projector, focus, [], {})["waterfall"]["status"] == "done"

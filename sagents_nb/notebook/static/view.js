@@ -6,6 +6,7 @@
 // lit-html's text and attribute bindings, never as HTML.
 
 import { html, nothing, render as paint } from "./lit-html.js";
+import { keepFocusOnDecisions } from "./panes/focus.js";
 import { forks, removeForks } from "./panes/forks.js";
 import { controls, header, notice, pending } from "./panes/header.js";
 import { reveal, search } from "./panes/search.js";
@@ -72,6 +73,7 @@ function render({ model, el }) {
     schedule,
     forkSlots: new Map(), // model id -> { el, view }, a fork's view made once
   };
+  keepFocusOnDecisions(el);
 
   function readPane() {
     const text = model.get("pane") || "{}";

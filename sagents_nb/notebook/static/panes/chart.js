@@ -3,6 +3,7 @@
 
 import { html, nothing, svg } from "../lit-html.js";
 import { amount, token } from "./parts.js";
+import { counted } from "./words.js";
 
 // The kernel sends at most a few hundred points (each the largest turn of its bucket) and one
 // marker per type and bucket, over the range of turns zoomed into: drag across the chart to
@@ -35,8 +36,9 @@ export function chart(view, chartRows, markers, keys, index, go, range) {
     const turnsText = (r.span || 1) > 1 ? `turns ${r.turn}–${r.last_turn} (largest)` : `turn ${r.turn}`;
     return svg`<circle class=${chosen ? "sn-dot sn-dot-selected" : "sn-dot"} cx=${x(i)} cy=${y(r.view_tokens)}
         r=${chosen ? 4 : n > 120 ? 1.5 : 2.5} @click=${() => go(i)}
-        ><title>${`${turnsText}: view ${r.view_tokens} tokens (${r.view_messages} messages), ` +
-        `storage ${r.storage_tokens} tokens (${r.storage_messages} messages)`}</title></circle>`;
+        ><title>${`${turnsText}: view ~${counted(r.view_tokens, "token")} (${counted(r.view_messages, "message")}), ` +
+        `storage ~${counted(r.storage_tokens, "token")} (${counted(r.storage_messages, "message")}), both estimated` +
+        (r.prompt_tokens != null ? `; the endpoint measured ${counted(r.prompt_tokens, "prompt token")}` : "")}</title></circle>`;
   });
   const zoom = (from, to) => send({ action: "focus", zoom: from === null ? null : [from, to] });
   const toIndex = (event) => {
@@ -68,7 +70,7 @@ export function chart(view, chartRows, markers, keys, index, go, range) {
   return html`<div class="sn-chart-box">
     <svg class="sn-chart" viewBox=${`0 0 ${width} ${height}`} role="img"
       @pointerdown=${down} @pointermove=${move} @pointerup=${up} @pointerleave=${up}>
-      <title>context size per turn: view sent (solid) and storage (dashed), in tokens</title>
+      <title>context size per turn: view sent (solid) and storage (dashed), in tokens estimated by one counter</title>
       <line class="sn-axis" x1=${pad} y1=${y(0)} x2=${width - pad} y2=${y(0)}></line>
       <text class="sn-axis-label" x="2" y=${y(top) + 4}>${amount(top)}</text>
       <text class="sn-axis-label" x="2" y=${y(0)}>0</text>
@@ -81,7 +83,7 @@ export function chart(view, chartRows, markers, keys, index, go, range) {
         : nothing}
     </svg>
     <div class="sn-chart-zoom">
-      <span class="sn-meta sn-chart-range">turns ${first + 1}–${span.last + 1} of ${span.turns}${n < shownTurns ? ` · ${n} points` : ""}</span>
+      <span class="sn-meta sn-chart-range">turns ${first + 1}–${span.last + 1} of ${span.turns}${n < shownTurns ? ` · ${counted(n, "point")}` : ""}</span>
       <button class="sn-button sn-zoom-in" ?disabled=${!!ui.dead || shownTurns <= 8}
         @click=${() => around(Math.max(2, Math.floor(shownTurns / 4)))}>zoom in</button>
       <button class="sn-button sn-zoom-out" ?disabled=${!!ui.dead || !span.zoomed}
@@ -89,8 +91,8 @@ export function chart(view, chartRows, markers, keys, index, go, range) {
       <button class="sn-button sn-zoom-all" ?disabled=${!!ui.dead || !span.zoomed} @click=${() => zoom(null)}>whole run</button>
     </div>
     <div class="sn-legend">
-      <span class="sn-key sn-key-view">view</span>
-      <span class="sn-key sn-key-storage">storage</span>
+      <span class="sn-key sn-key-view">view (estimated)</span>
+      <span class="sn-key sn-key-storage">storage (estimated)</span>
       ${keys.map(([type, label]) => html`<span class="sn-key sn-key-${token(type)}">${label}</span>`)}
     </div>
   </div>`;

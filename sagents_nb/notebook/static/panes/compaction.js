@@ -18,6 +18,6 @@ export function compaction(view, state) {
       : nothing}
   </li>`;
   return html`<ol class="sn-timeline">
-    ${listPager(view, state, "entries")} ${repeat(entries, (e) => e.seq, entry)}
+    ${listPager(view, state, "entry", "start", "entries")} ${repeat(entries, (e) => e.seq, entry)}
   </ol>`;
 }

@@ -5,6 +5,7 @@ import { html, nothing } from "../lit-html.js";
 import { chart } from "./chart.js";
 import { contextChanges } from "./context_diff.js";
 import { amount, listPager, message, rows, seconds } from "./parts.js";
+import { counted } from "./words.js";
 
 export function context(view, state) {
   const { send } = view;
@@ -20,7 +21,7 @@ export function context(view, state) {
     const pager = { page: detail[`${name}_page`], earlier: skipped };
     return html`<div class="sn-column" data-column=${name}>
       <div class="sn-column-title">${title}</div>
-      ${listPager(view, pager, "items", `${name}_start`)} ${rows(detail[name], skipped, message)}
+      ${listPager(view, pager, "item", `${name}_start`)} ${rows(detail[name], skipped, message)}
     </div>`;
   };
   const sent = detail.view_items ?? detail.view.length + detail.view_earlier;
@@ -60,7 +61,7 @@ export function context(view, state) {
       ? html`<div class="sn-reply">
           <div class="sn-column-title">
             Reply · ${seconds(detail.duration)}${detail.completion_tokens !== null
-              ? ` · ${amount(detail.completion_tokens)} completion tokens (reported)`
+              ? ` · ${counted(amount(detail.completion_tokens), "completion token")} (reported)`
               : ""}
           </div>
           ${message(detail.reply)}
@@ -91,9 +92,9 @@ function aboutToSend(request) {
 function viewTitle(detail, sent) {
   const reported =
     detail.prompt_tokens !== null && detail.prompt_tokens !== undefined
-      ? ` · ${amount(detail.prompt_tokens)} prompt tokens (reported)`
+      ? ` · ${counted(amount(detail.prompt_tokens), "prompt token")} (measured by the endpoint)`
       : "";
-  return `View sent · ${sent} messages · ~${amount(detail.view_tokens)} tokens (estimated)${reported}`;
+  return `View sent · ${counted(sent, "message")} · ~${counted(amount(detail.view_tokens), "token")} (estimated)${reported}`;
 }
 
 function storageTitle(detail) {
@@ -101,8 +102,8 @@ function storageTitle(detail) {
   const total = out.reduce((sum, [, count]) => sum + count, 0);
   const how = out.map(([mark, count]) => `${count} ${mark}`).join(", ");
   return (
-    `Storage · ${detail.storage_items ?? detail.storage.length} items · ` +
-    `${amount(detail.storage_tokens)} tokens (reported where known, else estimated) · ` +
+    `Storage · ${counted(detail.storage_items ?? detail.storage.length, "item")} · ` +
+    `~${counted(amount(detail.storage_tokens), "token")} (estimated, as the view) · ` +
     (total ? `${total} not in view (${how})` : "all in view")
   );
 }

@@ -4,6 +4,7 @@
 
 import { html, nothing } from "../lit-html.js";
 import { earlier, pill, token } from "./parts.js";
+import { counted } from "./words.js";
 
 // What entered and left the view since the previous turn, and what the node has forgotten:
 // each change is labelled and signed (not told by colour alone).
@@ -37,14 +38,14 @@ function compactionGroup(group) {
     <div>
       <span class="sn-change-sign" aria-hidden="true">${CHANGE_SIGN[how]}</span> ${pill(how, `mark-${how}`)}
       compaction by ${group.strategy} (${group.reason}) · event ${group.seq} ·
-      ${group.replaced.length + group.replaced_more} message(s) that were in view
+      ${counted(group.replaced.length + group.replaced_more, "message")} that were in view
       ${group.already_out ? ` · ${group.already_out} more already out of view` : ""}
     </div>
     ${group.summary_text
       ? html`<div class="sn-change-summary">${pill("summary", "mark-summary")} ${group.summary_text}</div>`
       : nothing}
     <ul class="sn-change-list">${group.replaced.map(changeRow)}</ul>
-    ${earlier(group.replaced_more, "replaced messages")}
+    ${earlier(group.replaced_more, "replaced message")}
   </div>`;
 }
 
@@ -69,11 +70,11 @@ export function contextChanges(changes, forgotten) {
       <ul class="sn-change-list">
         ${changes.added.map(changeRow)} ${changes.removed.map(changeRow)}
       </ul>
-      ${earlier(changes.added_more + changes.removed_more, "changes")}
+      ${earlier(changes.added_more + changes.removed_more, "change")}
       ${changes.compactions.map(compactionGroup)}
       ${changes.unnamed
         ? html`<div class="sn-meta">
-            ${changes.unnamed} message(s) stored since the previous turn were hidden before a view showed them
+            ${counted(changes.unnamed, "message")} stored since the previous turn ${changes.unnamed === 1 ? "was" : "were"} hidden before a view showed ${changes.unnamed === 1 ? "it" : "them"}
           </div>`
         : nothing}
     </section>
@@ -93,7 +94,7 @@ function forgottenList(forgotten) {
     >
   </li>`;
   return html`<details class="sn-forgotten" open>
-    <summary>Forgotten by turn ${forgotten.turn}: ${forgotten.total} message(s) no longer in view</summary>
+    <summary>Forgotten by turn ${forgotten.turn}: ${counted(forgotten.total, "message")} no longer in view</summary>
     ${forgotten.rows.length
       ? html`<ol class="sn-change-list">${forgotten.rows.map(row)}</ol>`
       : html`<div class="sn-empty">nothing forgotten: the view holds every message it has shown</div>`}

@@ -29,7 +29,7 @@ export function decisions(view, state) {
       : nothing}
   </li>`;
   return html`<ol class="sn-timeline sn-decisions">
-    ${earlier(state.earlier, "pauses")} ${repeat(entries, (e) => `${e.run}.${e.seq}`, entry)}
+    ${earlier(state.earlier, "pause")} ${repeat(entries, (e) => `${e.run}.${e.seq}`, entry)}
   </ol>`;
 }
 

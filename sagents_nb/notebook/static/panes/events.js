@@ -73,9 +73,9 @@ export function events(view, state, head) {
           @change=${(e) => send({ action: "focus", node_only: e.target.checked })}
         />this node only</label
       >
-      <span class="sn-meta"> showing ${current.length} of ${state.total}</span>
+      <span class="sn-meta sn-events-count"> ${state.showing}</span>
     </div>
-    ${listPager(view, state, "events")}
+    ${listPager(view, state, "event")}
     ${head.live && !head.fork
       ? html`<div class="sn-earlier">Fork here needs a durable session: sn.Session(agent, store=...)</div>`
       : nothing}

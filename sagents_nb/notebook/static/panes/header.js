@@ -4,6 +4,7 @@
 
 import { html, nothing, repeat } from "../lit-html.js";
 import { pill, status } from "./parts.js";
+import { counted } from "./words.js";
 
 const ACTIVE = new Set(["running", "spawned", "paused", "waiting"]);
 
@@ -15,7 +16,7 @@ export function header(view, state, live) {
     ${state.later ? html`<span class="sn-later" role="note">${state.later.text}</span>` : nothing}
     ${state.llm ? html`<span class="sn-llm" title="endpoint">${state.llm}</span>` : nothing}
     ${live && state.preprocessors && state.preprocessors.length ? preprocessorSelect(view, state) : nothing}
-    <span class="sn-count">${state.events || 0} events</span>
+    <span class="sn-count">${counted(state.events || 0, "event")}</span>
   </div>`;
 }
 

@@ -2,6 +2,7 @@
 // Its state: notebook/_render.py, message_state(); notebook/_paging.py, page_of().
 
 import { html, nothing, repeat } from "../lit-html.js";
+import { counted } from "./words.js";
 
 const SHOWN = { spawned: "queued" };
 
@@ -48,8 +49,10 @@ export function amount(value) {
   return String(n);
 }
 
-export function earlier(count, what) {
-  return count ? html`<div class="sn-earlier">${count} earlier ${what} not shown</div>` : nothing;
+export function earlier(count, one, many = `${one}s`) {
+  return count
+    ? html`<div class="sn-earlier">${counted(count, `earlier ${one}`, `earlier ${many}`)} not shown</div>`
+    : nothing;
 }
 
 export function walk(node, visit) {
@@ -58,11 +61,11 @@ export function walk(node, visit) {
 }
 
 // Long lists come a page at a time (the kernel sends only the page shown): older and newer
-// pages, and back to the newest rows, which then follow the run.
-export function listPager(view, state, what, key = "start") {
+// pages, and back to the newest rows, which then follow the run. `one` names a row.
+export function listPager(view, state, one, key = "start", many = `${one}s`) {
   const { ui, send } = view;
   const page = state.page;
-  if (!page) return earlier(state.earlier, what);
+  if (!page) return earlier(state.earlier, one, many);
   if (page.total <= page.size) return nothing;
   const go = (start) => send({ action: "focus", [key]: start });
   const first = page.start;
@@ -82,7 +85,7 @@ export function listPager(view, state, what, key = "start") {
     >
       ◀ older
     </button>
-    <span class="sn-meta sn-page-at">${what} ${first + 1}–${last} of ${page.total}</span>
+    <span class="sn-meta sn-page-at">${many} ${first + 1}–${last} of ${page.total}</span>
     <button
       class="sn-button sn-newer"
       ?disabled=${off || last >= page.total}

@@ -3,6 +3,7 @@
 
 import { html, nothing, repeat } from "../lit-html.js";
 import { amount, seconds, status } from "./parts.js";
+import { counted } from "./words.js";
 import { waterfallChart } from "./waterfall.js";
 
 // Timing: the run's spans on one time axis (as trace viewers draw them), then each node's
@@ -31,7 +32,7 @@ export function timing(view, state) {
       ${top ? html`<span class="sn-meta">${tokenSummary(top)}</span>` : nothing}
       ${fall.folded
         ? html`<span class="sn-meta">
-            · ${fall.folded} nodes folded into their parents' rows (select one to see its own)</span
+            · ${counted(fall.folded, "node")} folded into their parents' rows (select one to see its own)</span
           >`
         : nothing}
     </div>
@@ -42,7 +43,7 @@ export function timing(view, state) {
 function tokenSummary(row) {
   return (
     `${amount(row.subtree_prompt_tokens)} prompt + ${amount(row.subtree_completion_tokens)} ` +
-    `completion tokens (reported)${row.subtree_unreported ? `, ${row.subtree_unreported} calls unreported` : ""}` +
+    `completion tokens (reported)${row.subtree_unreported ? `, ${counted(row.subtree_unreported, "call")} unreported` : ""}` +
     (row.subtree_cost_usd !== null ? ` · ${cost(row.subtree_cost_usd)} (reported)` : "")
   );
 }
@@ -57,14 +58,14 @@ function tokenTable(view, rowsIn, more) {
   const figure = (value, what) => html`<td class="sn-num" title=${`${value} ${what}`}>${amount(value)}</td>`;
   const estimate = (row) =>
     row.unreported
-      ? html`<span class="sn-meta" title=${`${row.unreported} model calls reported no usage; their views were estimated at ${row.estimated_prompt_tokens} tokens`}
+      ? html`<span class="sn-meta" title=${`${counted(row.unreported, "model call")} reported no usage; ${row.unreported === 1 ? "its view was" : "their views were"} estimated at ${counted(row.estimated_prompt_tokens, "token")}`}
           >+ ~${amount(row.estimated_prompt_tokens)} est.</span
         >`
       : nothing;
   const costCell = (row) => {
     if (row.subtree_cost_usd === null)
       return html`<td class="sn-meta" title="no cost reported: endpoints report usage, not prices">—</td>`;
-    const partial = row.priced < row.spent ? ` (${row.priced} of ${row.spent} nodes reported one)` : "";
+    const partial = row.priced < row.spent ? ` (${row.priced} of ${counted(row.spent, "node")} reported one)` : "";
     return html`<td class="sn-num" title=${`as the CLI reported it, at list price${partial}`}>
       ${row.cost_usd !== null ? cost(row.cost_usd) : "—"} / ${cost(row.subtree_cost_usd)}${partial ? " *" : ""}
     </td>`;
@@ -102,6 +103,6 @@ function tokenTable(view, rowsIn, more) {
         </tr>`,
       )}
     </tbody>
-    ${more ? html`<caption class="sn-earlier">${more} more nodes not listed</caption>` : nothing}
+    ${more ? html`<caption class="sn-earlier">${counted(more, "more node")} not listed</caption>` : nothing}
   </table>`;
 }

@@ -25,6 +25,6 @@ export function tools(view, state) {
     ${(c.notes || []).map((note) => html`<div class="sn-note">${note}</div>`)}
   </div>`;
   return html`<div class="sn-cards">
-    ${listPager(view, state, "calls")} ${repeat(cards, (c) => c.call_id, card)}
+    ${listPager(view, state, "call")} ${repeat(cards, (c) => c.call_id, card)}
   </div>`;
 }

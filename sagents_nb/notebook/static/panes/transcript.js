@@ -7,7 +7,7 @@ import { listPager, message, pill, rows } from "./parts.js";
 export function transcript(view, state) {
   const entries = state.entries || [];
   return html`<div class="sn-transcript">
-    ${listPager(view, state, "messages")} ${rows(entries, state.earlier || 0, message)}
+    ${listPager(view, state, "message")} ${rows(entries, state.earlier || 0, message)}
     ${state.streaming
       ? html`<div class="sn-msg sn-streaming">${pill("streaming", "running")}${state.streaming}</div>`
       : nothing}

@@ -3,6 +3,7 @@
 
 import { html, nothing, repeat } from "../lit-html.js";
 import { amount, pill, shown, status, walk } from "./parts.js";
+import { counted } from "./words.js";
 
 const SUMMARY = ["running", "waiting", "paused", "queued", "done", "incomplete", "error", "cancelled"];
 
@@ -47,7 +48,7 @@ export function tree(view, head, pane, live) {
         ${following ? "following the run" : "follow the run"}
       </button>
     </div>
-    <div class="sn-tree-summary">${total} nodes · ${summary}</div>
+    <div class="sn-tree-summary">${counted(total, "node")} · ${summary}</div>
     ${live ? kindSelectors(view, head) : nothing}
     <div class="sn-tree-rows" role="tree" aria-label="delegation tree" @keydown=${(event) => treeKeys(view, event)}>
       ${visible === null || visible.has(state.id)
@@ -125,10 +126,10 @@ function treeNode(view, node, depth, selected, state, visible, position, sibling
       ${status(node.status)}
       <span
         class="sn-meta"
-        title=${`${node.tokens} tokens: ${node.prompt_tokens ?? "?"} prompt + ` +
+        title=${`${counted(node.tokens, "token")}: ${node.prompt_tokens ?? "?"} prompt + ` +
         `${node.completion_tokens ?? "?"} completion, as the endpoint reported them ` +
         "(this node and those below)"}
-        >${node.turns} turns · ${amount(node.tokens)} tokens</span
+        >${counted(node.turns, "turn")} · ${counted(amount(node.tokens), "token")}</span
       >
       ${collapsed && below ? html`<span class="sn-meta">(${below} below)</span>` : nothing}
       ${node.prompt ? html`<span class="sn-display" title=${node.prompt}>${node.prompt}</span>` : nothing}

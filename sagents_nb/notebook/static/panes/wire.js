@@ -22,6 +22,6 @@ export function wire(view, state) {
   </details>`;
   return html`<div class="sn-wire">
     ${state.note ? html`<div class="sn-earlier">${state.note}</div>` : nothing}
-    ${listPager(view, state, "exchanges")} ${repeat(exchanges, (row) => row.index, exchange)}
+    ${listPager(view, state, "exchange")} ${repeat(exchanges, (row) => row.index, exchange)}
   </div>`;
 }
