@@ -181,7 +181,7 @@ def test_the_chart_of_1000_resident_turns_shares_its_markers_and_lists_only_thei
     focus.zoom = (500, 503)  # a few turns: only what happened there
     zoomed = pane_state(projector, focus, [], {})
     assert {kind for kind, _ in zoomed["legend"]} == {m["type"] for m in zoomed["markers"]}
-    assert len(zoomed["legend"]) < len(pane["legend"])
+    assert {kind for kind, _ in zoomed["legend"]} <= occurred
 
 
 def test_the_event_log_counts_what_its_filter_matches_as_its_pager_does() -> None:

@@ -75,7 +75,7 @@ function aboutToSend(request) {
   const tools = request.tools.length ? request.tools.join(", ") : "none";
   return html`<div class="sn-about-to-send" role="region" aria-label="request about to be sent">
     <div class="sn-column-title">
-      Request about to be sent (paused) · ${request.count} messages · ~${amount(request.tokens)} tokens
+      Request about to be sent (paused) · ${counted(request.count, "message")} · ~${counted(amount(request.tokens), "token")}
       (estimated)
     </div>
     <div class="sn-meta">

@@ -88,7 +88,7 @@ export function pending(view, state, live) {
   // one card per pause, keyed by pause: each editor keeps what the person typed until its pause ends
   return html`<div class=${shownPauses.length ? "sn-pending sn-pending-open" : "sn-pending"}>
     ${shownPauses.length > 1
-      ? html`<div class="sn-pending-count">${shownPauses.length} pauses waiting: decide each in any order</div>`
+      ? html`<div class="sn-pending-count">${counted(shownPauses.length, "pause")} waiting: decide each in any order</div>`
       : nothing}
     ${repeat(
       shownPauses,
