@@ -8,8 +8,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .._base.messages import Usage
+from .costs import Cost, priced, spend, subtree
 
 if TYPE_CHECKING:
+    from .._base.prices import PriceBook
     from ..events import Event
 
 
@@ -114,6 +116,21 @@ class Result:
     """The run's events (a reopened session's are decoded as they are read)."""
     tree: TreeNode
     run: int = 1
+    prices: PriceBook | None = field(default=None, repr=False, compare=False)
+    """The session's prices (`prices=` over genai-prices'); None: genai-prices' alone."""
+
+    @property
+    def cost(self) -> Cost:
+        """What the run cost: API calls estimated from prices (`no price` for a model no
+        table knows, never 0), CLI children's costs as they reported them."""
+        return priced(spend(self.events).values(), self.prices)
+
+    def node_cost(self, path: str, *, subtree_too: bool = True) -> Cost:
+        """What node `path` cost in this run, with everything below it unless `subtree_too`
+        is False (its own model calls only)."""
+        nodes = spend(self.events)
+        mine = subtree(nodes, path) if subtree_too else [n for at, n in nodes.items() if at == path]
+        return priced(mine, self.prices)
 
     def __repr__(self) -> str:
         text = self.text if len(self.text) <= 80 else self.text[:77] + "..."

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._base.messages import Message
+from .._base.prices import PriceBook
 from ..events import (
     ColdRestore,
     ColdSink,
@@ -102,6 +103,8 @@ class Projector:
         self.pending: dict[int, PendingState] = {}
         self.preprocessor: str | None = None
         self.llm: str | None = None
+        self.prices: PriceBook | None = None
+        """What the Timing tab prices model calls with (the session's `prices=`, its table)."""
         self.version = 0
         self.preprocessed: dict[int, MessagePreprocessed] = {}
         self.decisions = DecisionLog()

@@ -57,7 +57,7 @@ def timing_pane(projector: Projector, chosen: str | None, run: int | None) -> di
     timing = timings.runs[run]
     if top not in timing.nodes:
         top = timing.root
-    tokens = token_rollup(timing, top)
+    tokens = token_rollup(timing, top, projector.prices)
     return {
         "node": top,
         "runs": numbers,

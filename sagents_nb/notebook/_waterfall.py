@@ -7,6 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .._base.prices import PriceBook
+from .._runtime.costs import NodeSpend, priced
 from ._timings import NodeTiming, RunTiming, Span
 
 ROWS = 200
@@ -45,29 +47,46 @@ class NodeTokens:
     """Nodes in the subtree with a reported cost."""
     spent: int
     """Nodes in the subtree that used tokens (so `priced < spent` means the cost is partial)."""
+    estimated_usd: float | None
+    """This node's own model calls at their prices (estimated); None when none was priced."""
+    subtree_estimated_usd: float | None
+    """The estimates summed over the subtree; None when no call in it was priced."""
+    unpriced: tuple[str, ...]
+    """Models in the subtree that used tokens and have no price (not in the estimates)."""
+    price_sources: tuple[str, ...]
+    """Where the subtree's prices come from (`prices=`, or genai-prices and its version)."""
+    no_price: str
+    """What an unpriced cost shows: `no price`, or how to install the `prices` extra."""
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable copy."""
         return {name: getattr(self, name) for name in self.__slots__}
 
 
-def token_rollup(run: RunTiming, top: str | None = None) -> list[NodeTokens]:
+def token_rollup(
+    run: RunTiming, top: str | None = None, prices: PriceBook | None = None
+) -> list[NodeTokens]:
     """Every node of `top`'s subtree (the root's by default), depth first, with its own tokens
-    and its subtree's, and reported costs summed where any were reported."""
+    and its subtree's, reported costs summed where any were reported, and its model calls
+    priced with `prices` (genai-prices' table alone by default)."""
     top = top or run.root
     if top is None or top not in run.nodes:
         return []
-    return _roll(run, run.nodes[top], 0)
+    return _roll(run, run.nodes[top], 0, prices or PriceBook())
 
 
-def _roll(run: RunTiming, node: NodeTiming, depth: int) -> list[NodeTokens]:
+def _roll(run: RunTiming, node: NodeTiming, depth: int, prices: PriceBook) -> list[NodeTokens]:
     """`node`'s row, then its subtree's rows, depth first."""
-    subtrees = [_roll(run, run.nodes[path], depth + 1) for path in node.children]
+    subtrees = [_roll(run, run.nodes[path], depth + 1, prices) for path in node.children]
     below = [rows[0] for rows in subtrees]
     costs = [row.subtree_cost_usd for row in below if row.subtree_cost_usd is not None]
     if node.cost_usd is not None:
         costs.append(node.cost_usd)
     used = node.prompt_tokens + node.completion_tokens + node.unreported > 0
+    own = priced([NodeSpend(node.by_model)], prices)
+    estimates = [r.subtree_estimated_usd for r in below if r.subtree_estimated_usd is not None]
+    if own.estimated_usd is not None:
+        estimates.append(own.estimated_usd)
     row = NodeTokens(
         path=node.path,
         agent=node.agent,
@@ -87,8 +106,17 @@ def _roll(run: RunTiming, node: NodeTiming, depth: int) -> list[NodeTokens]:
         subtree_cost_usd=sum(costs) if costs else None,
         priced=(node.cost_usd is not None) + sum(r.priced for r in below),
         spent=used + sum(r.spent for r in below),
+        estimated_usd=own.estimated_usd,
+        subtree_estimated_usd=sum(estimates) if estimates else None,
+        unpriced=_union(own.unpriced, *(r.unpriced for r in below)),
+        price_sources=_union(own.sources, *(r.price_sources for r in below)),
+        no_price=own.missing,
     )
     return [row, *(r for rows in subtrees for r in rows)]
+
+
+def _union(*groups: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(item for group in groups for item in group))
 
 
 # the waterfall's rows
