@@ -27,6 +27,7 @@ SESSION_OPTIONS = (
     "max_tokens",
     "model",
     "preprocessor",
+    "prices",
     "reattach",
     "scope",
     "state",
