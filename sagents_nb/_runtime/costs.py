@@ -57,8 +57,8 @@ class Cost:
 
 
 def dollars(value: float) -> str:
-    """A dollar figure, four places below a cent."""
-    return f"${value:.4f}" if value < 0.01 else f"${value:.2f}"
+    """A dollar figure to four places (a cheap call costs a fraction of a cent)."""
+    return f"${value:.4f}"
 
 
 def spend(events: Iterable[Event]) -> dict[str, NodeSpend]:
