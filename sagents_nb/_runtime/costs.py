@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from .._base.messages import Usage
 from .._base.prices import NO_PRICE, PriceBook
 from ..events import Event, HarnessEventOccurred, ModelRequest, ModelResponse
 
@@ -21,6 +22,17 @@ class NodeSpend:
     """Model name to [prompt, completion] tokens its endpoint reported."""
     reported_usd: float | None = None
     """What its CLI runs cost as the CLI reported it; None when none did."""
+
+    def add(self, model: str, usage: Usage) -> None:
+        """Count a reply's reported usage against `model`."""
+        tokens = self.tokens.setdefault(model, [0, 0])
+        tokens[0] += usage.prompt_tokens
+        tokens[1] += usage.completion_tokens
+
+    def reported(self, cost: object) -> None:
+        """Add a CLI's reported cost (anything but a number is no report)."""
+        if isinstance(cost, int | float) and not isinstance(cost, bool):
+            self.reported_usd = (self.reported_usd or 0.0) + float(cost)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,15 +83,9 @@ def spend(events: Iterable[Event]) -> dict[str, NodeSpend]:
         elif isinstance(event, ModelResponse):
             model = asking.pop(event.path, UNKNOWN_MODEL)
             if event.usage is not None:
-                node = nodes.setdefault(event.path, NodeSpend())
-                tokens = node.tokens.setdefault(model, [0, 0])
-                tokens[0] += event.usage.prompt_tokens
-                tokens[1] += event.usage.completion_tokens
+                nodes.setdefault(event.path, NodeSpend()).add(model, event.usage)
         elif isinstance(event, HarnessEventOccurred) and event.event.get("type") == "done":
-            cost = event.event.get("cost_usd")
-            if isinstance(cost, int | float) and not isinstance(cost, bool):
-                node = nodes.setdefault(event.path, NodeSpend())
-                node.reported_usd = (node.reported_usd or 0.0) + float(cost)
+            nodes.setdefault(event.path, NodeSpend()).reported(event.event.get("cost_usd"))
     return nodes
 
 

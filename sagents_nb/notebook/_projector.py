@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._base.messages import Message
 from .._base.prices import PriceBook
+from .._runtime.costs import UNKNOWN_MODEL
 from ..events import (
     ColdRestore,
     ColdSink,
@@ -313,6 +314,7 @@ class Projector:
             node.tokens += event.usage.total_tokens
             node.prompt_tokens += event.usage.prompt_tokens
             node.completion_tokens += event.usage.completion_tokens
+            node.spend.add(node.requests[-1].model if node.requests else UNKNOWN_MODEL, event.usage)
             run = self.runs.get(event.run)
             if run is not None:
                 run.tokens += event.usage.total_tokens
@@ -560,6 +562,8 @@ class Projector:
         node = self.node(event.path)
         data = event.event
         kind = str(data.get("type", "event"))
+        if kind == "done":
+            node.spend.reported(data.get("cost_usd"))
         if kind == "tool_call":
             call_id = str(data.get("id") or f"cli-{event.seq}")
             arguments = _json(data.get("arguments") or {})

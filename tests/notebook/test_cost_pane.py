@@ -11,6 +11,7 @@ import sagents_nb as sn
 from sagents_nb.events import HarnessEventOccurred
 from sagents_nb.notebook._panes import Focus, pane_state
 from sagents_nb.notebook._projector import Projector
+from sagents_nb.notebook._render import tree_state
 
 USAGE = {"prompt_tokens": 1000, "completion_tokens": 100, "total_tokens": 1100}
 
@@ -25,7 +26,7 @@ def handler(request: sn.ChatRequest) -> Any:
     return sn.reply("voilà", usage=USAGE)
 
 
-def timing_rows(model: str, **options: Any) -> dict[str, dict[str, Any]]:
+def projected(model: str, **options: Any) -> Projector:
     lead = sn.Agent("lead", team=[sn.Agent("helper", does="résume")])
     session = sn.Session(lead, llm=sn.mock_llm(handler, model=model), **options)
     session.send("go").result()
@@ -41,7 +42,11 @@ def timing_rows(model: str, **options: Any) -> dict[str, dict[str, Any]]:
     projector.prices = session.prices
     for event in [*events[:-1], reported, events[-1]]:
         projector.fold(event)
-    pane = pane_state(projector, Focus(tab="timing"), None, {})
+    return projector
+
+
+def timing_rows(model: str, **options: Any) -> dict[str, dict[str, Any]]:
+    pane = pane_state(projected(model, **options), Focus(tab="timing"), None, {})
     return {row["path"]: row for row in pane["tokens"]}
 
 
@@ -68,3 +73,17 @@ def test_the_timing_pane_names_both_kinds_of_cost() -> None:
 
     source = (Path(sn.__file__).parent / "notebook/static/panes/timing.js").read_text()
     assert "estimated cost" in source and "reported cost" in source and "no_price" in source
+
+
+def test_the_tree_shows_each_subtrees_estimated_and_reported_cost() -> None:
+    tree = tree_state(projected("gpt-4o", prices={"gpt-4o": {"input": 10.0, "output": 100.0}}))
+    call = (1000 * 10.0 + 100 * 100.0) / 1e6
+    helper = tree["children"][0]
+    assert helper["cost"]["estimated_usd"] == pytest.approx(call)
+    assert helper["cost"]["reported_usd"] == 0.5
+    assert tree["cost"]["estimated_usd"] == pytest.approx(3 * call)
+    assert tree["cost"]["text"] == "$0.0600 estimated (prices=) + $0.5000 reported"
+    assert "_spends" not in tree and "_spends" not in helper
+    unknown = tree_state(projected("modèle-inconnu"))
+    assert unknown["cost"]["estimated_usd"] is None
+    assert unknown["cost"]["text"] == "$0.5000 reported + no price for modèle-inconnu"
