@@ -87,3 +87,24 @@ def test_the_tree_shows_each_subtrees_estimated_and_reported_cost() -> None:
     unknown = tree_state(projected("modèle-inconnu"))
     assert unknown["cost"]["estimated_usd"] is None
     assert unknown["cost"]["text"] == "$0.5000 reported + no price for modèle-inconnu"
+
+
+def test_the_static_rendering_names_the_estimated_cost_and_the_unpriced() -> None:
+    from sagents_nb.notebook import view
+    from sagents_nb.notebook._export import static_view
+
+    lead = sn.Agent("lead", team=[sn.Agent("helper", does="résume")])
+    prices = {"gpt-4o": {"input": 10.0, "output": 100.0}}
+    session = sn.Session(lead, llm=sn.mock_llm(handler, model="gpt-4o"), prices=prices)
+    shown = view(session.send("go").result())
+    try:
+        text = static_view(shown)["text/plain"]
+    finally:
+        shown.close()
+    assert "lead: 2000 prompt + 200 completion / 3000 + 300 · $0.0600 estimated" in text
+    unknown = sn.Session(lead, llm=sn.mock_llm(handler, model="modèle-inconnu"))
+    shown = view(unknown.send("go").result())
+    try:
+        assert "· no price for modèle-inconnu" in static_view(shown)["text/plain"]
+    finally:
+        shown.close()
