@@ -72,7 +72,7 @@ class TreeNode:
             branch = "" if root else ("└─ " if last else "├─ ")
             extra = f", reattached x{node.reattached}" if node.reattached else ""
             extra += f", refused {len(node.refused)}" if node.refused else ""
-            extra += f" · ${node.cost_usd:.4f}" if node.cost_usd is not None else ""
+            extra += f" · ${node.cost_usd:.4f} reported" if node.cost_usd is not None else ""
             lines.append(
                 f"{prefix}{branch}{node.id} [{node.kind}] {node.status} · {node.turns} turns · "
                 f"{node.usage.total_tokens} tokens{extra}"
