@@ -135,3 +135,14 @@ def test_import_loads_no_genai_prices_until_a_cost_is_read() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "True"]
+
+
+def test_prices_are_looked_up_when_read_once_per_model_never_on_a_turn() -> None:
+    lead = sn.Agent("lead", team=[sn.Agent("helper", does="calcule")])
+    session = sn.Session(lead, llm=sn.mock_llm(delegating, model="gpt-4o"))
+    result = session.send("Combien font 6 × 7 ?").result()
+    book = session.prices
+    assert book._found == {} and not book._looked  # three turns ran without a look-up
+    assert result.cost.estimated_usd == result.cost.estimated_usd
+    assert list(book._found) == ["gpt-4o"]
+    assert book.price("gpt-4o") is book.price("gpt-4o")

@@ -95,34 +95,41 @@ class PriceBook:
     def __init__(self, prices: Mapping[str, Price] | None = None) -> None:
         self.prices = dict(prices or {})
         self._found: dict[str, Price | None] = {}
+        self._table: Any = None
+        self._looked = False
 
     def price(self, model: str) -> Price | None:
         """`model`'s price, or None when neither the user nor the table has one."""
         if model in self.prices:
             return self.prices[model]
         if model not in self._found:
-            self._found[model] = _table_price(model)
+            table = self.table()
+            self._found[model] = None if table is None else _table_price(table, model)
         return self._found[model]
 
     @property
     def missing(self) -> str:
         """What a cost without a price shows: `NO_PRICE`, or `NO_EXTRA` without the extra."""
-        return NO_PRICE if _table() is not None else NO_EXTRA
+        return NO_PRICE if self.table() is not None else NO_EXTRA
+
+    def table(self) -> Any:
+        """The `genai_prices` module (imported on first need, once), or None without the extra."""
+        if not self._looked:
+            self._looked = True
+            try:
+                import genai_prices  # the `prices` extra, loaded only when a cost is read
+            except ImportError:
+                pass
+            else:
+                self._table = genai_prices
+        return self._table
 
 
-def _table() -> Any:
-    """The `genai_prices` module, or None without the extra."""
-    try:
-        import genai_prices  # the `prices` extra, loaded only when a cost is read
-    except ImportError:
-        return None
-    return genai_prices
+DEFAULT = PriceBook()
+"""The book of costs read without a session's prices: genai-prices' table alone."""
 
 
-def _table_price(model: str) -> Price | None:
-    table = _table()
-    if table is None:
-        return None
+def _table_price(table: Any, model: str) -> Price | None:
     try:
         found = table.calc_price(table.Usage(input_tokens=0, output_tokens=0), model_ref=model)
     except LookupError:

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from .._base.messages import Usage
-from .._base.prices import NO_PRICE, PriceBook
+from .._base.prices import DEFAULT, NO_PRICE, PriceBook
 from ..events import Event, HarnessEventOccurred, ModelRequest, ModelResponse
 
 UNKNOWN_MODEL = "(unknown model)"
@@ -91,7 +91,7 @@ def spend(events: Iterable[Event]) -> dict[str, NodeSpend]:
 
 def priced(nodes: Iterable[NodeSpend], prices: PriceBook | None = None) -> Cost:
     """What `nodes` cost together, priced with `prices` (the table's alone by default)."""
-    book = prices or PriceBook()
+    book = prices or DEFAULT
     estimated: float | None = None
     reported: float | None = None
     unpriced: list[str] = []

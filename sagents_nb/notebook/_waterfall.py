@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .._base.prices import PriceBook
+from .._base.prices import DEFAULT, PriceBook
 from .._runtime.costs import NodeSpend, priced
 from ._timings import NodeTiming, RunTiming, Span
 
@@ -72,7 +72,7 @@ def token_rollup(
     top = top or run.root
     if top is None or top not in run.nodes:
         return []
-    return _roll(run, run.nodes[top], 0, prices or PriceBook())
+    return _roll(run, run.nodes[top], 0, prices or DEFAULT)
 
 
 def _roll(run: RunTiming, node: NodeTiming, depth: int, prices: PriceBook) -> list[NodeTokens]:
