@@ -146,3 +146,27 @@ def test_prices_are_looked_up_when_read_once_per_model_never_on_a_turn() -> None
     assert result.cost.estimated_usd == result.cost.estimated_usd
     assert list(book._found) == ["gpt-4o"]
     assert book.price("gpt-4o") is book.price("gpt-4o")
+
+
+def test_a_stored_sweep_prices_a_reused_run_with_its_variants_prices(tmp_path: Any) -> None:
+    lead = sn.Agent("lead", team=[sn.Agent("helper", does="calcule")])
+    mine = {"gpt-4o": {"input": 1.0, "output": 4.0}}
+
+    def sweep() -> sn.Comparison:
+        return sn.compare(
+            lead,
+            ["Combien font 6 × 7 ?"],
+            variants={"mine": {"prices": mine}},
+            llm=sn.mock_llm(delegating, model="gpt-4o"),
+            store=tmp_path / "runs.db",
+        )
+
+    first = sweep().rows[0]
+    again = sweep().rows[0]
+    assert again["reused"] and again["estimated_usd"] == first["estimated_usd"]
+    assert again["estimated_usd"] == pytest.approx((3200 + 750 * 4.0) / 1e6)
+
+
+def test_a_variants_bad_prices_are_refused_before_anything_runs() -> None:
+    with pytest.raises(sn.ConfigurationError, match="variant 'bad': prices"):
+        sn.compare(sn.Agent("lead"), ["hi"], variants={"bad": {"prices": {"gpt-4o": 2.5}}})
