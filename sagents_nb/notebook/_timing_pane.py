@@ -61,7 +61,7 @@ def timing_pane(projector: Projector, chosen: str | None, run: int | None) -> di
     return {
         "node": top,
         "runs": numbers,
-        "waterfall": waterfall(timing, top),
+        "waterfall": waterfall(timing, top, prices=projector.prices),
         "tokens": [row.to_dict() for row in tokens[:TOKEN_ROWS]],
         "tokens_more": max(0, len(tokens) - TOKEN_ROWS),
     }

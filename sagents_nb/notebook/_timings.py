@@ -76,6 +76,8 @@ class Span:
     """A task's start of work, after waiting in the queue since `start`."""
     children: list[str] = field(default_factory=list)
     """The children a `task` tool call spawned."""
+    spent: tuple[str, int, int] | None = None
+    """A model call's model and reported prompt and completion tokens (priced when drawn)."""
 
 
 @dataclass(slots=True)
@@ -246,6 +248,7 @@ def _model_response(run: RunTiming, event: ModelResponse) -> None:
         tokens = node.by_model.setdefault(model, [0, 0])
         tokens[0] += usage.prompt_tokens
         tokens[1] += usage.completion_tokens
+        span.spent = (model, usage.prompt_tokens, usage.completion_tokens)
         span.detail = (
             f"{usage.prompt_tokens} prompt + {usage.completion_tokens} completion tokens (reported)"
         )

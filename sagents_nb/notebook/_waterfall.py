@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._base.prices import DEFAULT, PriceBook
-from .._runtime.costs import NodeSpend, priced
+from .._runtime.costs import NodeSpend, dollars, priced
 from ._timings import NodeTiming, RunTiming, Span
 
 ROWS = 200
@@ -187,11 +187,15 @@ def _open(
     return opened, cap
 
 
-def waterfall(run: RunTiming, top: str | None = None, budget: int = ROWS) -> dict[str, Any]:
+def waterfall(
+    run: RunTiming, top: str | None = None, budget: int = ROWS, prices: PriceBook | None = None
+) -> dict[str, Any]:
     """The waterfall of `top`'s subtree (the root's by default) in `run`, as rows for the front
     end: at most `budget` of them, the shallowest nodes opened first, the rest shown as one row
     each (and the top node's children past the budget as one row together). Times are whole
-    microseconds since the run's start (compact in JSON, and cheaper than rounding)."""
+    microseconds since the run's start (compact in JSON, and cheaper than rounding). A model
+    call's hover title says what it cost at its model's price (`prices`, genai-prices' table by
+    default), or that it has none."""
     top = top if top in run.nodes else run.root
     base = run.start
     now = run.end if run.end is not None else run.last
@@ -252,7 +256,7 @@ def waterfall(run: RunTiming, top: str | None = None, budget: int = ROWS) -> dic
             if isinstance(entry, str):
                 add_child(entry, depth + 1)
                 continue
-            rows.append(_span_row(entry, depth + 1, rel))
+            rows.append(_span_row(entry, depth + 1, rel, prices or DEFAULT))
             for child in entry.children:
                 add_child(child, depth + 2)
 
@@ -282,9 +286,12 @@ def _parent(path: str) -> str:
 
 
 def _span_row(
-    entry: Span | _Group, depth: int, rel: Callable[[float | None], int | None]
+    entry: Span | _Group, depth: int, rel: Callable[[float | None], int | None], prices: PriceBook
 ) -> dict[str, Any]:
     if isinstance(entry, Span):
+        title = entry.detail
+        if entry.spent is not None:
+            title = f"{title} · {_call_cost(entry.spent, prices)}"
         return {
             "key": entry.key,
             "kind": entry.kind,
@@ -293,7 +300,7 @@ def _span_row(
             "status": entry.status,
             "start": rel(entry.start),
             "end": rel(entry.end),
-            "title": entry.detail,
+            "title": title,
         }
     spans = entry.spans
     models = sum(span.kind == "model" for span in spans)
@@ -310,6 +317,15 @@ def _span_row(
         "end": None if None in ends else rel(max(e or 0.0 for e in ends)),
         "title": f"{len(spans)} consecutive calls merged into one row; {busy:.3f} s busy in them",
     }
+
+
+def _call_cost(spent: tuple[str, int, int], prices: PriceBook) -> str:
+    """One model call's cost in words: estimated at its price, or `no price`."""
+    model, prompt, completion = spent
+    price = prices.price(model)
+    if price is None:
+        return f"{prices.missing} for {model}"
+    return f"{dollars(price.cost(prompt, completion))} estimated ({price.source})"
 
 
 def _descendants(run: RunTiming, node: NodeTiming) -> int:

@@ -108,3 +108,15 @@ def test_the_static_rendering_names_the_estimated_cost_and_the_unpriced() -> Non
         assert "· no price for modèle-inconnu" in static_view(shown)["text/plain"]
     finally:
         shown.close()
+
+
+def test_each_model_calls_hover_says_what_it_cost() -> None:
+    prices = {"gpt-4o": {"input": 10.0, "output": 100.0}}
+    pane = pane_state(projected("gpt-4o", prices=prices), Focus(tab="timing"), None, {})
+    calls = [row for row in pane["waterfall"]["rows"] if row["kind"] == "model"]
+    assert len(calls) == 3
+    assert all(row["title"].endswith("· $0.0200 estimated (prices=)") for row in calls)
+    assert "1000 prompt + 100 completion tokens (reported)" in calls[0]["title"]
+    unknown = pane_state(projected("modèle-inconnu"), Focus(tab="timing"), None, {})
+    titles = [row["title"] for row in unknown["waterfall"]["rows"] if row["kind"] == "model"]
+    assert titles and all(t.endswith("· no price for modèle-inconnu") for t in titles)
