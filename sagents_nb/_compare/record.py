@@ -5,16 +5,18 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .._runtime.costs import NodeSpend, spend
 from .._runtime.session import Session
 from ..events import ContextBuilt, Event, Fold, RunFinished
 from .fingerprint import PART, run_fingerprint
 from .variants import tree_endpoints
 
 if TYPE_CHECKING:
+    from .._base.prices import PriceBook
     from .._endpoints.openai import LLM
     from .._runtime.agent import Agent
     from .._store.protocol import Store
@@ -52,6 +54,10 @@ class RunRecord:
     as objects would leave the garbage collector ever more to scan at each full collection."""
     counts: dict[str, int] = field(default_factory=dict, repr=False)
     """What the table shows, counted from the events when they were set."""
+    spent: NodeSpend = field(default_factory=NodeSpend, repr=False)
+    """The run's reported tokens by model and CLI-reported cost (priced when the table is read)."""
+    prices: PriceBook | None = field(default=None, repr=False)
+    """The session's prices (a variant's `prices=`); None: genai-prices' table alone."""
 
     @property
     def events(self) -> list[Event]:
@@ -66,6 +72,7 @@ class RunRecord:
     def events(self, events: list[Event]) -> None:
         self.log = b"[" + b",".join(e.__pydantic_serializer__.to_json(e) for e in events) + b"]"
         self.counts = count(events)
+        self.spent = merged(spend(events).values())
 
 
 COUNTS: Fold[Callable[[dict[str, int], Any], None]] = Fold("record", sees_all=False)
@@ -82,6 +89,19 @@ def _run_finished(counts: dict[str, int], event: RunFinished) -> None:
 @COUNTS.handles(ContextBuilt)
 def _context_built(counts: dict[str, int], event: ContextBuilt) -> None:
     counts["peak"] = max(counts["peak"], event.view_tokens)
+
+
+def merged(nodes: Iterable[NodeSpend]) -> NodeSpend:
+    """Several nodes' spending as one."""
+    total = NodeSpend()
+    for node in nodes:
+        for model, (prompt, completion) in node.tokens.items():
+            tokens = total.tokens.setdefault(model, [0, 0])
+            tokens[0] += prompt
+            tokens[1] += completion
+        if node.reported_usd is not None:
+            total.reported_usd = (total.reported_usd or 0.0) + node.reported_usd
+    return total
 
 
 def count(events: list[Event]) -> dict[str, int]:
@@ -166,6 +186,7 @@ async def run_session(
         await own.aclose()
     if session is not None:
         record.events = list(session.events)
+        record.prices = session.prices
         record.session_id = session.id if session.journal is not None else None
     return record, session
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from .._base.checks import check_instance
 from .._base.errors import ConfigurationError
 from .._base.loop import block_on, call_soon, submit
+from .._base.prices import PriceBook, checked_prices
 from .._runtime.agent import Agent
 from .comparison import Comparison
 from .fingerprint import run_fingerprint
@@ -200,6 +201,7 @@ class _Job:
             found = previous.get(run_id(item, variant.name)) if self.store is not None else None
             if found is not None and found.finished is not None:
                 self.records[index] = found.finished
+                found.finished.prices = PriceBook(checked_prices(variant.session.get("prices")))
                 self.done += 1
             else:
                 queue.append((index, found.attempts if found else 0))

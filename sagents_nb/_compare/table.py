@@ -6,6 +6,7 @@ import html
 import unicodedata
 from typing import Any
 
+from .._runtime.costs import priced
 from .record import RunRecord
 
 COLUMNS = (
@@ -19,6 +20,9 @@ COLUMNS = (
     "prompt_tokens",
     "completion_tokens",
     "seconds",
+    "estimated_usd",
+    "reported_usd",
+    "cost",
     "compactions",
     "sinks",
     "trims",
@@ -30,7 +34,10 @@ COLUMNS = (
     "why",
 )
 """`sinks`: cold sinks of a relevance view; `trims`: window trims; `peak_context`: the largest
-view (tokens) any node sent; `reused`: read back from the store; `why`: why a run stored under
+view (tokens) any node sent; `estimated_usd`: the model calls at their prices (genai-prices,
+or a variant's `prices=`), None when none was priced; `reported_usd`: what CLI children
+reported; `cost`: both in words, with the prices' source and `no price` for a model no table
+knows; `reused`: read back from the store; `why`: why a run stored under
 the row's id was not (what changed since: `variant`, `agent tree`, `endpoint`, `prompt`; or how
 it ended)."""
 
@@ -38,6 +45,7 @@ it ended)."""
 def row(record: RunRecord) -> dict[str, Any]:
     """The table row of one run."""
     counts = record.counts
+    cost = priced([record.spent], record.prices)
     return {
         "item": record.item,
         "variant": record.variant,
@@ -49,6 +57,9 @@ def row(record: RunRecord) -> dict[str, Any]:
         "prompt_tokens": counts.get("prompt_tokens", 0),
         "completion_tokens": counts.get("completion_tokens", 0),
         "seconds": round(record.seconds, 3),
+        "estimated_usd": cost.estimated_usd,
+        "reported_usd": cost.reported_usd,
+        "cost": str(cost),
         "compactions": counts.get("compaction", 0),
         "sinks": counts.get("cold_sink", 0),
         "trims": counts.get("window_trim", 0),
@@ -67,7 +78,7 @@ def shown_columns(rows: list[dict[str, Any]]) -> list[str]:
     columns = list(COLUMNS)
     if len({r["item"] for r in rows}) <= 1:
         columns.remove("item")
-    for optional in ("error", "session_id", "why"):
+    for optional in ("error", "session_id", "why", "reported_usd"):
         if all(r[optional] is None for r in rows):
             columns.remove(optional)
     if not any(r["reused"] or r["why"] for r in rows):

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._base.errors import ConfigurationError
+from .._base.prices import checked_prices
 from .._endpoints.openai import LLM
 from .._runtime.agent import Agent, member_agent
 from .._runtime.limits import checked_cap
@@ -27,6 +28,7 @@ SESSION_OPTIONS = (
     "max_tokens",
     "model",
     "preprocessor",
+    "prices",
     "reattach",
     "scope",
     "state",
@@ -162,6 +164,11 @@ def _session_value(where: str, key: str, value: Any) -> Any:
     if key in ("max_model_calls", "max_nodes", "max_tokens"):
         try:
             checked_cap(key, value)
+        except ConfigurationError as exc:
+            raise ConfigurationError(f"{where}: {exc}") from None
+    if key == "prices":
+        try:
+            checked_prices(value)
         except ConfigurationError as exc:
             raise ConfigurationError(f"{where}: {exc}") from None
     if key in CHOICES and value not in CHOICES[key]:

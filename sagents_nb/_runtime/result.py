@@ -8,9 +8,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .._base.messages import Usage
+from .costs import Cost, priced, spend, subtree
 
 if TYPE_CHECKING:
     from .._endpoints.openai import Exchange
+    from .._base.prices import PriceBook
     from ..events import Event
 
 
@@ -71,7 +73,7 @@ class TreeNode:
             branch = "" if root else ("└─ " if last else "├─ ")
             extra = f", reattached x{node.reattached}" if node.reattached else ""
             extra += f", refused {len(node.refused)}" if node.refused else ""
-            extra += f" · ${node.cost_usd:.4f}" if node.cost_usd is not None else ""
+            extra += f" · ${node.cost_usd:.4f} reported" if node.cost_usd is not None else ""
             lines.append(
                 f"{prefix}{branch}{node.id} [{node.kind}] {node.status} · {node.turns} turns · "
                 f"{node.usage.total_tokens} tokens{extra}"
@@ -118,6 +120,21 @@ class Result:
     exchanges: Sequence[Exchange] = ()
     """The session endpoint's exchanges during the run (keys redacted), as many as its log
     keeps (`sn.LLM(keep_exchanges=...)`); none for a run read back from a store."""
+    prices: PriceBook | None = field(default=None, repr=False, compare=False)
+    """The session's prices (`prices=` over genai-prices'); None: genai-prices' alone."""
+
+    @property
+    def cost(self) -> Cost:
+        """What the run cost: API calls estimated from prices (`no price` for a model no
+        table knows, never 0), CLI children's costs as they reported them."""
+        return priced(spend(self.events).values(), self.prices)
+
+    def node_cost(self, path: str, *, subtree_too: bool = True) -> Cost:
+        """What node `path` cost in this run, with everything below it unless `subtree_too`
+        is False (its own model calls only)."""
+        nodes = spend(self.events)
+        mine = subtree(nodes, path) if subtree_too else [n for at, n in nodes.items() if at == path]
+        return priced(mine, self.prices)
 
     def __repr__(self) -> str:
         text = self.text if len(self.text) <= 80 else self.text[:77] + "..."

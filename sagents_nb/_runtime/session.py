@@ -23,6 +23,7 @@ from .._base.ids import checked_session_id, new_session_id
 from .._base.loop import block_on, run_on_library_loop, submit
 from .._base.messages import Message, Usage
 from .._base.outcome import Outcome
+from .._base.prices import PriceBook, checked_prices
 from .._endpoints.openai import LLM
 from .._store.protocol import StoredSession
 from .._store.resolve import resolve_store
@@ -126,6 +127,9 @@ class Session:
             the mode, `result()`, `wait()`, `run_sync` and `Session(...)` return after what
             they report is committed, and `session.resume()` never redoes a committed tool
             call.
+        prices: your prices by model, US dollars per million tokens, e.g.
+            `{"gpt-4o": {"input": 2.5, "output": 10.0}}`: they override genai-prices' table
+            (the `prices` extra) in `result.cost`, the view and comparisons.
     """
 
     def __init__(
@@ -148,11 +152,14 @@ class Session:
         tool_context: dict[str, Any] | None = None,
         session_id: str | None = None,
         durability: Literal["turn", "async", "exit"] = "async",
+        prices: dict[str, dict[str, float]] | None = None,
     ) -> None:
         if session_id is not None:
             checked_session_id(session_id)
         self.id = session_id or new_session_id()
         self.durability = durability
+        self.prices = PriceBook(checked_prices(prices))
+        """What its costs are read with: `prices=` over genai-prices' table."""
         self.agent = agent = checked_agent(agent)
         self._llm = checked_llm(llm) if llm is not None else LLM()
         self.scope = scope
@@ -609,6 +616,7 @@ class Session:
             tree=self.tree,
             run=run.number,
             exchanges=run._exchanges(),
+            prices=self.prices,
         )
 
     # used by the runtime

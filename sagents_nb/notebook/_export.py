@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ._context_pane import context_pane
 from ._decision_pane import decision_lines
 from ._render import clip, tree_state
-from ._waterfall import token_rollup
+from ._waterfall import NodeTokens, token_rollup
 from ._words import counted
 
 if TYPE_CHECKING:
@@ -125,20 +125,20 @@ def static_view(view: LiveView) -> dict[str, str]:
 
 
 def _token_table(view: LiveView, number: int | None, lines: list[str]) -> str:
-    """The run's tokens per node (own and subtree, reported) and reported costs, as text lines
+    """The run's tokens per node (own and subtree, reported) and costs (estimated, reported), as text lines
     added to `lines` and an escaped HTML table."""
     projector = view.projector
     with projector.lock:
         projector.timings.update(projector.events)
         run = projector.timings.runs.get(number) if number is not None else None
-        nodes = token_rollup(run) if run is not None else []
+        nodes = token_rollup(run, None, projector.prices) if run is not None else []
     if not nodes:
         return ""
     title = f"Tokens by node, run {number} (reported; own / with the subtree)"
     lines.append(f"\n{title}")
     cells = []
     for node in nodes[:_TOKEN_ROWS]:
-        cost = f" · ${node.subtree_cost_usd:.4f} reported" if node.subtree_cost_usd else ""
+        cost = f" · {_cost_words(node)}" if _cost_words(node) else ""
         own = f"{node.prompt_tokens} prompt + {node.completion_tokens} completion"
         below = f"{node.subtree_prompt_tokens} + {node.subtree_completion_tokens}"
         lines.append(f"  {'  ' * node.depth}{node.path}: {own} / {below}{cost}")
@@ -155,6 +155,18 @@ def _token_table(view: LiveView, number: int | None, lines: list[str]) -> str:
         for name in ("node", "prompt", "completion", "subtree prompt", "subtree completion", "cost")
     )
     return f"<div><b>{_e(title)}</b><table><tr>{head}</tr>{''.join(cells)}</table></div>"
+
+
+def _cost_words(node: NodeTokens) -> str:
+    """A subtree's cost in words: estimated (priced), reported (by CLIs), and the unpriced."""
+    parts = []
+    if node.subtree_estimated_usd is not None:
+        parts.append(f"${node.subtree_estimated_usd:.4f} estimated")
+    if node.subtree_cost_usd:
+        parts.append(f"${node.subtree_cost_usd:.4f} reported")
+    if node.unpriced:
+        parts.append(f"{node.no_price} for {', '.join(node.unpriced)}")
+    return " + ".join(parts)
 
 
 def show(view: LiveView, bundle: dict[str, Any], metadata: dict[str, Any]) -> None:

@@ -9,6 +9,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._base.messages import Message
+from .._base.prices import PriceBook
+from .._runtime.costs import UNKNOWN_MODEL
 from ..events import (
     ColdRestore,
     ColdSink,
@@ -103,6 +105,8 @@ class Projector:
         self.pending: dict[int, PendingState] = {}
         self.preprocessor: str | None = None
         self.llm: str | None = None
+        self.prices: PriceBook | None = None
+        """What the Timing tab prices model calls with (the session's `prices=`, its table)."""
         self.version = 0
         self.preprocessed: dict[int, MessagePreprocessed] = {}
         self.decisions = DecisionLog()
@@ -312,6 +316,7 @@ class Projector:
             node.tokens += event.usage.total_tokens
             node.prompt_tokens += event.usage.prompt_tokens
             node.completion_tokens += event.usage.completion_tokens
+            node.spend.add(node.requests[-1].model if node.requests else UNKNOWN_MODEL, event.usage)
             run = self.runs.get(event.run)
             if run is not None:
                 run.tokens += event.usage.total_tokens
@@ -565,6 +570,8 @@ class Projector:
         node = self.node(event.path)
         data = event.event
         kind = str(data.get("type", "event"))
+        if kind == "done":
+            node.spend.reported(data.get("cost_usd"))
         if kind == "tool_call":
             call_id = str(data.get("id") or f"cli-{event.seq}")
             arguments = _json(data.get("arguments") or {})

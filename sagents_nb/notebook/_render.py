@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from typing import Any, assert_never
 
 from .._base.messages import Message, ToolCall
+from .._runtime.costs import priced
 from ..events import RunStarted, TaskSpawned, ToolCallFinished
 from ._projector import Projector
 from ._state import NodeState, Stored
@@ -73,11 +74,15 @@ def tree_state(projector: Projector) -> dict[str, Any]:
     """The delegation tree, nested, with tokens rolled up from the children."""
     if projector.root is None:
         return {}
-    return _tree_node(projector, projector.nodes[projector.root])
+    tree = _tree_node(projector, projector.nodes[projector.root])
+    tree.pop("_spends")
+    return tree
 
 
 def _tree_node(projector: Projector, node: NodeState) -> dict[str, Any]:
     children = [_tree_node(projector, projector.nodes[path]) for path in node.children]
+    spends = [node.spend, *(s for c in children for s in c.pop("_spends"))]
+    cost = priced(spends, projector.prices)
     return {
         "id": node.path,
         "agent": node.agent,
@@ -94,7 +99,13 @@ def _tree_node(projector: Projector, node: NodeState) -> dict[str, Any]:
         "reattached": node.reattached,
         "refused": [clip(reason, 500) for reason in node.refused],
         "calls": _call_words(node),
+        "cost": {
+            "estimated_usd": cost.estimated_usd,
+            "reported_usd": cost.reported_usd,
+            "text": str(cost) if cost.usd is not None or cost.unpriced else "",
+        },
         "children": children,
+        "_spends": spends,
     }
 
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .._base.messages import Message, Usage
+from .._runtime.costs import NodeSpend
 from ..events import Event, ModelRequest, PausedRequest, RunStarted, TaskSpawned, ToolCallFinished
 
 if TYPE_CHECKING:
@@ -97,6 +98,8 @@ class NodeState:
     """This node's own tokens (children not included)."""
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    spend: NodeSpend = field(default_factory=NodeSpend)
+    """Its own reported tokens by model and its CLI's reported cost (priced when the tree is drawn)."""
     display_text: str | None = None
     prompt: str | None = None
     """The latest task delegated to this node."""

@@ -37,6 +37,10 @@ class Target:
                 f"not {type(obj).__name__}"
             )
         self.obj = obj
+        self.prices = (
+            self.session.prices if self.session else self.result.prices if self.result else None
+        )
+        """What the view prices model calls with (the session's `prices=` over the table)."""
 
     @property
     def scope(self) -> int | None:

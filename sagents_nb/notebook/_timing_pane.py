@@ -57,11 +57,11 @@ def timing_pane(projector: Projector, chosen: str | None, run: int | None) -> di
     timing = timings.runs[run]
     if top not in timing.nodes:
         top = timing.root
-    tokens = token_rollup(timing, top)
+    tokens = token_rollup(timing, top, projector.prices)
     return {
         "node": top,
         "runs": numbers,
-        "waterfall": waterfall(timing, top),
+        "waterfall": waterfall(timing, top, prices=projector.prices),
         "tokens": [row.to_dict() for row in tokens[:TOKEN_ROWS]],
         "tokens_more": max(0, len(tokens) - TOKEN_ROWS),
     }

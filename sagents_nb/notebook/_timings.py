@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import events
+from .._runtime.costs import UNKNOWN_MODEL
 from ..events import (
     ContextBuilt,
     Event,
@@ -76,6 +77,8 @@ class Span:
     """A task's start of work, after waiting in the queue since `start`."""
     children: list[str] = field(default_factory=list)
     """The children a `task` tool call spawned."""
+    spent: tuple[str, int, int] | None = None
+    """A model call's model and reported prompt and completion tokens (priced when drawn)."""
 
 
 @dataclass(slots=True)
@@ -103,6 +106,8 @@ class NodeTiming:
     """The estimated size of the views those unreported calls sent (the view's own estimate)."""
     cost_usd: float | None = None
     """What the node's CLI runs cost, as the CLI reported it; None when nothing reported one."""
+    by_model: dict[str, list[int]] = field(default_factory=dict)
+    """Its own calls' reported [prompt, completion] tokens by model (priced when read)."""
 
 
 @dataclass(slots=True)
@@ -119,6 +124,8 @@ class RunTiming:
     nodes: dict[str, NodeTiming] = field(default_factory=dict)
     asking: dict[str, Span] = field(default_factory=dict)
     """Each node's model call waiting for its reply."""
+    models: dict[str, str] = field(default_factory=dict)
+    """The model each waiting call asked."""
     views: dict[str, int] = field(default_factory=dict)
     """Each node's built and not yet sent view, estimated tokens."""
     calls: dict[tuple[str, str], Span] = field(default_factory=dict)
@@ -184,6 +191,7 @@ def _run_finished(run: RunTiming, event: RunFinished) -> None:
     for span in [*run.asking.values(), *run.calls.values(), *run.pauses.values()]:
         span.end, span.status = event.ts, ended
     run.asking.clear()
+    run.models.clear()
     run.calls.clear()
     run.pauses.clear()
     run.node(event.path).status = event.status
@@ -220,12 +228,14 @@ def _model_request(run: RunTiming, event: ModelRequest) -> None:
     node.entries.append(span)
     node.model_calls += 1
     run.asking[event.path] = span
+    run.models[event.path] = event.model
 
 
 @FOLD.handles(ModelResponse)
 def _model_response(run: RunTiming, event: ModelResponse) -> None:
     node = run.node(event.path)
     span = run.asking.pop(event.path, None)
+    model = run.models.pop(event.path, UNKNOWN_MODEL)
     if span is None:  # its request came before this log starts
         span = run.span("model", f"model call · turn {event.turn}", event.ts - event.duration)
         node.entries.append(span)
@@ -236,6 +246,10 @@ def _model_response(run: RunTiming, event: ModelResponse) -> None:
     if usage is not None:
         node.prompt_tokens += usage.prompt_tokens
         node.completion_tokens += usage.completion_tokens
+        tokens = node.by_model.setdefault(model, [0, 0])
+        tokens[0] += usage.prompt_tokens
+        tokens[1] += usage.completion_tokens
+        span.spent = (model, usage.prompt_tokens, usage.completion_tokens)
         span.detail = (
             f"{usage.prompt_tokens} prompt + {usage.completion_tokens} completion tokens (reported)"
         )

@@ -21,7 +21,8 @@ def token_rollup(
     node: str | None = None,
 ) -> list[NodeTokens]:
     """Tokens per node in one run, prompt and completion, each node's own and its subtree's,
-    with the cost a CLI child reported (never a price the library made up).
+    with the cost a CLI child reported and the model calls' estimated cost at their prices (the
+    session's `prices=` over genai-prices'; `no price` for a model neither knows, never 0).
 
     Args:
         obj: a `sn.Session`, `sn.Run` or `sn.Result`, or a list of its events.
@@ -34,8 +35,10 @@ def token_rollup(
     Raises:
         ValueError: `run` names no run among the events.
     """
+    prices = None
     if isinstance(obj, Result | Run | Session):
         events: list[Event] = list(obj.events)
+        prices = obj.session.prices if isinstance(obj, Run) else obj.prices
         if run is None and not isinstance(obj, Session):
             run = obj.run if isinstance(obj, Result) else obj.number
     else:
@@ -51,4 +54,4 @@ def token_rollup(
             f"no run {run} among these events (runs: {', '.join(map(str, sorted(timings.runs)))}); "
             "pass one of those as run=, or leave run= out for the newest"
         )
-    return _rollup(timings.runs[run], node)
+    return _rollup(timings.runs[run], node, prices)

@@ -7,6 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .._base.prices import DEFAULT, PriceBook
+from .._runtime.costs import NodeSpend, dollars, priced
 from ._timings import NodeTiming, RunTiming, Span
 from ._words import counted
 
@@ -46,29 +48,46 @@ class NodeTokens:
     """Nodes in the subtree with a reported cost."""
     spent: int
     """Nodes in the subtree that used tokens (so `priced < spent` means the cost is partial)."""
+    estimated_usd: float | None
+    """This node's own model calls at their prices (estimated); None when none was priced."""
+    subtree_estimated_usd: float | None
+    """The estimates summed over the subtree; None when no call in it was priced."""
+    unpriced: tuple[str, ...]
+    """Models in the subtree that used tokens and have no price (not in the estimates)."""
+    price_sources: tuple[str, ...]
+    """Where the subtree's prices come from (`prices=`, or genai-prices and its version)."""
+    no_price: str
+    """What an unpriced cost shows: `no price`, or how to install the `prices` extra."""
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable copy."""
         return {name: getattr(self, name) for name in self.__slots__}
 
 
-def token_rollup(run: RunTiming, top: str | None = None) -> list[NodeTokens]:
+def token_rollup(
+    run: RunTiming, top: str | None = None, prices: PriceBook | None = None
+) -> list[NodeTokens]:
     """Every node of `top`'s subtree (the root's by default), depth first, with its own tokens
-    and its subtree's, and reported costs summed where any were reported."""
+    and its subtree's, reported costs summed where any were reported, and its model calls
+    priced with `prices` (genai-prices' table alone by default)."""
     top = top or run.root
     if top is None or top not in run.nodes:
         return []
-    return _roll(run, run.nodes[top], 0)
+    return _roll(run, run.nodes[top], 0, prices or DEFAULT)
 
 
-def _roll(run: RunTiming, node: NodeTiming, depth: int) -> list[NodeTokens]:
+def _roll(run: RunTiming, node: NodeTiming, depth: int, prices: PriceBook) -> list[NodeTokens]:
     """`node`'s row, then its subtree's rows, depth first."""
-    subtrees = [_roll(run, run.nodes[path], depth + 1) for path in node.children]
+    subtrees = [_roll(run, run.nodes[path], depth + 1, prices) for path in node.children]
     below = [rows[0] for rows in subtrees]
     costs = [row.subtree_cost_usd for row in below if row.subtree_cost_usd is not None]
     if node.cost_usd is not None:
         costs.append(node.cost_usd)
     used = node.prompt_tokens + node.completion_tokens + node.unreported > 0
+    own = priced([NodeSpend(node.by_model)], prices)
+    estimates = [r.subtree_estimated_usd for r in below if r.subtree_estimated_usd is not None]
+    if own.estimated_usd is not None:
+        estimates.append(own.estimated_usd)
     row = NodeTokens(
         path=node.path,
         agent=node.agent,
@@ -88,8 +107,17 @@ def _roll(run: RunTiming, node: NodeTiming, depth: int) -> list[NodeTokens]:
         subtree_cost_usd=sum(costs) if costs else None,
         priced=(node.cost_usd is not None) + sum(r.priced for r in below),
         spent=used + sum(r.spent for r in below),
+        estimated_usd=own.estimated_usd,
+        subtree_estimated_usd=sum(estimates) if estimates else None,
+        unpriced=_union(own.unpriced, *(r.unpriced for r in below)),
+        price_sources=_union(own.sources, *(r.price_sources for r in below)),
+        no_price=own.missing,
     )
     return [row, *(r for rows in subtrees for r in rows)]
+
+
+def _union(*groups: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(item for group in groups for item in group))
 
 
 # the waterfall's rows
@@ -160,11 +188,15 @@ def _open(
     return opened, cap
 
 
-def waterfall(run: RunTiming, top: str | None = None, budget: int = ROWS) -> dict[str, Any]:
+def waterfall(
+    run: RunTiming, top: str | None = None, budget: int = ROWS, prices: PriceBook | None = None
+) -> dict[str, Any]:
     """The waterfall of `top`'s subtree (the root's by default) in `run`, as rows for the front
     end: at most `budget` of them, the shallowest nodes opened first, the rest shown as one row
     each (and the top node's children past the budget as one row together). Times are whole
-    microseconds since the run's start (compact in JSON, and cheaper than rounding)."""
+    microseconds since the run's start (compact in JSON, and cheaper than rounding). A model
+    call's hover title says what it cost at its model's price (`prices`, genai-prices' table by
+    default), or that it has none."""
     top = top if top in run.nodes else run.root
     base = run.start
     now = run.end if run.end is not None else run.last
@@ -227,7 +259,7 @@ def waterfall(run: RunTiming, top: str | None = None, budget: int = ROWS) -> dic
             if isinstance(entry, str):
                 add_child(entry, depth + 1)
                 continue
-            rows.append(_span_row(entry, depth + 1, rel))
+            rows.append(_span_row(entry, depth + 1, rel, prices or DEFAULT))
             for child in entry.children:
                 add_child(child, depth + 2)
 
@@ -257,9 +289,12 @@ def _parent(path: str) -> str:
 
 
 def _span_row(
-    entry: Span | _Group, depth: int, rel: Callable[[float | None], int | None]
+    entry: Span | _Group, depth: int, rel: Callable[[float | None], int | None], prices: PriceBook
 ) -> dict[str, Any]:
     if isinstance(entry, Span):
+        title = entry.detail
+        if entry.spent is not None:
+            title = f"{title} · {_call_cost(entry.spent, prices)}"
         return {
             "key": entry.key,
             "kind": entry.kind,
@@ -268,7 +303,7 @@ def _span_row(
             "status": entry.status,
             "start": rel(entry.start),
             "end": rel(entry.end),
-            "title": entry.detail,
+            "title": title,
         }
     spans = entry.spans
     models = sum(span.kind == "model" for span in spans)
@@ -285,6 +320,15 @@ def _span_row(
         "end": None if None in ends else rel(max(e or 0.0 for e in ends)),
         "title": f"{counted(len(spans), 'consecutive call')} merged into one row; {busy:.3f} s busy in them",
     }
+
+
+def _call_cost(spent: tuple[str, int, int], prices: PriceBook) -> str:
+    """One model call's cost in words: estimated at its price, or `no price`."""
+    model, prompt, completion = spent
+    price = prices.price(model)
+    if price is None:
+        return f"{prices.missing} for {model}"
+    return f"{dollars(price.cost(prompt, completion))} estimated ({price.source})"
 
 
 def _descendants(run: RunTiming, node: NodeTiming) -> int:

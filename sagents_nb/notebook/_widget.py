@@ -77,6 +77,7 @@ class LiveView(anywidget.AnyWidget):
     ) -> None:
         self.target = Target(obj)
         self.projector = Projector(scope=self.target.scope)
+        self.projector.prices = self.target.prices
         self.focus = Focus()
         self.preprocessors = dict(preprocessors or {})
         self.kinds_seen: dict[str, dict[str, Any]] = {}

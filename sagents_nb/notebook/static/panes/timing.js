@@ -1,4 +1,4 @@
-// The Timing tab: the run's waterfall, then each node's reported tokens and cost.
+// The Timing tab: the run's waterfall, then each node's reported tokens and costs (estimated, reported).
 // Its state: notebook/_timing_pane.py, timing_pane(); notebook/_waterfall.py, token_rollup().
 
 import { html, nothing, repeat } from "../lit-html.js";
@@ -7,7 +7,7 @@ import { counted } from "./words.js";
 import { waterfallChart } from "./waterfall.js";
 
 // Timing: the run's spans on one time axis (as trace viewers draw them), then each node's
-// tokens, own and with its subtree, and cost where a CLI reported one.
+// tokens, own and with its subtree, its calls' estimated cost, and cost where a CLI reported one.
 export function timing(view, state) {
   const { ui, send } = view;
   const fall = state.waterfall;
@@ -44,7 +44,9 @@ function tokenSummary(row) {
   return (
     `${amount(row.subtree_prompt_tokens)} prompt + ${amount(row.subtree_completion_tokens)} ` +
     `completion tokens (reported)${row.subtree_unreported ? `, ${counted(row.subtree_unreported, "call")} unreported` : ""}` +
-    (row.subtree_cost_usd !== null ? ` · ${cost(row.subtree_cost_usd)} (reported)` : "")
+    (row.subtree_estimated_usd !== null ? ` · ${cost(row.subtree_estimated_usd)} (estimated)` : "") +
+    (row.subtree_cost_usd !== null ? ` · ${cost(row.subtree_cost_usd)} (reported)` : "") +
+    (row.unpriced.length ? ` · ${row.no_price} for ${row.unpriced.join(", ")}` : "")
   );
 }
 
@@ -62,11 +64,22 @@ function tokenTable(view, rowsIn, more) {
           >+ ~${amount(row.estimated_prompt_tokens)} est.</span
         >`
       : nothing;
+  // estimated: the model calls at their prices (genai-prices or prices=); reported: a CLI's own figure
+  const estimateCell = (row) => {
+    const unpriced = row.unpriced.length ? `; ${row.no_price} for ${row.unpriced.join(", ")}` : "";
+    if (row.subtree_estimated_usd === null)
+      return html`<td class="sn-meta sn-cost-estimated" title=${`no model call priced${unpriced}`}
+        >${row.unpriced.length ? row.no_price : "—"}</td
+      >`;
+    return html`<td class="sn-num sn-cost-estimated" title=${`estimated from ${row.price_sources.join("; ")}${unpriced}`}>
+      ${row.estimated_usd !== null ? cost(row.estimated_usd) : "—"} / ${cost(row.subtree_estimated_usd)}${unpriced ? " *" : ""}
+    </td>`;
+  };
   const costCell = (row) => {
     if (row.subtree_cost_usd === null)
-      return html`<td class="sn-meta" title="no cost reported: endpoints report usage, not prices">—</td>`;
+      return html`<td class="sn-meta sn-cost-reported" title="no cost reported: only CLIs report one">—</td>`;
     const partial = row.priced < row.spent ? ` (${row.priced} of ${counted(row.spent, "node")} reported one)` : "";
-    return html`<td class="sn-num" title=${`as the CLI reported it, at list price${partial}`}>
+    return html`<td class="sn-num sn-cost-reported" title=${`as the CLI reported it, at list price${partial}`}>
       ${row.cost_usd !== null ? cost(row.cost_usd) : "—"} / ${cost(row.subtree_cost_usd)}${partial ? " *" : ""}
     </td>`;
   };
@@ -79,7 +92,8 @@ function tokenTable(view, rowsIn, more) {
         <th title="reported by the endpoint or CLI, this node's own calls">own completion</th>
         <th title="reported, this node and every node below it">subtree prompt</th>
         <th title="reported, this node and every node below it">subtree completion</th>
-        <th title="reported by a CLI only (own / subtree)">cost</th>
+        <th title="the model calls at their prices: genai-prices or prices= (own / subtree)">estimated cost</th>
+        <th title="reported by a CLI only (own / subtree)">reported cost</th>
       </tr>
     </thead>
     <tbody>
@@ -99,7 +113,7 @@ function tokenTable(view, rowsIn, more) {
           ${figure(row.completion_tokens, "completion tokens (reported)")}
           ${figure(row.subtree_prompt_tokens, "prompt tokens (reported), with the subtree")}
           ${figure(row.subtree_completion_tokens, "completion tokens (reported), with the subtree")}
-          ${costCell(row)}
+          ${estimateCell(row)} ${costCell(row)}
         </tr>`,
       )}
     </tbody>

@@ -131,6 +131,11 @@ function treeNode(view, node, depth, selected, state, visible, position, sibling
         "(this node and those below)"}
         >${counted(node.turns, "turn")} · ${counted(amount(node.tokens), "token")}</span
       >
+      ${node.cost && node.cost.text
+        ? html`<span class="sn-meta sn-cost" title=${`${node.cost.text} (this node and those below; estimated: at the model's price, reported: as the CLI gave it)`}
+            >· ${costWords(node.cost)}</span
+          >`
+        : nothing}
       ${collapsed && below ? html`<span class="sn-meta">(${below} below)</span>` : nothing}
       ${node.prompt ? html`<span class="sn-display" title=${node.prompt}>${node.prompt}</span>` : nothing}
       ${node.reattached
@@ -245,4 +250,12 @@ function kindSelectors(view, state) {
       >`,
     )}
   </div>`;
+}
+
+// A node's cost in the tree: estimated (priced) and reported (a CLI's own) told apart.
+function costWords(cost) {
+  const parts = [];
+  if (cost.estimated_usd !== null) parts.push(`$${cost.estimated_usd.toFixed(4)} est.`);
+  if (cost.reported_usd !== null) parts.push(`$${cost.reported_usd.toFixed(4)} reported`);
+  return parts.join(" + ") || "no price";
 }

@@ -1,0 +1,147 @@
+"""What a model call costs: prices per million tokens, the user's (`prices=`) over those of
+`genai-prices` (the `prices` extra), looked up once per model when a cost is read."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import ConfigurationError
+
+NO_PRICE = "no price"
+"""What a cost shows when no table knows the model (never 0)."""
+NO_EXTRA = "no price (pip install 'sagents_nb[prices]')"
+"""What a cost shows when `genai-prices` is not installed and `prices=` does not name the model."""
+USER = "prices="
+"""The source of a price the user gave."""
+
+
+@dataclass(frozen=True, slots=True)
+class Price:
+    """One model's price: US dollars per million tokens, and where the figures come from."""
+
+    input: float
+    """Per million prompt tokens."""
+    output: float
+    """Per million completion tokens."""
+    source: str
+    """`prices=` for the user's, else the `genai-prices` version, provider and model."""
+    table: Any = None
+    """genai-prices' own `ModelPrice` (its tiers and cache rates), None for the user's."""
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
+        """What a call with these tokens costs, in US dollars."""
+        if self.table is not None:
+            from genai_prices import Usage  # the extra, loaded with the first price read
+
+            usage = Usage(input_tokens=prompt_tokens, output_tokens=completion_tokens)
+            return float(self.table.calc_price(usage)["total_price"])
+        return (prompt_tokens * self.input + completion_tokens * self.output) / 1e6
+
+
+def checked_prices(prices: Any) -> dict[str, Price]:
+    """`prices=` as `Price`s: a mapping of model name to `{"input": ..., "output": ...}`, US
+    dollars per million tokens (non-negative numbers).
+
+    Raises:
+        ConfigurationError: `prices` has another shape, saying which entry and what it takes.
+    """
+    if prices is None:
+        return {}
+    shape = 'e.g. prices={"gpt-4o": {"input": 2.5, "output": 10.0}} (US dollars per million tokens)'
+    if not isinstance(prices, Mapping):
+        raise ConfigurationError(
+            f"prices= takes a dict of model name to price, {shape}; got {prices!r}"
+        )
+    checked: dict[str, Price] = {}
+    for model, price in prices.items():
+        if not isinstance(model, str) or not isinstance(price, Mapping):
+            raise ConfigurationError(
+                f"prices[{model!r}] should be a dict of rates, {shape}; got {price!r}"
+            )
+        if set(price) != {"input", "output"}:
+            raise ConfigurationError(
+                f"prices[{model!r}] needs exactly the keys 'input' and 'output', {shape}; "
+                f"got {sorted(map(str, price))}"
+            )
+        rates = [price["input"], price["output"]]
+        if not all(_rate(rate) for rate in rates):
+            raise ConfigurationError(
+                f"prices[{model!r}] rates must be non-negative numbers, {shape}; got {dict(price)!r}"
+            )
+        checked[model] = Price(float(rates[0]), float(rates[1]), USER)
+    return checked
+
+
+def _rate(value: Any) -> bool:
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value >= 0
+    )
+
+
+class PriceBook:
+    """The prices a session's costs are read with: the user's first, then `genai-prices`'
+    table, each model looked up once (the per-turn path never looks one up).
+
+    Args:
+        prices: the user's prices by model (`checked_prices`).
+    """
+
+    def __init__(self, prices: Mapping[str, Price] | None = None) -> None:
+        self.prices = dict(prices or {})
+        self._found: dict[str, Price | None] = {}
+        self._table: Any = None
+        self._looked = False
+
+    def price(self, model: str) -> Price | None:
+        """`model`'s price, or None when neither the user nor the table has one."""
+        if model in self.prices:
+            return self.prices[model]
+        if model not in self._found:
+            table = self.table()
+            self._found[model] = None if table is None else _table_price(table, model)
+        return self._found[model]
+
+    @property
+    def missing(self) -> str:
+        """What a cost without a price shows: `NO_PRICE`, or `NO_EXTRA` without the extra."""
+        return NO_PRICE if self.table() is not None else NO_EXTRA
+
+    def table(self) -> Any:
+        """The `genai_prices` module (imported on first need, once), or None without the extra."""
+        if not self._looked:
+            self._looked = True
+            try:
+                import genai_prices  # the `prices` extra, loaded only when a cost is read
+            except ImportError:
+                pass
+            else:
+                self._table = genai_prices
+        return self._table
+
+
+DEFAULT = PriceBook()
+"""The book of costs read without a session's prices: genai-prices' table alone."""
+
+
+def _table_price(table: Any, model: str) -> Price | None:
+    try:
+        found = table.calc_price(table.Usage(input_tokens=0, output_tokens=0), model_ref=model)
+    except LookupError:
+        return None
+    rates = found.model_price
+    source = f"genai-prices {table.__version__} ({found.provider.name} {found.model.id})"
+    return Price(_flat(rates.input_mtok), _flat(rates.output_mtok), source, rates)
+
+
+def _flat(rate: Any) -> float:
+    """A rate as one number (a tiered rate's first tier)."""
+    if rate is None:
+        return 0.0
+    base = getattr(rate, "base", rate)
+    return float(base)
