@@ -11,8 +11,8 @@ from .._base.messages import Usage
 from .costs import Cost, priced, spend, subtree
 
 if TYPE_CHECKING:
-    from .._endpoints.openai import Exchange
     from .._base.prices import PriceBook
+    from .._endpoints.openai import Exchange
     from ..events import Event
 
 
