@@ -7,7 +7,7 @@ import itertools
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from .._base.errors import ConfigurationError
 from .._base.messages import Message, ToolCall
@@ -91,3 +91,12 @@ class PendingAction:
         if self.action == "model":
             return f"model request from {self.path} ({len(self.messages or [])} messages)"
         return f"{self.action} call {self.name}({json.dumps(self.arguments, ensure_ascii=False)}) from {self.path}"
+
+
+class StoredPause(NamedTuple):
+    """A decision a stored (reopened or forked) session was waiting for at its last event."""
+
+    path: str
+    action: str
+    name: str | None
+    arguments: dict[str, Any] | None

@@ -3,16 +3,19 @@ what its kind keeps (`dump_state` / `load_state`)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple
+import sys
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 import pydantic_core
 
 from .._base.errors import StoreError
 from .._base.messages import Usage
 from .._base.outcome import Outcome
+from ..kinds import registry
 
 if TYPE_CHECKING:
     from .._store.protocol import SessionRows
+    from ..kinds import ChildKind
     from .node import Node
 
 
@@ -144,19 +147,62 @@ def stored_parts(rows: SessionRows) -> dict[tuple[str, str], Any]:
     return parts
 
 
-def kind_state(node: Node) -> str | None:
-    """The JSON of what the node's kind keeps besides the messages, tagged with the kind's name
-    (`{"kind": name, "state": dump_state(node)}`); None if it keeps nothing."""
+def kind_state(node: Node) -> str:
+    """The JSON of the node's kind as it runs: its name, its class (`module:qualname`), the
+    arguments it was built with (`given`, None when they are not JSON-able) and what it keeps
+    besides the messages (`state`: `dump_state(node)`, None when nothing)."""
     kind = node.kind
     state = kind.dump_state(node)
-    return dump_json({"kind": kind.name, "state": state}) if state is not None else None
+    return dump_json({"kind": kind.name, **kind_spec(kind), "state": state})
+
+
+def kind_spec(kind: ChildKind) -> dict[str, Any]:
+    """What names a kind object's configuration: its class and the arguments it was built with."""
+    cls = type(kind)
+    given = getattr(kind, "_given", None)
+    try:
+        stored = pydantic_core.to_jsonable_python(given) if given is not None else None
+    except pydantic_core.PydanticSerializationError:
+        stored = None
+    return {"class": f"{cls.__module__}:{cls.__qualname__}", "given": stored}
+
+
+def kind_as_ran(now: ChildKind, name: str, stored: dict[str, Any] | None) -> ChildKind:
+    """The kind a node ran as, from its `kind` row (`stored`) and its state row's kind `name`:
+    `now` (the kind its agent has now) when it is the same configuration, else one rebuilt from
+    its class (only a class already imported) and arguments, else the registered kind of that
+    name; `now` when none can be had."""
+    if stored is not None and "class" in stored:
+        if kind_spec(now) == {"class": stored["class"], "given": stored["given"]}:
+            return now
+        rebuilt = _rebuilt(stored["class"], stored["given"])
+        if rebuilt is not None:
+            return rebuilt
+    if getattr(now, "name", None) == name:
+        return now
+    factory = registry().get(name)
+    return factory() if factory is not None else now
+
+
+def _rebuilt(class_path: str, given: Any) -> ChildKind | None:
+    module_name, _, qualname = class_path.partition(":")
+    found: Any = sys.modules.get(module_name)  # never an import a store names
+    for part in qualname.split("."):
+        found = getattr(found, part, None)
+    if not isinstance(found, type) or given is None:
+        return None
+    args, kwargs = given
+    try:
+        return cast("ChildKind", found(*args, **kwargs))
+    except Exception:  # a constructor that refuses what it was given once: not rebuilt
+        return None
 
 
 def load_kind_state(node: Node, stored: dict[str, Any]) -> None:
     """Give the node's kind what `kind_state` stored; a kind that changed since keeps only the
     history."""
     kind = node.kind
-    if kind.name != stored["kind"]:
+    if kind.name != stored["kind"] or stored["state"] is None:
         return
     try:
         kind.load_state(node, stored["state"])

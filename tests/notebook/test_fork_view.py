@@ -25,7 +25,7 @@ def paused_bank() -> tuple[sn.Session, sn.Run]:
     return session, run
 
 
-def test_fork_here_at_a_pause_shows_an_incomplete_fork_that_resume_continues() -> None:
+def test_fork_here_at_a_pause_shows_a_cut_fork_that_resume_continues() -> None:
     session, run = paused_bank()
     widget = view(session)
     paused = next(e for e in session.events if e.type == "paused")
@@ -39,11 +39,12 @@ def test_fork_here_at_a_pause_shows_an_incomplete_fork_that_resume_continues() -
     wait_until(lambda: "shown below" in notice(widget), what="the fork's notice")
     assert "this view's .forks[0]" in notice(widget)
 
-    # the fork's own view: cut at the pause, so incomplete, with no decision to take there
+    # the fork's own view: its run cut at the pause, its node waiting there for resume()
     assert run_status(fork_view) == "incomplete"
     assert fork_view.header["pending"] == []
     assert fork_view.header["resumable"] is True
-    assert fork_view.tree["status"] == "incomplete"
+    assert fork_view.tree["status"] == "paused"
+    assert forked.pending == [("bank", "tool", "transfer", {"amount": 1000, "to": "Mallory 🦹"})]
     assert "forked from session" in fork_view.header["run"]["text"]
     assert run_status(widget) == "paused" and widget.header["resumable"] is False
 
