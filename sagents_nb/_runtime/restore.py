@@ -42,10 +42,10 @@ from ..events import (
 from .eventlog import EventLog
 from .journal import Journal
 from .node import Node
+from .pausing import StoredPause
 from .result import Result
 from .run import Run
 from .snapshot import NodeSnapshot, kind_as_ran, load_kind_state, stored_parts
-from .pausing import StoredPause
 from .tasks import TaskEntry
 
 if TYPE_CHECKING:
@@ -276,7 +276,9 @@ class _Stored:
         if self.finished:
             return []
         pauses = (json.loads(row.body) | {"path": row.path} for row in self.pauses.values())
-        return [StoredPause(p["path"], p["action"], p.get("name"), p.get("arguments")) for p in pauses]
+        return [
+            StoredPause(p["path"], p["action"], p.get("name"), p.get("arguments")) for p in pauses
+        ]
 
     def queue(self, path: str) -> list[dict[str, Any]]:
         """The inputs that were waiting behind the run in flight (the root's `queue` row)."""
