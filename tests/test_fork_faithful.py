@@ -1,0 +1,127 @@
+"""A fork looks like the state it was cut from: at random cuts of a depth-3 run with a kind swap
+and a preprocessor swap in it, the fork's tree, each node's kind (class and arguments), the
+preprocessor and endpoint and the pending pauses are the origin's as of the cut."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import sagents_nb as sn
+from sagents_nb.kinds import Main, Realtime, Resident, Worker
+
+from .test_store_fork import Shouting
+
+pytestmark = pytest.mark.timeout(120)
+
+CUTS = 20
+
+KINDS: dict[str, tuple[Any, Any]] = {
+    # the lead's kind before and after the swap made between the two messages
+    "worker": (Worker(max_turns=7), Resident(window_tokens=3000)),
+    "resident": (Resident(window_tokens=4000, keep_recent=2), Worker()),
+    "realtime": (Realtime(window=3), Worker(max_turns=9)),
+    "main": (Main(top_k=8, recent=4), Realtime(window=2)),
+}
+
+
+def model(req: sn.ChatRequest) -> sn.Reply | str:
+    """Each node delegates once to its member, then answers with what came back."""
+    if "task" in req.tools and not req.tool_results:
+        member = {"chef": "lead", "lead": "aide"}[req.agent or ""]
+        return sn.reply(
+            tool_calls=[sn.call("task", agent=member, prompt=f"cherche « {req.last_user} » 猫")]
+        )
+    if req.agent == "aide" and not req.tool_results:
+        return sn.reply(tool_calls=[sn.call("note", text="trouvé 🐈")])
+    return f"{req.agent}: {req.tool_results[-1] if req.tool_results else 'rien'}"
+
+
+@sn.tool
+def note(text: str) -> str:
+    """Keep a note.
+
+    Args:
+        text: the note.
+    """
+    return f"noté : {text}"
+
+
+def kind_of(kind: Any) -> tuple[type, Any]:
+    return type(kind), kind._given
+
+
+def state_of(session: sn.Session) -> dict[str, Any]:
+    """What a fork at this point must show: tree, kinds, parts in force, pending pauses."""
+    nodes = list(session.root.walk())
+    return {
+        "tree": [(n.path, n.parent.path if n.parent else None) for n in nodes],
+        "kinds": {n.path: kind_of(n.kind) for n in nodes},
+        "preprocessor": session.preprocessor,
+        "llm": session.llm,
+        "pending": session.pending,
+        "paused": sorted(n.path for n in nodes if n.status == "paused"),
+    }
+
+
+def recorded_run(tmp_path: Path, before: Any, after: Any) -> tuple[sn.Session, dict[int, Any]]:
+    aide = sn.Agent("aide", does="helps", tools=[note], kind=before)
+    lead = sn.Agent("lead", does="leads the search", team=[aide], kind=before)
+    chef = sn.Agent("chef", team=[lead])
+    session = sn.Session(chef, llm=sn.mock_llm(model), store=tmp_path / "runs.db")
+    states: dict[int, Any] = {}
+    # on the loop, as each event is emitted: the origin's state as of that event
+    session.bus.subscribe(lambda event: states.__setitem__(event.seq, state_of(session)))
+    run = session.send("un", pause_on={"tool"})
+    while run.wait(timeout=20) == "paused":
+        run.approve()
+    lead.kind = aide.kind = after  # a kind swap, and a preprocessor swap, between the messages
+    session.preprocessor = Shouting()
+    session.llm = sn.mock_llm(model)
+    run = session.send("deux — 二", pause_on={"model"})
+    while run.wait(timeout=20) == "paused":
+        run.approve()
+    assert run.status == "done"
+    session.flush()
+    return session, states
+
+
+def pause_openings(events: list[sn.Event]) -> set[int]:
+    """The status changes that open a pause (the node's `paused`, its parents' `waiting`): they
+    come just before the `paused` event that records it, so a cut among them is before it."""
+    opening: set[int] = set()
+    for index, event in enumerate(events):
+        if event.type == "paused":
+            back = index - 1
+            while back >= 0 and events[back].type == "status_changed":
+                opening.add(events[back].seq)
+                back -= 1
+    return opening
+
+
+@pytest.mark.parametrize("name", sorted(KINDS))
+def test_a_fork_at_random_cuts_equals_the_origin_as_of_the_cut(tmp_path: Path, name: str) -> None:
+    before, after = KINDS[name]
+    session, states = recorded_run(tmp_path, before, after)
+    assert any(e.type == "kind_swapped" for e in session.events)
+    assert any(e.type == "preprocessor_swapped" for e in session.events)
+    opening = pause_openings(list(session.events))
+    cuts = random.Random(name).sample(sorted(states.keys() - opening), CUTS)
+    # the pauses (and the swaps) are the cuts the debugger is used at: always among them
+    cuts += [e.seq for e in session.events if e.type in ("paused", "preprocessor_swapped")]
+    for seq in sorted(set(cuts)):
+        fork = session.fork(at=seq)
+        want, got = states[seq], state_of(fork)
+        assert got["preprocessor"] is want["preprocessor"], seq
+        assert got["llm"] is want["llm"], seq
+        assert got["pending"] == want["pending"], seq
+        # a node reads paused where a decision waits (not in the instant after one was taken)
+        assert got["paused"] == sorted({p.path for p in want["pending"]}), seq
+        # a node spawned after the cut's last committed step is not in it yet
+        assert got["tree"] == want["tree"][: len(got["tree"])], seq
+        assert got["kinds"] == {p: want["kinds"][p] for p in got["kinds"]}, seq
+        reopened = sn.Session.open(session.store, fork.id, agent=session.agent)
+        assert state_of(reopened)["kinds"] == got["kinds"], seq  # and so does a reopen
