@@ -125,3 +125,53 @@ def test_a_fork_at_random_cuts_equals_the_origin_as_of_the_cut(tmp_path: Path, n
         assert got["kinds"] == {p: want["kinds"][p] for p in got["kinds"]}, seq
         reopened = sn.Session.open(session.store, fork.id, agent=session.agent)
         assert state_of(reopened)["kinds"] == got["kinds"], seq  # and so does a reopen
+
+
+def what_if_model(req: sn.ChatRequest) -> sn.Reply | str:
+    """The chef asks the lead twice, one after the other; each lead asks its aide, which notes."""
+    done = len(req.tool_results)
+    if req.agent == "chef":
+        if done < 2:
+            topic = ["alpha", "bêta — ベータ"][done]
+            return sn.reply(tool_calls=[sn.call("task", agent="lead", prompt=topic)])
+        return "chef: " + " | ".join(req.tool_results)
+    if req.agent == "lead":
+        if not done:
+            return sn.reply(tool_calls=[sn.call("task", agent="aide", prompt=req.last_user)])
+        return f"lead: {req.tool_results[-1]}"
+    if not done:
+        return sn.reply(tool_calls=[sn.call("note", text=req.last_user)])
+    return f"aide: {req.tool_results[-1]}"
+
+
+def test_a_fork_at_a_grandchilds_model_call_reruns_only_that_subtree(tmp_path: Path) -> None:
+    aide = sn.Agent("aide", does="helps", tools=[note])
+    lead = sn.Agent("lead", does="leads the search", team=[aide])
+    chef = sn.Agent("chef", team=[lead])
+    session = sn.Session(chef, llm=sn.mock_llm(what_if_model), store=tmp_path / "runs.db")
+    origin = session.send("go").result(timeout=20)
+    assert origin.text.count("noté") == 2
+    grandchild = "chef/lead.2/aide.1"
+    cut = [e for e in session.events if e.type == "model_request" and e.path == grandchild][-1]
+    aide.kind = sn.kinds.Resident()  # changed since it ran: the fork still shows it as it ran
+
+    fork = session.fork(at=cut.seq)
+    assert fork.node(grandchild).kind.name == "worker"  # type: ignore[union-attr]
+    calls: dict[str | None, int] = {}
+
+    def counting(req: sn.ChatRequest) -> sn.Reply | str:
+        calls[req.node] = calls.get(req.node, 0) + 1
+        return what_if_model(req)
+
+    fork.llm = sn.mock_llm(counting)
+    run = fork.resume(pause_on={"model"})
+    assert run.wait(timeout=20) == "paused"
+    assert [(p.path, p.action) for p in fork.pending] == [(grandchild, "model")]
+    assert run.paused_at is not None and run.paused_at.path == grandchild
+    run.edit(reply="édité 🎯")
+    while run.wait(timeout=20) == "paused":
+        run.approve()
+    assert run.result().text == "chef: lead: aide: noté : alpha | lead: édité 🎯"
+    # only the grandchild's subtree upwards from that turn ran again: its parent's answer and
+    # the chef's last turn; the edited call itself went to no model
+    assert calls == {"chef/lead.2": 1, "chef": 1}
