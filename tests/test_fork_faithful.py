@@ -175,3 +175,23 @@ def test_a_fork_at_a_grandchilds_model_call_reruns_only_that_subtree(tmp_path: P
     # only the grandchild's subtree upwards from that turn ran again: its parent's answer and
     # the chef's last turn; the edited call itself went to no model
     assert calls == {"chef/lead.2": 1, "chef": 1}
+
+
+def test_a_reopened_tree_shows_the_kind_each_node_ran_as_and_swaps_with_an_event(
+    tmp_path: Path,
+) -> None:
+    aide = sn.Agent("aide", does="helps", tools=[note])
+    lead = sn.Agent("lead", does="leads the search", team=[aide], kind=Worker(max_turns=6))
+    chef = sn.Agent("chef", team=[lead])
+    session = sn.Session(chef, llm=sn.mock_llm(what_if_model), store=tmp_path / "runs.db")
+    session.send("go").result(timeout=20)
+    lead.kind = Resident(window_tokens=2000)
+    reopened = sn.Session.open(
+        tmp_path / "runs.db", session.id, agent=chef, llm=sn.mock_llm(what_if_model)
+    )
+    kinds = {child.id: child.kind for child in reopened.tree.children}
+    assert kinds == {"chef/lead.1": "worker", "chef/lead.2": "worker"}
+    assert reopened.node("chef/lead.1").kind._given == ((), {"max_turns": 6})  # type: ignore[union-attr]
+    reopened.send("encore — もう一度").result(timeout=20)
+    swapped = [e for e in reopened.events if e.type == "kind_swapped"]
+    assert [(e.agent, e.old, e.new) for e in swapped] == [("lead", "worker", "resident")]
