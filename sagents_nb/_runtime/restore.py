@@ -217,6 +217,10 @@ def restore(
     session.runs = runs
     session.stored_queue = stored.queue(root.path)
     session.stored_pending = pending
+    info = rows.info
+    session.stored_from = {info.id: len(rows.events)}
+    if info.parent is not None and info.fork_seq is not None:
+        session.stored_from[info.parent] = info.fork_seq  # seqs run 1..n: as many events
     session.journal = Journal(
         session, store, rows=rows, durability=session.durability, node_states=stored.parts
     )

@@ -199,6 +199,9 @@ class Session:
         self.stored_pending: list[StoredPause] = []
         """The decisions a reopened or forked session's last run was waiting for (its stored
         pauses no decision answered); `resume()` asks them again."""
+        self.stored_from: dict[str, int] = {}
+        """A reopened or forked session's stored events, as how many first events are each
+        session's (its own; its origin's, for a fork), whatever those sessions did since."""
         self.swaps: list[tuple[int, str, Any, Any]] = []
         """(seq, "preprocessor" or "llm", old, new) of each swap of the session's own parts, so
         that a fork takes the ones in force at its event."""
