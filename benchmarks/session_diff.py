@@ -19,19 +19,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from store_scale import step  # the long job's tool (a script's folder is on sys.path)
+
 import sagents_nb as sn
 
 TARGET_S = 1.0
-
-
-@sn.tool
-def step(i: int) -> str:
-    """One step of a long job.
-
-    Args:
-        i: the step's number.
-    """
-    return f"étape {i} — 第{i}步"
 
 
 def long_session(folder: Path, turns: int) -> tuple[sn.Session, sn.Agent]:

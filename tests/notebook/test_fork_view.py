@@ -108,8 +108,7 @@ def test_compare_with_origin_shows_the_diff_of_a_fork_below_its_title() -> None:
     widget = view(session)
     paused = next(e for e in session.events if e.type == "paused")
     click(widget, action="fork", seq=paused.seq)
-    [forked] = widget.forks
-    resumed = forked.resume()
+    resumed = widget.forks[0].resume()
     assert resumed.wait(timeout=10) == "paused"
     resumed.edit(amount=10, to="Alice <b>アリス</b>")
     assert resumed.result(timeout=10).status == "done"
