@@ -49,6 +49,7 @@ from .snapshot import NodeSnapshot, kind_as_ran, load_kind_state, stored_parts
 from .tasks import TaskEntry
 
 if TYPE_CHECKING:
+    from ..kinds import ChildKind
     from .agent import Agent
     from .session import Session
 
@@ -165,6 +166,7 @@ def _branch(session: Session, branch_id: str, seq: int) -> Session:
     )
     forked.default_worker = session.default_worker
     forked.swaps = [swap for swap in session.swaps if swap[0] <= seq]
+    forked.kinds_ran = dict(session.kinds_ran)
     for name, preprocessor in session.preprocessors.items():  # the selector offers them all
         forked._preprocessors.setdefault(name, preprocessor)
     if session.agent.kind is None:
@@ -284,6 +286,12 @@ class _Stored:
             StoredPause(p["path"], p["action"], p.get("name"), p.get("arguments")) for p in pauses
         ]
 
+    def kind_as_ran(self, node: Node, now: ChildKind, name: str) -> ChildKind:
+        """The kind `node` ran as at the last row (`snapshot.kind_as_ran`)."""
+        stored = self.kind_states.get(node.path)
+        ran = node.session.kinds_ran.get((node.path, stored.get("class"))) if stored else None
+        return kind_as_ran(now, name, stored, ran)
+
     def queue(self, path: str) -> list[dict[str, Any]]:
         """The inputs that were waiting behind the run in flight (the root's `queue` row)."""
         return list(self.parts.get((path, "queue"), {}).get("inputs", []))
@@ -345,15 +353,15 @@ class _Stored:
         state.apply(node)
         kind_state = self.kind_states.get(node.path)
         # the kind it ran as: the agent's kind now, if it has changed since, swaps at its next turn
-        node.kind = kind_as_ran(node.kind, state.kind, kind_state)
+        node.kind = self.kind_as_ran(node, node.kind, state.kind)
         if kind_state is not None:
             load_kind_state(node, kind_state)
         session = node.session
         for path in self.children.get(node.path, ()):
             agent = _team_member(node.agent, self.states[path].agent)
             kind = agent.kind if agent.kind is not None else session.default_worker
-            kind = kind_as_ran(kind, self.states[path].kind, self.kind_states.get(path))
             child = Node(session, agent, kind, path=path, parent=node)
+            child.kind = kind = self.kind_as_ran(child, kind, self.states[path].kind)
             node.order.append(child)
             node.kinds_seen[agent.name] = kind
             self.restore_node(child)

@@ -202,6 +202,9 @@ class Session:
         self.stored_from: dict[str, int] = {}
         """A reopened or forked session's stored events, as how many first events are each
         session's (its own; its origin's, for a fork), whatever those sessions did since."""
+        self.kinds_ran: dict[tuple[str, str], Any] = {}
+        """(node path, kind class) -> the kind object that node last ran with of that class
+        (what a fork in this process gives a node whose kind's arguments are not JSON)."""
         self.swaps: list[tuple[int, str, Any, Any]] = []
         """(seq, "preprocessor" or "llm", old, new) of each swap of the session's own parts, so
         that a fork takes the ones in force at its event."""
