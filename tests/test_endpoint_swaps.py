@@ -8,6 +8,7 @@ import pytest
 import sagents_nb as sn
 from sagents_nb.notebook import view
 
+from .notebook.conftest import wait_until
 from .notebook.test_view import click
 
 pytestmark = pytest.mark.timeout(30)
@@ -50,6 +51,7 @@ def test_an_endpoint_set_on_a_childs_agent_mid_run_is_recorded_and_on_the_wire()
 
     widget = view(session)
     click(widget, action="focus", node="chef/aide.1", tab="wire")
+    wait_until(lambda: widget.current_pane().get("tab") == "wire", what="the wire pane")
     pane = widget.current_pane()
     assert len(pane["exchanges"]) == 2  # one from each endpoint, both the aide's
     assert "新しい" in pane["exchanges"][-1]["response"]
