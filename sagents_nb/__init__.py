@@ -23,6 +23,7 @@ if _typing.TYPE_CHECKING:
     from . import events, harness, kinds
     from ._base.messages import Message, ToolCall, Usage
     from ._compare.comparison import Comparison
+    from ._compare.session_diff import SessionDiff, diff
     from ._compare.sweep import compare, sweep
     from ._endpoints.cassette import record, replay
     from ._endpoints.mock import ChatRequest, call, mock_llm, reply, script
@@ -65,6 +66,7 @@ __all__ = [
     "SQLiteStore",
     "SagentsError",
     "Session",
+    "SessionDiff",
     "Store",
     "StoreError",
     "StoredSession",
@@ -79,6 +81,7 @@ __all__ = [
     "Usage",
     "call",
     "compare",
+    "diff",
     "events",
     "harness",
     "kinds",
@@ -126,6 +129,8 @@ _LAZY = {
     "Usage": "._base.messages",
     "call": "._endpoints.mock",
     "compare": "._compare.sweep",
+    "diff": "._compare.session_diff",
+    "SessionDiff": "._compare.session_diff",
     "mock_llm": "._endpoints.mock",
     "record": "._endpoints.cassette",
     "replay": "._endpoints.cassette",

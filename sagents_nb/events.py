@@ -341,7 +341,8 @@ class PreprocessorSwapped(Event):
 
 
 class LLMSwapped(Event):
-    """The session's endpoint changed."""
+    """An endpoint changed: the session's (at the root's path), or the one a node's agent uses
+    (`agent.model = ...` mid-run: at that node's path, at its next request)."""
 
     type: Literal["llm_swapped"] = "llm_swapped"
     ends_step = True

@@ -140,14 +140,15 @@ def test_a_custom_kind_runs_compacts_is_stored_reopened_and_shown(tmp_path: Path
     assert isinstance(again_kind, Ledger) and again_kind is not kind
     assert again_kind.book(restored) == LedgerBook(["alpha", "bravo", "charlie"], 1)
     assert [m.model_dump() for m in restored.history] == [m.model_dump() for m in scribe.history]
-    # stored as the kind dumped it, tagged with its name
+    # stored as the kind dumped it, tagged with its name, class and constructor arguments
     with sqlite3.connect(db) as con:
         (stored,) = con.execute(
             "SELECT body FROM nodes WHERE path = 'lead/scribe.1' AND part = 'kind' "
             "ORDER BY seq DESC LIMIT 1"
         ).fetchone()
     assert stored == (
-        '{"kind":"ledger","state":{"inputs":["alpha","bravo","charlie"],"compactions":1}}'
+        '{"kind":"ledger","class":"tests.test_custom_kind:Ledger","given":[[],{}],'
+        '"state":{"inputs":["alpha","bravo","charlie"],"compactions":1}}'
     )
 
     assert again.send("delta").result().text == "lead: noted delta"
@@ -319,7 +320,9 @@ class Unloadable(Counting):
         raise ValueError("this version reads another shape")
 
 
-def test_a_kind_that_cannot_load_its_state_says_so_on_open(tmp_path: Path) -> None:
+def test_a_kind_that_cannot_load_its_state_says_so_on_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     db = tmp_path / "runs.db"
     session = sn.Session(
         sn.Agent("counter", tools=[look], kind=Counting()),
@@ -327,9 +330,12 @@ def test_a_kind_that_cannot_load_its_state_says_so_on_open(tmp_path: Path) -> No
         store=db,
     )
     session.send("go").result()
-    broken = sn.Agent("counter", tools=[look], kind=Unloadable())
+    # the same kind class, its code changed since: it cannot read what it stored
+    monkeypatch.setattr(Counting, "load_state", Unloadable.load_state)
+    broken = sn.Agent("counter", tools=[look], kind=Counting())
     with pytest.raises(sn.StoreError, match=r"'counting' kind of counter could not load its st"):
         sn.Session.open(db, session.id, agent=broken)
+    monkeypatch.undo()
     fixed = sn.Session.open(db, session.id, agent=sn.Agent("counter", kind=Counting()))
     assert fixed.root.kind_state["counting"] == 3
 

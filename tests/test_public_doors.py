@@ -149,6 +149,7 @@ ROWS = [
     Row("sn.record", "match_on", "int", lambda d: sn.record(sn.script(), "p.jsonl", match_on=5)),
     Row("sn.replay", "path", "int", lambda d: sn.replay(5)),
     Row("sn.compare", "agent", "int", lambda d: sn.compare(5, "x")),
+    Row("sn.diff", "b", "str", lambda d: sn.diff(sn.Session(d.agent, llm=sn.script()), "x")),
     Row("sn.sweep", "agent", "int", lambda d: sn.sweep(5, "x")),
     Row("sn.sweep", "id", "list", lambda d: sn.sweep(d.agent, [{"prompt": "x", "id": [1]}], llm=sn.script())),
     Row("sn.SQLiteStore", "path", "int", lambda d: sn.SQLiteStore(5)),
@@ -252,6 +253,7 @@ NOT_DOORS = {
         [
             "sn.ChatRequest",
             "sn.Comparison",
+            "sn.SessionDiff",
             "sn.PendingAction",
             "sn.PreprocessContext",
             "sn.Result",

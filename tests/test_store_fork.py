@@ -1,5 +1,5 @@
-"""Forking a durable session at an event: the branch gets the state as of that event and today's
-settings; the original stays as it was."""
+"""Forking a durable session at an event: the branch gets the state as of that event, the
+preprocessor and endpoint in force then included; the original stays as it was."""
 
 from __future__ import annotations
 
@@ -43,17 +43,21 @@ def test_fork_branches_while_the_original_stays_intact(tmp_path: Path) -> None:
     session.send("again").result()
     before = snapshot(session)
 
-    session.preprocessor = Shouting()  # today's settings go to the fork
+    origin_llm = session.llm
+    session.preprocessor = Shouting()  # swapped after the cut: the fork takes those in force then
     branch_llm = sn.mock_llm(lambda req: f"branch heard {req.last_user}")
     session.llm = branch_llm
     fork = session.fork(at=first_end.seq)
     assert fork.id != session.id
-    assert fork.preprocessor is session.preprocessor and fork.llm is branch_llm
+    assert fork.preprocessor is None and fork.llm is origin_llm
+    later = session.fork()
+    assert later.preprocessor is session.preprocessor and later.llm is branch_llm
     assert [e.seq for e in fork.events] == list(range(1, first_end.seq + 1))
     assert [r.status for r in fork.runs] == ["done"]
     assert fork.display_messages[0].content == "go"
     assert fork.display_messages[-1].content == session.runs[0].result().text
 
+    fork.preprocessor, fork.llm = session.preprocessor, branch_llm
     result = fork.send("what now?").result()
     assert result.text == "branch heard WHAT NOW?" and result.run == 2
     assert fork.display_messages[-2].content == "what now?"
@@ -78,9 +82,8 @@ def test_a_fork_taken_mid_run_resumes_on_the_branch(tmp_path: Path) -> None:
     second_request = [e for e in session.events if e.type == "model_request" and e.path == "boss"][
         1
     ]
-    llm = sn.mock_llm(boss_handler)
-    session.llm = llm
     fork = session.fork(at=second_request.seq)
+    llm = fork.llm = sn.mock_llm(boss_handler)
     assert [r.status for r in fork.runs] == ["incomplete"]
     assert [m.role for m in fork.llm_messages] == ["user", "assistant", "tool"]
 
@@ -130,9 +133,8 @@ def test_a_resident_cut_mid_task_continues_its_own_storage(tmp_path: Path) -> No
     session.send("first").result()
     expected = session.send("second").result().text
     cut = [e for e in session.events if e.type == "model_request" and e.path == "chief/memo.1"][-1]
-    llm = sn.mock_llm(handler)
-    session.llm = llm
     fork = session.fork(at=cut.seq)
+    llm = fork.llm = sn.mock_llm(handler)
     resident = fork.node("chief/memo.1")
     assert resident is not None and fork.root.persistent["memo"] is resident
     assert [m.content for m in resident.history if m.role == "user"] == ["first", "second"]
@@ -218,24 +220,27 @@ def bank_model(req: sn.ChatRequest) -> sn.Reply | str:
     return f"Résultat : {req.tool_results[-1]}"
 
 
-def test_a_fork_taken_at_a_pause_is_incomplete_until_resumed(tmp_path: Path) -> None:
+def test_a_fork_taken_at_a_pause_waits_at_that_pause_until_resumed(tmp_path: Path) -> None:
     bank = sn.Agent("bank", tools=[transfer])
     session = sn.Session(bank, llm=sn.mock_llm(bank_model), store=tmp_path / "runs.db")
     run = session.send("payer — 支払い", pause_on={"tool"})
     assert run.wait(timeout=10) == "paused"
     fork = session.fork(at=session.events[-1].seq)
-    # nothing runs in the fork: its run and the node it cut say so, as does a reopen
+    # nothing runs in the fork: its run is cut, its node waits at the pause, as in a reopen
+    waiting = [("bank", "tool", "transfer", {"amount": 1000, "to": "Mallory 🦹"})]
     assert [r.status for r in fork.runs] == ["incomplete"]
     assert fork.runs[0].result().text.startswith(f"forked from session {session.id} at event")
-    assert fork.tree.status == "incomplete" and fork.bus.statuses == {"bank": "incomplete"}
+    assert fork.tree.status == "paused" and fork.bus.statuses == {"bank": "paused"}
+    assert fork.pending == waiting == session.pending
     again = sn.Session.open(tmp_path / "runs.db", fork.id, agent=bank, llm=sn.mock_llm(bank_model))
-    assert again.tree.status == "incomplete" and "forked from" in again.runs[0].result().text
+    assert again.tree.status == "paused" and "forked from" in again.runs[0].result().text
+    assert again.pending == waiting
     assert run.status == "paused" and session.tree.status == "paused"  # the original waits on
 
     resumed = fork.resume()
     assert resumed.wait(timeout=10) == "paused"  # where it paused: the decision is asked again
     assert resumed.paused_at is not None and resumed.paused_at.name == "transfer"
-    assert fork.tree.status == "paused"
+    assert fork.tree.status == "paused" and fork.pending == waiting
     resumed.edit(amount=10, to="Alice")
     assert resumed.result(timeout=10).text == "Résultat : envoyé 10 à Alice"
     assert fork.tree.status == "done"

@@ -50,10 +50,10 @@ def test_a_session_in_a_memory_store_forks() -> None:
     store = MemoryStore()
     session = ran(store, "go", "encore une fois")
     first_end = next(e for e in session.events if e.type == "run_finished")
-    session.llm = sn.mock_llm(lambda req: f"branch heard {req.last_user}")
     before = snapshot(session)
     fork = session.fork(at=first_end.seq)
     assert [e.seq for e in fork.events] == list(range(1, first_end.seq + 1))
+    fork.llm = sn.mock_llm(lambda req: f"branch heard {req.last_user}")
     assert fork.send("ここから分岐").result().text == "branch heard ここから分岐"
     fork.flush()
     assert snapshot(session) == before

@@ -79,6 +79,8 @@ class Node:
         """The size views are cut to after a context overflow the kind had no means for."""
         self.tool_map: dict[str, Any] = {}
         self.last_outcome: Outcome | None = None
+        self.endpoint: tuple[Any, Any] | None = None
+        """(the endpoint of its last request, the session's endpoint then)."""
         self.paused_below: dict[str, str] = {}
         """Descendants waiting at a pause (path -> what they wait before): this node waits too."""
 

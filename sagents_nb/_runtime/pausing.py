@@ -7,7 +7,7 @@ import itertools
 import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from .._base.checks import check_str
 from .._base.errors import ConfigurationError
@@ -204,3 +204,12 @@ def _messages(value: Any) -> list[Message]:
         f'{{"role": "user", "content": "..."}}): {problem}; nothing was changed and the run '
         "is still paused"
     )
+
+
+class StoredPause(NamedTuple):
+    """A decision a stored (reopened or forked) session was waiting for at its last event."""
+
+    path: str
+    action: str
+    name: str | None
+    arguments: dict[str, Any] | None

@@ -31,6 +31,8 @@ from ..events import (
     Fold,
     ModelRequest,
     ModelResponse,
+    Paused,
+    Resumed,
     RunFinished,
     RunStarted,
     StatusChanged,
@@ -40,12 +42,14 @@ from ..events import (
 from .eventlog import EventLog
 from .journal import Journal
 from .node import Node
+from .pausing import StoredPause
 from .result import Result
 from .run import Run
-from .snapshot import NodeSnapshot, load_kind_state, stored_parts
+from .snapshot import NodeSnapshot, kind_as_ran, load_kind_state, stored_parts
 from .tasks import TaskEntry
 
 if TYPE_CHECKING:
+    from ..kinds import ChildKind
     from .agent import Agent
     from .session import Session
 
@@ -129,23 +133,24 @@ def _fork(session: Session, journal: Journal, at: int | None) -> Session:
     store = journal.store
     if not isinstance(store, ForkingStore):
         store.create(cut)
-        return restore(_branch(session, cut.info.id), store, cut, journal.stored_messages())
+        return restore(_branch(session, cut.info.id, seq), store, cut, journal.stored_messages())
     # the store copies the rows (in SQL, for a file) on another thread while they are rebuilt here
     with ThreadPoolExecutor(1, thread_name_prefix="sagents_nb-fork") as pool:
         copied = pool.submit(store.fork, session.id, seq, cut.info)
         held = journal.stored_messages()
-        forked = restore(_branch(session, cut.info.id), store, cut, held)
+        forked = restore(_branch(session, cut.info.id, seq), store, cut, held)
         copied.result()
     return forked
 
 
-def _branch(session: Session, branch_id: str) -> Session:
-    """A new session object like `session` (its settings and state) under `branch_id`."""
+def _branch(session: Session, branch_id: str, seq: int) -> Session:
+    """A new session object like `session` (its settings and state) under `branch_id`, with
+    the preprocessor and endpoint in force at event `seq`."""
     forked = type(session)(
         session.agent,
-        llm=session.llm,
+        llm=session.in_force("llm", seq),
         scope=session.scope,
-        preprocessor=session.preprocessor,
+        preprocessor=session.in_force("preprocessor", seq),
         hooks=session.hooks,
         max_depth=session.max_depth,
         max_parallel=session.max_parallel,
@@ -160,6 +165,10 @@ def _branch(session: Session, branch_id: str) -> Session:
         durability=session.durability,
     )
     forked.default_worker = session.default_worker
+    forked.swaps = [swap for swap in session.swaps if swap[0] <= seq]
+    forked.kinds_ran = dict(session.kinds_ran)
+    for name, preprocessor in session.preprocessors.items():  # the selector offers them all
+        forked._preprocessors.setdefault(name, preprocessor)
     if session.agent.kind is None:
         forked.default_main = forked.root.kind = session.default_main
     return forked
@@ -194,8 +203,9 @@ def restore(
         events = stored.events()
         statuses = stored.statuses()
         runs = _restore_runs(session, rows, events)
+        pending = stored.pending_pauses()
         if runs and runs[-1].status == "incomplete" and not stored.finished:
-            statuses.update(_settle_cut_nodes(root))
+            statuses.update(_settle_cut_nodes(root, {p.path for p in pending}))
     except (ValueError, KeyError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
         raise StoreError(
             f"session {rows.info.id!r} could not be read back ({type(exc).__name__}: {exc}); "
@@ -208,6 +218,11 @@ def restore(
     bus.run = max((row.run for row in rows.events), default=0)
     session.runs = runs
     session.stored_queue = stored.queue(root.path)
+    session.stored_pending = pending
+    info = rows.info
+    session.stored_from = {info.id: len(rows.events)}
+    if info.parent is not None and info.fork_seq is not None:
+        session.stored_from[info.parent] = info.fork_seq  # seqs run 1..n: as many events
     session.journal = Journal(
         session, store, rows=rows, durability=session.durability, node_states=stored.parts
     )
@@ -259,6 +274,8 @@ class _Stored:
         """Each node's newest `status_changed` row, the newest last."""
         self.finished = True
         """Whether the last run ended (the events end in a `run_finished`)."""
+        self.pauses: dict[int, EventRow] = {}
+        """The `paused` rows of the last run no `resumed` row answered, by pause id."""
         scan_of = SCAN.for_type
         for row in rows.events:
             scan = scan_of(row.type)
@@ -268,6 +285,21 @@ class _Stored:
         for path, state in sorted(self.states.items(), key=lambda item: item[1].position):
             if state.parent is not None:
                 self.children.setdefault(state.parent, []).append(path)
+
+    def pending_pauses(self) -> list[StoredPause]:
+        """The decisions the last run was waiting for when its events end, in the order asked."""
+        if self.finished:
+            return []
+        pauses = (json.loads(row.body) | {"path": row.path} for row in self.pauses.values())
+        return [
+            StoredPause(p["path"], p["action"], p.get("name"), p.get("arguments")) for p in pauses
+        ]
+
+    def kind_as_ran(self, node: Node, now: ChildKind, name: str) -> ChildKind:
+        """The kind `node` ran as at the last row (`snapshot.kind_as_ran`)."""
+        stored = self.kind_states.get(node.path)
+        ran = node.session.kinds_ran.get((node.path, stored.get("class"))) if stored else None
+        return kind_as_ran(now, name, stored, ran)
 
     def queue(self, path: str) -> list[dict[str, Any]]:
         """The inputs that were waiting behind the run in flight (the root's `queue` row)."""
@@ -336,6 +368,8 @@ class _Stored:
             return
         state.apply(node)
         kind_state = self.kind_states.get(node.path)
+        # the kind it ran as: the agent's kind now, if it has changed since, swaps at its next turn
+        node.kind = self.kind_as_ran(node, node.kind, state.kind)
         if kind_state is not None:
             load_kind_state(node, kind_state)
         session = node.session
@@ -343,6 +377,7 @@ class _Stored:
             agent = _team_member(node.agent, self.states[path].agent)
             kind = agent.kind if agent.kind is not None else session.default_worker
             child = Node(session, agent, kind, path=path, parent=node)
+            child.kind = kind = self.kind_as_ran(child, kind, self.states[path].kind)
             node.order.append(child)
             node.kinds_seen[agent.name] = kind
             self.restore_node(child)
@@ -382,6 +417,17 @@ def _status_changed(stored: _Stored, row: EventRow) -> None:
 @SCAN.handles(RunStarted)
 def _run_started(stored: _Stored, row: EventRow) -> None:
     stored.finished = False
+    stored.pauses.clear()  # a resumed run asks again about what was pending
+
+
+@SCAN.handles(Paused)
+def _paused(stored: _Stored, row: EventRow) -> None:
+    stored.pauses[json.loads(row.body)["pause_id"]] = row
+
+
+@SCAN.handles(Resumed)
+def _resumed(stored: _Stored, row: EventRow) -> None:
+    stored.pauses.pop(json.loads(row.body)["pause_id"], None)
 
 
 @SCAN.handles(RunFinished)
@@ -463,11 +509,14 @@ def _interrupted_text(rows: SessionRows) -> str:
     return INTERRUPTED
 
 
-def _settle_cut_nodes(root: Node) -> dict[str, str]:
-    """Nodes the cut run left running, paused, waiting or queued are `incomplete` now: nothing
-    runs until `session.resume()`, which sets each one running again as it goes on."""
+def _settle_cut_nodes(root: Node, paused: set[str]) -> dict[str, str]:
+    """Nodes the cut run left running, waiting or queued are `incomplete` now: nothing runs
+    until `session.resume()`, which sets each one running again as it goes on. A node stopped
+    at a pause still pending (`paused`: their paths) stays `paused`."""
     changed = {}
     for node in root.walk():
+        if node.status == "paused" and node.path in paused:
+            continue
         if node.status in ACTIVE and (node.status != "spawned" or node.parent is not None):
             node.status = changed[node.path] = "incomplete"
     return changed

@@ -44,6 +44,7 @@ async def enqueue_resume(session: Session, pause_on: Iterable[str]) -> Run:
             f"session {session.id!r} has no interrupted run to resume (its runs all finished); "
             "send a message with session.send(...) to go on"
         )
+    session.stored_pending = []  # asked again as the run goes on
     runs = []
     if started is not None:
         # the run's own pause points still hold: approvals pending at the crash are asked again

@@ -43,7 +43,7 @@ from .bus import EventBus
 from .journal import Journal
 from .limits import MAX_MODEL_CALLS, MAX_NODES, MAX_TOKENS, checked_cap, checked_count
 from .node import Node, default_token_counter
-from .pausing import APPROVE, Decision
+from .pausing import APPROVE, Decision, StoredPause
 from .preprocess import AgentState, PreprocessContext, checked_preprocessor, preprocessor_name
 from .result import Result, TreeNode
 from .resume import enqueue_resume
@@ -203,6 +203,18 @@ class Session:
         self.current_run: Run | None = None
         self.run_usage = Usage()
         self._tail: asyncio.Task[Any] | None = None
+        self.stored_pending: list[StoredPause] = []
+        """The decisions a reopened or forked session's last run was waiting for (its stored
+        pauses no decision answered); `resume()` asks them again."""
+        self.stored_from: dict[str, int] = {}
+        """A reopened or forked session's stored events, as how many first events are each
+        session's (its own; its origin's, for a fork), whatever those sessions did since."""
+        self.kinds_ran: dict[tuple[str, str], Any] = {}
+        """(node path, kind class) -> the kind object that node last ran with of that class
+        (what a fork in this process gives a node whose kind's arguments are not JSON)."""
+        self.swaps: list[tuple[int, str, Any, Any]] = []
+        """(seq, "preprocessor" or "llm", old, new) of each swap of the session's own parts, so
+        that a fork takes the ones in force at its event."""
         self.stored_queue: list[dict[str, Any]] = []
         """Inputs a reopened session found queued behind its interrupted run (the store's
         `queue` row); `resume()` runs them after it."""
@@ -282,11 +294,12 @@ class Session:
     def preprocessor(self, value: Any) -> None:
         old, self._preprocessor = self._preprocessor, checked_preprocessor(value)
         self._remember_preprocessor(value)
-        self.bus.emit(
+        event = self.bus.emit(
             PreprocessorSwapped(
                 path=self.root.path, old=preprocessor_name(old), new=preprocessor_name(value)
             )
         )
+        self.swaps.append((event.seq, "preprocessor", old, self._preprocessor))
 
     @property
     def preprocessors(self) -> dict[str, Any]:
@@ -307,7 +320,27 @@ class Session:
     def llm(self, value: LLM | str) -> None:
         value = checked_llm(value)
         old, self._llm = self._llm, value
-        self.bus.emit(LLMSwapped(path=self.root.path, old=old.label, new=value.label))
+        event = self.bus.emit(LLMSwapped(path=self.root.path, old=old.label, new=value.label))
+        self.swaps.append((event.seq, "llm", old, value))
+
+    def in_force(self, part: str, seq: int) -> Any:
+        """The session's `part` ("preprocessor" or "llm") as it was at event `seq`: the newest
+        swap at or before it, else what the first swap after it replaced, else the current one."""
+        current = self._preprocessor if part == "preprocessor" else self._llm
+        swaps = [(at, old, new) for at, what, old, new in self.swaps if what == part]
+        before = [new for at, old, new in swaps if at <= seq]
+        if before:
+            return before[-1]
+        return next((old for at, old, new in swaps if at > seq), current)
+
+    @property
+    def pending(self) -> list[StoredPause]:
+        """The decisions waiting now, each as (path, action, name, arguments): the current
+        run's pauses, else (reopened or forked) the stored ones `resume()` will ask again."""
+        run = self.current_run
+        if run is not None and run.pending:
+            return [StoredPause(p.path, p.action, p.name, p.arguments) for p in run.pending]
+        return list(self.stored_pending)
 
     # following events
 
@@ -446,10 +479,13 @@ class Session:
     def fork(self, at: int | None = None) -> Session:
         """A new session in the same store, branched at event `at` (default: the latest).
 
-        The fork holds the transcripts and node state as of that event, and uses this
-        session's agent kinds, preprocessor and endpoint as they are now; this session is
-        untouched. A fork taken mid-run continues with `fork.resume()` (pausing where the run
-        paused); until then its run, and every node the cut left in flight, is `incomplete`.
+        The fork holds the state as of that event: transcripts, node state, each node's kind
+        as it ran (an agent whose kind changed since swaps at its next turn, with a
+        `kind_swapped` event), the preprocessor and endpoint in force then, and the pauses
+        pending then (`fork.pending`; a node stopped at one reads `paused`); this session is
+        untouched. A fork taken mid-run continues with `fork.resume()`, which asks those
+        pauses again first; until then its run, and every other node the cut left in flight,
+        is `incomplete`.
         """
         # restore builds a Message and loads httpx at import: loaded to reopen, not to run
         from .restore import fork_session

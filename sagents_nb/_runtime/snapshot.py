@@ -3,16 +3,20 @@ what its kind keeps (`dump_state` / `load_state`)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple
+import re
+import sys
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 import pydantic_core
 
 from .._base.errors import StoreError
 from .._base.messages import Usage
 from .._base.outcome import Outcome
+from ..kinds import registry
 
 if TYPE_CHECKING:
     from .._store.protocol import SessionRows
+    from ..kinds import ChildKind
     from .node import Node
 
 
@@ -144,19 +148,92 @@ def stored_parts(rows: SessionRows) -> dict[tuple[str, str], Any]:
     return parts
 
 
-def kind_state(node: Node) -> str | None:
-    """The JSON of what the node's kind keeps besides the messages, tagged with the kind's name
-    (`{"kind": name, "state": dump_state(node)}`); None if it keeps nothing."""
+def kind_state(node: Node) -> str:
+    """The JSON of the node's kind as it runs: its name, its class (`module:qualname`), the
+    arguments it was built with (`given`, None when they are not JSON-able) and what it keeps
+    besides the messages (`state`: `dump_state(node)`, None when nothing)."""
     kind = node.kind
     state = kind.dump_state(node)
-    return dump_json({"kind": kind.name, "state": state}) if state is not None else None
+    spec = kind_spec(kind)
+    # the object itself, for a fork taken in this process (a kind's arguments may not be JSON)
+    node.session.kinds_ran[(node.path, spec["class"])] = kind
+    return dump_json({"kind": kind.name, **spec, "state": state})
+
+
+def kind_spec(kind: ChildKind) -> dict[str, Any]:
+    """What names a kind object's configuration: its class and the arguments it was built with
+    (None when they are not JSON, or may hold a secret: such a kind is not rebuilt on a reopen)."""
+    cls = type(kind)
+    given = getattr(kind, "_given", None)
+    try:
+        stored = pydantic_core.to_jsonable_python(given) if given is not None else None
+    except pydantic_core.PydanticSerializationError:
+        stored = None
+    if stored is not None and _may_hold_a_secret(stored):
+        stored = None
+    return {"class": f"{cls.__module__}:{cls.__qualname__}", "given": stored}
+
+
+_SECRET_NAMES = re.compile(
+    r"(^|_)(api_?key|key|token|secret|passw(or)?d|auth\w*|credentials?|env|headers)$", re.I
+)
+_SECRET_SHAPED = re.compile(r"(?=.*\d)(?=.*[A-Za-z])[A-Za-z0-9_.~+/=-]{20,}")
+
+
+def _may_hold_a_secret(value: Any) -> bool:
+    """Whether JSON data has a key named like a secret or a string shaped like a key."""
+    if isinstance(value, dict):
+        return any(
+            _SECRET_NAMES.search(str(name)) or _may_hold_a_secret(item)
+            for name, item in value.items()
+        )
+    if isinstance(value, list):
+        return any(map(_may_hold_a_secret, value))
+    return isinstance(value, str) and _SECRET_SHAPED.fullmatch(value) is not None
+
+
+def kind_as_ran(
+    now: ChildKind, name: str, stored: dict[str, Any] | None, ran: ChildKind | None = None
+) -> ChildKind:
+    """The kind a node ran as, from its `kind` row (`stored`) and its state row's kind `name`:
+    `now` (the kind its agent has now) when it is the same configuration, else `ran` (the
+    object the node ran with, known in this process) if it is, else one rebuilt from its class
+    (only a class already imported) and arguments, else the registered kind of that name;
+    `now` when none can be had."""
+    if stored is not None and "class" in stored:
+        wanted = {"class": stored["class"], "given": stored["given"]}
+        if kind_spec(now) == wanted:
+            return now
+        if ran is not None and kind_spec(ran) == wanted:
+            return ran
+        rebuilt = _rebuilt(stored["class"], stored["given"])
+        if rebuilt is not None:
+            return rebuilt
+    if getattr(now, "name", None) == name:
+        return now
+    factory = registry().get(name)
+    return factory() if factory is not None else now
+
+
+def _rebuilt(class_path: str, given: Any) -> ChildKind | None:
+    module_name, _, qualname = class_path.partition(":")
+    found: Any = sys.modules.get(module_name)  # never an import a store names
+    for part in qualname.split("."):
+        found = getattr(found, part, None)
+    if not isinstance(found, type) or given is None:
+        return None
+    args, kwargs = given
+    try:
+        return cast("ChildKind", found(*args, **kwargs))
+    except Exception:  # a constructor that refuses what it was given once: not rebuilt
+        return None
 
 
 def load_kind_state(node: Node, stored: dict[str, Any]) -> None:
     """Give the node's kind what `kind_state` stored; a kind that changed since keeps only the
     history."""
     kind = node.kind
-    if kind.name != stored["kind"]:
+    if kind.name != stored["kind"] or stored["state"] is None:
         return
     try:
         kind.load_state(node, stored["state"])

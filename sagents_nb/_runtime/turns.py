@@ -16,6 +16,7 @@ from ..events import (
     ContextBuilt,
     ErrorOccurred,
     KindSwapped,
+    LLMSwapped,
     ModelRequest,
     ModelResponse,
     Retry,
@@ -272,6 +273,20 @@ def endpoint_for(node: Node) -> tuple[Any, str]:
     return llm, model or llm.model
 
 
+def _note_endpoint(node: Node, llm: Any) -> None:
+    """Record an endpoint set on the node's agent (or an ancestor's) since its last request,
+    `agent.model = ...` mid-run, as an `llm_swapped` at its path; a swap of the session's own
+    endpoint has its event already."""
+    session_llm = node.session.llm
+    last = node.endpoint
+    node.endpoint = (llm, session_llm)
+    if last is None or last[0] is llm:
+        return
+    if last[0] is last[1] and llm is session_llm:  # it follows the session's endpoint
+        return
+    node.emit(LLMSwapped(old=last[0].label, new=llm.label))
+
+
 async def call_model(
     node: Node,
     view: list[Message],
@@ -306,6 +321,7 @@ async def call_model(
         before_model_call(node)
     edited = decision.kind == "edit" and "messages" in decision.changes
     shown = View(decision.changes["messages"]) if edited else view
+    _note_endpoint(node, llm)
     body: dict[str, Any] = {"model": model, "messages": list(map(Message.to_wire, shown))}
     if tools:
         body["tools"] = wire_tools

@@ -42,6 +42,8 @@ def handle_message(view: LiveView, message: dict[str, Any]) -> None:
             _set_preprocessor(view, str(message.get("name")))
         case "fork":
             _fork(view, message.get("seq"))
+        case "compare":
+            _compare_fork(view, message.get("index"))
         case _:
             view.notify(f"the view sent an unknown action {action!r}; nothing was done", error=True)
 
@@ -288,3 +290,15 @@ def _fork(view: LiveView, seq: Any) -> None:
         f"view's .forks[{index}] (its live view: .fork_views[{index}])"
     )
     view.show_fork(forked, int(seq))
+
+
+def _compare_fork(view: LiveView, index: Any) -> None:
+    """Compare a fork below with its origin (`sn.diff`), drawn under the fork's title."""
+    session = view.target.session
+    if session is None or not isinstance(index, int) or not 0 <= index < len(view.forks):
+        view.notify(f"there is no fork {index!r} below this view to compare", error=True)
+        return
+    from .._compare.session_diff import diff  # loaded when a comparison is asked for
+
+    view.fork_diffs[index] = diff(session, view.forks[index]).to_dict()
+    view.notify(f"fork {index} compared with its origin: see below its title (sn.diff)")

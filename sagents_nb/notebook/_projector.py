@@ -549,7 +549,8 @@ class Projector:
 
     @handles(LLMSwapped)
     def _llm_swapped(self, event: LLMSwapped) -> None:
-        self.llm = event.new
+        if event.path == self.root:  # else a node's own endpoint: the session's stays
+            self.llm = event.new
         self.mark(self.node(event.path), event, f"endpoint {event.old} → {event.new}")
 
     @handles(Retry)

@@ -25,6 +25,8 @@ class Target:
         self.run: Run | None = None
         self.result: Result | None = None
         self._unsubscribe: Callable[[], None] | None = None
+        self._merged: tuple[Any, list[Any]] | None = None
+        """The exchanges of several endpoints merged, with the state of the logs they are of."""
         if isinstance(obj, Session):
             self.session = obj
         elif isinstance(obj, Run):
@@ -149,11 +151,32 @@ class Target:
         return self.session.runs[-1]
 
     def exchanges(self) -> Any:
-        """The endpoint's exchange log, or the result's (None when it kept none)."""
-        if self.session is None:
+        """The exchange log of every endpoint the tree uses (a result's own, None when it kept
+        none): the session's,
+        those it had before a swap and those set on agents (`agent.model = sn.mock_llm(...)`),
+        merged in time order when there is more than one."""
+        session = self.session
+        if session is None:
             kept = self.result.exchanges if self.result is not None else ()
             return kept or None
-        return getattr(self.session.llm, "exchanges", ())
+        endpoints = {id(session.llm): session.llm}
+        for _, what, old, new in session.swaps:
+            if what == "llm":
+                endpoints.setdefault(id(old), old)
+                endpoints.setdefault(id(new), new)
+        for agent in self.agents():
+            model = agent.model
+            if model is not None and not isinstance(model, str):
+                endpoints.setdefault(id(model), model)
+        logs = [log for llm in endpoints.values() if (log := getattr(llm, "exchanges", None))]
+        if len(logs) <= 1:
+            return logs[0] if logs else getattr(session.llm, "exchanges", ())
+        # the same list while no log changed, so that the wire pane is rebuilt only then
+        key = tuple((id(log), len(log), id(log[-1]), log[-1].status) for log in logs)
+        if self._merged is None or self._merged[0] != key:
+            merged = sorted((e for log in logs for e in log), key=lambda exchange: exchange.ts)
+            self._merged = (key, merged)
+        return self._merged[1]
 
     def agents(self) -> Iterator[Agent]:
         """Every agent spec in the session's tree, each once."""

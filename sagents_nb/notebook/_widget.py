@@ -87,6 +87,8 @@ class LiveView(anywidget.AnyWidget):
         self.fork_views: list[LiveView] = []
         """Their live views, shown below this one (`forks[i]` is `fork_views[i]`'s session)."""
         self._fork_seqs: list[int] = []
+        self.fork_diffs: dict[int, dict[str, Any]] = {}
+        """`sn.diff(origin, fork).to_dict()` of each fork compared with its origin, by index."""
         self.display_id = f"sagents-view-{uuid.uuid4().hex}"
         """The display id of the view's static output (the same one each time it is shown)."""
         self.published: str | None = None
@@ -167,7 +169,13 @@ class LiveView(anywidget.AnyWidget):
 
     def _fork_refs(self) -> list[dict[str, Any]]:
         return [
-            {"model": fork.model_id, "id": session.id, "seq": seq, "index": index}
+            {
+                "model": fork.model_id,
+                "id": session.id,
+                "seq": seq,
+                "index": index,
+                "diff": self.fork_diffs.get(index),
+            }
             for index, (fork, session, seq) in enumerate(
                 zip(self.fork_views, self.forks, self._fork_seqs, strict=True)
             )

@@ -63,13 +63,14 @@ def test_fork_here_shows_the_forks_own_view_below_with_its_true_status(page: Any
     forked.locator(".sn-run").wait_for()
     notice = own(view, ".sn-notice").inner_text()
     assert ".forks[0]" in notice and "v.forks" not in notice, notice
-    # the fork was cut at a pause: nothing runs in it, and it says so
+    # the fork was cut at a pause: nothing runs in it, its node waits there, and it says so
     wait_until(lambda: "incomplete" in forked.locator(".sn-run").inner_text(), what="incomplete")
-    assert forked.locator(".sn-node[data-path='bank'] .sn-status").inner_text() == "incomplete"
+    assert forked.locator(".sn-node[data-path='bank'] .sn-status").inner_text() == "paused"
     assert forked.locator(".sn-pending .sn-decision").count() == 0
     assert "forked from session" in forked.locator(".sn-answer").inner_text()
     resume = own(forked, ".sn-controls button[data-action='resume']")
     assert resume.is_enabled()
+    assert "asks again the decisions pending at the cut" in (resume.get_attribute("title") or "")
     # the parent still waits at its own pause
     assert own(view, ".sn-pending .sn-decision").count() == 1
     assert "paused" in own(view, ".sn-header .sn-run").inner_text()
@@ -80,6 +81,16 @@ def test_fork_here_shows_the_forks_own_view_below_with_its_true_status(page: Any
     forked.locator(".sn-answer", has_text="Résultat : envoyé 1000").wait_for()
     assert "done" in forked.locator(".sn-run").inner_text()
     assert own(view, ".sn-pending .sn-decision").count() == 1, "the original is untouched"
+
+    # compare with origin: the diff below the fork's title, escaped
+    view.locator(".sn-forks .sn-forked-title .sn-compare").first.click()
+    found = view.locator(".sn-forks .sn-fork-diff").first
+    found.wait_for()
+    assert "first diverging event" in found.locator(".sn-fork-diff-first").inner_text()
+    row = found.locator("tr[data-path='bank']")
+    cells = row.locator("td").all_inner_texts()
+    assert cells[0] == "≠" and cells[2].startswith("paused") and cells[4].startswith("done")
+    assert cells[5] == f"Résultat : envoyé 1000 à Mallory 🦹 {XSS} ✓"
     assert page.evaluate("window.__xss") is None
     screenshot(page, "fork-view.png")
 

@@ -25,7 +25,7 @@ def paused_bank() -> tuple[sn.Session, sn.Run]:
     return session, run
 
 
-def test_fork_here_at_a_pause_shows_an_incomplete_fork_that_resume_continues() -> None:
+def test_fork_here_at_a_pause_shows_a_cut_fork_that_resume_continues() -> None:
     session, run = paused_bank()
     widget = view(session)
     paused = next(e for e in session.events if e.type == "paused")
@@ -35,15 +35,22 @@ def test_fork_here_at_a_pause_shows_an_incomplete_fork_that_resume_continues() -
     assert isinstance(fork_view, LiveView) and fork_view.target.session is forked
     wait_until(lambda: widget.header["forks"], what="the fork in the header")
     [ref] = widget.header["forks"]
-    assert ref == {"model": fork_view.model_id, "id": forked.id, "seq": paused.seq, "index": 0}
+    assert ref == {
+        "model": fork_view.model_id,
+        "id": forked.id,
+        "seq": paused.seq,
+        "index": 0,
+        "diff": None,
+    }
     wait_until(lambda: "shown below" in notice(widget), what="the fork's notice")
     assert "this view's .forks[0]" in notice(widget)
 
-    # the fork's own view: cut at the pause, so incomplete, with no decision to take there
+    # the fork's own view: its run cut at the pause, its node waiting there for resume()
     assert run_status(fork_view) == "incomplete"
     assert fork_view.header["pending"] == []
     assert fork_view.header["resumable"] is True
-    assert fork_view.tree["status"] == "incomplete"
+    assert fork_view.tree["status"] == "paused"
+    assert forked.pending == [("bank", "tool", "transfer", {"amount": 1000, "to": "Mallory 🦹"})]
     assert "forked from session" in fork_view.header["run"]["text"]
     assert run_status(widget) == "paused" and widget.header["resumable"] is False
 
@@ -91,6 +98,29 @@ def test_the_static_rendering_includes_each_fork_below() -> None:
     assert f"  sagents_nb · session {forked.id} · bank" in text
     assert "  run 1 incomplete" in text and "interrupted" in text
     assert f"session {forked.id}" in page and "Mallory 🦹" in page and "interrupted" in page
+    widget.close()
+    run.cancel()
+    assert run.wait(timeout=10) == "cancelled"
+
+
+def test_compare_with_origin_shows_the_diff_of_a_fork_below_its_title() -> None:
+    session, run = paused_bank()
+    widget = view(session)
+    paused = next(e for e in session.events if e.type == "paused")
+    click(widget, action="fork", seq=paused.seq)
+    resumed = widget.forks[0].resume()
+    assert resumed.wait(timeout=10) == "paused"
+    resumed.edit(amount=10, to="Alice <b>アリス</b>")
+    assert resumed.result(timeout=10).status == "done"
+    click(widget, action="compare", index=0)
+    wait_until(lambda: widget.header["forks"][0]["diff"], what="the diff in the fork's ref")
+    found = widget.header["forks"][0]["diff"]
+    assert found["fork_seq"] == paused.seq and "first diverging event" in found["divergence"]
+    [bank] = found["nodes"]
+    assert bank["a"]["status"] == "paused" and bank["b"]["status"] == "done"
+    assert bank["b"]["answer"] == "Résultat : envoyé 10 à Alice <b>アリス</b>"
+    click(widget, action="compare", index=3)
+    wait_until(lambda: "no fork 3" in notice(widget), what="the refusal")
     widget.close()
     run.cancel()
     assert run.wait(timeout=10) == "cancelled"

@@ -40,10 +40,47 @@ export function forks(view, state) {
         <div class="sn-forked-title">
           ${pill("fork", "fork")} branched at event ${fork.seq} · session ${fork.id} ·
           <span class="sn-meta">in Python: this view's <code>.forks[${fork.index}]</code></span>
+          <button
+            class="sn-button sn-compare"
+            title="sn.diff(origin, fork): the first event where they part, each node's answer, tokens and turns"
+            @click=${() => view.send({ action: "compare", index: fork.index })}
+          >
+            compare with origin
+          </button>
         </div>
+        ${fork.diff ? forkDiff(fork.diff) : nothing}
         ${forkSlot(view, fork)}
       </div>`,
     )}
+  </div>`;
+}
+
+function sideText(side) {
+  if (!side) return "(no such node)";
+  return `${side.status} · ${side.kind} · ${side.turns} turns · ${side.tokens} tokens`;
+}
+
+// `sn.diff(origin, fork)`: where they part, and each node in both, side by side.
+function forkDiff(found) {
+  return html`<div class="sn-fork-diff">
+    <div class="sn-fork-diff-first">${found.divergence}</div>
+    <table>
+      <thead>
+        <tr><th></th><th>node</th><th>origin</th><th>origin's answer</th><th>fork</th><th>fork's answer</th></tr>
+      </thead>
+      <tbody>
+        ${found.nodes.map(
+          (node) => html`<tr class=${node.same ? "sn-same" : "sn-changed"} data-path=${node.path}>
+            <td>${node.same ? "=" : "≠"}</td>
+            <td><code>${node.path}</code></td>
+            <td>${sideText(node.a)}</td>
+            <td class="sn-fork-answer">${node.a ? node.a.answer || "" : ""}</td>
+            <td>${sideText(node.b)}</td>
+            <td class="sn-fork-answer">${node.b ? node.b.answer || "" : ""}</td>
+          </tr>`,
+        )}
+      </tbody>
+    </table>
   </div>`;
 }
 

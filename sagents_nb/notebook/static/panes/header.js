@@ -33,11 +33,11 @@ export function controls(view, state, live) {
   const open = live && run && (run.status === "running" || run.status === "paused");
   // a fork taken mid-run (or a session reopened after a crash): Step and Resume continue it
   const cut = live && Boolean(state.resumable);
-  const button = (label, action, hint) =>
+  const button = (label, action, hint, cutHint) =>
     html`<button
       class="sn-button"
       data-action=${action}
-      title=${cut && action !== "cancel" ? `${hint} (continues the cut run: session.resume())` : hint}
+      title=${cut && cutHint ? cutHint : hint}
       ?disabled=${!open && !(cut && action !== "cancel")}
       @click=${() => send({ action })}
     >
@@ -49,8 +49,18 @@ export function controls(view, state, live) {
       : nothing;
   return html`<div class="sn-controls">
     ${live
-      ? html`${button("Step", "step", "pause again before the very next action")}
-        ${button("Resume", "resume", "run to the end without pausing")}
+      ? html`${button(
+          "Step",
+          "step",
+          "pause again before the very next action",
+          "continue the cut run (session.resume()), pausing before its very next action",
+        )}
+        ${button(
+          "Resume",
+          "resume",
+          "approve, and run to the end without pausing again",
+          "continue the cut run (session.resume()): it asks again the decisions pending at the cut and pauses where the run was set to",
+        )}
         ${button("Cancel", "cancel", "stop the run and its children")}`
       : nothing}
     ${answer}
