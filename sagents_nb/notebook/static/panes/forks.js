@@ -3,6 +3,7 @@
 
 import { html, nothing, repeat } from "../lit-html.js";
 import { pill } from "./parts.js";
+import { counted } from "./words.js";
 
 // Sessions forked with "Fork here", each shown right below by its own live view (a widget
 // of its own, made by the kernel): its element is made once and kept across redraws.
@@ -57,7 +58,7 @@ export function forks(view, state) {
 
 function sideText(side) {
   if (!side) return "(no such node)";
-  return `${side.status} · ${side.kind} · ${side.turns} turns · ${side.tokens} tokens`;
+  return `${side.status} · ${side.kind} · ${counted(side.turns, "turn")} · ${counted(side.tokens, "token")}`;
 }
 
 // `sn.diff(origin, fork)`: where they part, and each node in both, side by side.
