@@ -356,8 +356,16 @@ class SQLiteStore:
                     where,
                 )
             ]
-            _whole(db, events, messages, nodes, tasks)
-            streamed = load_streams(db, session_id, Texts(db)) if self._streams else []
+            texts = Texts(db)  # one per load: each distinct text is read and checked once
+            try:
+                _whole(texts, events, messages, nodes, tasks)
+                streamed = load_streams(db, session_id, texts) if self._streams else []
+            except sqlite3.DatabaseError as exc:
+                raise StoreError(
+                    f"session {session_id!r} in {self.path} cannot be read back ({exc}): the "
+                    "file is damaged",
+                    remedy="restore the file from a backup; other sessions in it may still open",
+                ) from exc
             if streamed:
                 events = sorted([*events, *(EventRow(*row) for row in streamed)], key=_seq)
         sid, agent, created, parent, fork_seq = found
@@ -483,14 +491,13 @@ def _check_file(path: Path, create: bool) -> bool:
 
 
 def _whole(
-    db: sqlite3.Connection,
+    texts: Texts,
     events: list[EventRow],
     messages: list[MessageRow],
     nodes: list[NodeRow],
     tasks: list[TaskRow],
 ) -> None:
     """Put the long texts back into rows that refer to them (their values are BLOBs)."""
-    texts = Texts(db)
     for rows in (events, messages, nodes):
         for row in rows:
             body: str | bytes = row.body  # a BLOB reads as bytes
