@@ -6,6 +6,7 @@ from __future__ import annotations
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -24,6 +25,7 @@ ROUNDS = 20
 WORKER = """
 import os
 import sys
+import threading
 import time
 
 import sagents_nb as sn
@@ -65,6 +67,25 @@ def test_processes_creating_one_new_store_at_once_all_succeed(tmp_path: Path) ->
         listed = {s.id for s in sqlite_store.SQLiteStore(db, create=False).sessions()}
         assert set(ids) <= listed
     assert not failures, "\n".join(failures)
+
+
+def test_a_lock_refused_at_once_while_the_file_is_new_is_waited_for(tmp_path: Path) -> None:
+    """Another process writing the new file's first page: SQLite refuses this one's switch to
+    WAL mode at once (SQLITE_BUSY, without waiting), as in a race of processes creating it."""
+    db = tmp_path / "runs.db"
+    holder = sqlite3.connect(db, isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN IMMEDIATE")
+    release = threading.Timer(0.3, holder.close)
+    release.start()
+    try:
+        store = sqlite_store.SQLiteStore(db)
+    finally:
+        release.join()
+    session = sn.Session(sn.Agent("rédacteur"), llm=sn.script("prêt 完了"), store=store)
+    session.send("go").result()
+    session.flush()
+    assert [s.id for s in store.sessions()] == [session.id]
+    store.close()
 
 
 @pytest.mark.parametrize("new", [False, True])
