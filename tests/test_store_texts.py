@@ -294,3 +294,26 @@ def test_long_instructions_in_every_request_are_stored_once(tmp_path: Path) -> N
     assert texts_in(db).count(system) == 1
     again = sn.Session.open(db, session.id, agent=agent)
     same_session(again, session)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        "UPDATE texts SET text = replace(text, '报告', '報告')",  # same length, other content
+        "UPDATE texts SET text = substr(text, 1, 1000)",  # cut short
+        "UPDATE texts SET text = CAST(text AS BLOB)",  # the same bytes, no longer TEXT
+    ],
+)
+def test_a_text_altered_on_disk_is_reported_as_damage(tmp_path: Path, change: str) -> None:
+    db = tmp_path / "runs.db"
+    session = sn.Session(sn.Agent("writer"), llm=sn.script(ANSWER), store=db)
+    session.send("go").result()
+    session.store.close()
+    with sqlite3.connect(db) as con:
+        assert con.execute(change).rowcount > 0
+    with pytest.raises(sn.StoreError) as raised:
+        sn.Session.open(db, session.id, agent=sn.Agent("writer"))
+    message = str(raised.value)
+    assert f"session {session.id!r}" in message
+    assert "changed since it was written" in message and "damaged" in message
+    assert "backup" in message

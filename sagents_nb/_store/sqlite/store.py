@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import logging
 import os
+import random
 import sqlite3
 import threading
+import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -41,11 +43,13 @@ from .texts import SCHEMA as TEXTS_SCHEMA
 from .texts import Cutter, Texts, add_texts_table, keep
 from .writes import (
     ANOTHER_WRITER,
+    BUSY_SECONDS,
     Conflict,
     PlainSession,
     create_session,
     failure,
     fork_session,
+    is_locked,
     transaction,
     tune,
     write_steps,
@@ -162,9 +166,31 @@ class SQLiteStore:
     # opening
 
     def _connect(self, new: bool, create: bool) -> sqlite3.Connection:
+        """The writing connection, its schema checked (or created) in one write transaction.
+        Processes opening one file at once take turns: SQLite refuses some of them at once
+        rather than wait (two setting up WAL mode), so those try again until `BUSY_SECONDS`
+        have passed; a lock held longer is reported as a lock, never as damage."""
+        deadline = time.monotonic() + BUSY_SECONDS
+        while True:
+            try:
+                return self._connect_once(new, create)
+            except sqlite3.OperationalError as exc:
+                if not is_locked(exc):
+                    raise  # _connect_once reports every other failure as a StoreError
+                if time.monotonic() >= deadline:
+                    raise StoreError(
+                        f"cannot open {self.path}: another process holds the file's write lock "
+                        f"(waited {BUSY_SECONDS} s: {exc})",
+                        remedy="open it again once the other process has finished writing, or "
+                        "pass another file as store=",
+                    ) from exc
+                time.sleep(random.uniform(0.005, 0.05))
+
+    def _connect_once(self, new: bool, create: bool) -> sqlite3.Connection:
         try:
+            # the busy timeout is set before the first statement, and kept by `tune`
             db = sqlite3.connect(
-                self.path, check_same_thread=False, isolation_level=None, timeout=5
+                self.path, check_same_thread=False, isolation_level=None, timeout=BUSY_SECONDS
             )
         except sqlite3.Error as exc:
             raise StoreError(
@@ -174,16 +200,19 @@ class SQLiteStore:
             # a new file has nothing to lose yet: no fsync while its schema is written
             db.execute(f"PRAGMA synchronous={'OFF' if new else 'NORMAL'}")
             db.execute("PRAGMA journal_mode=WAL")
-            db.execute("BEGIN IMMEDIATE")
+            db.execute("BEGIN IMMEDIATE")  # the check and the creation under one write lock
             try:
                 self._prepare(db, create)
             except BaseException:
-                db.execute("ROLLBACK")
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
                 raise
             db.execute("COMMIT")
             tune(db)
         except sqlite3.DatabaseError as exc:
             db.close()
+            if is_locked(exc):
+                raise  # `_connect` waits and tries again
             if not new and _is_read_only(exc, self.path):
                 return self._connect_read_only()
             raise StoreError(
@@ -356,8 +385,16 @@ class SQLiteStore:
                     where,
                 )
             ]
-            _whole(db, events, messages, nodes, tasks)
-            streamed = load_streams(db, session_id, Texts(db)) if self._streams else []
+            texts = Texts(db)  # one per load: each distinct text is read and checked once
+            try:
+                _whole(texts, events, messages, nodes, tasks)
+                streamed = load_streams(db, session_id, texts) if self._streams else []
+            except sqlite3.DatabaseError as exc:
+                raise StoreError(
+                    f"session {session_id!r} in {self.path} cannot be read back ({exc}): the "
+                    "file is damaged",
+                    remedy="restore the file from a backup; other sessions in it may still open",
+                ) from exc
             if streamed:
                 events = sorted([*events, *(EventRow(*row) for row in streamed)], key=_seq)
         sid, agent, created, parent, fork_seq = found
@@ -483,14 +520,13 @@ def _check_file(path: Path, create: bool) -> bool:
 
 
 def _whole(
-    db: sqlite3.Connection,
+    texts: Texts,
     events: list[EventRow],
     messages: list[MessageRow],
     nodes: list[NodeRow],
     tasks: list[TaskRow],
 ) -> None:
     """Put the long texts back into rows that refer to them (their values are BLOBs)."""
-    texts = Texts(db)
     for rows in (events, messages, nodes):
         for row in rows:
             body: str | bytes = row.body  # a BLOB reads as bytes

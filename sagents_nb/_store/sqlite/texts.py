@@ -135,11 +135,12 @@ def keep(db: sqlite3.Connection, texts: dict[bytes, str]) -> None:
 
 
 class Texts:
-    """Puts stored texts back into the rows read from one connection (each text read and
-    turned into its literal once)."""
+    """Puts stored texts back into the rows read from one connection (each text read, checked
+    against its hash and turned into its literal once)."""
 
     def __init__(self, db: sqlite3.Connection) -> None:
         self.db = db
+        self._texts: dict[bytes, str] = {}
         self._literals: dict[str, str] = {}
 
     def body(self, stored: bytes) -> str:
@@ -148,12 +149,26 @@ class Texts:
 
     def text(self, stored: bytes) -> str:
         """A task's text stored as a reference, whole again."""
-        found = self.db.execute("SELECT text FROM texts WHERE hash = ?", (stored,)).fetchone()
+        found = self._texts.get(stored)
+        if found is None:
+            found = self._texts[stored] = self._read(stored)
+        return found
+
+    def _read(self, key: bytes) -> str:
+        """The text with hash `key`; a text missing or changed since it was written (its
+        hash no longer its key) is damage, raised as `sqlite3.DatabaseError`."""
+        found = self.db.execute("SELECT text FROM texts WHERE hash = ?", (key,)).fetchone()
         if found is None:
             raise sqlite3.DatabaseError(
-                f"the text {stored.hex()} a row refers to is missing from the texts table"
+                f"the text {key.hex()} a row refers to is missing from the texts table"
             )
-        return str(found[0])
+        text = found[0]
+        if type(text) is not str or _key(text) != key:
+            raise sqlite3.DatabaseError(
+                f"the text {key.hex()} in the texts table was changed since it was written "
+                "(its content no longer has that hash)"
+            )
+        return text
 
     def _literal(self, hex: str) -> str:
         found = self._literals.get(hex)

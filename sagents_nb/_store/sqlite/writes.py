@@ -205,8 +205,14 @@ def failure(exc: Exception) -> tuple[str, str]:
         return f"the file is read-only ({exc})", (
             "make the file and its folder writable, then call session.flush()"
         )
-    if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
+    if is_locked(exc):
         return f"another process held the file's write lock too long ({exc})", (
             "call session.flush() once the other process has finished writing"
         )
     return f"{type(exc).__name__}: {exc}", "fix what it names, then call session.flush()"
+
+
+def is_locked(exc: Exception) -> bool:
+    """Whether SQLite refused for another connection's lock (SQLITE_BUSY or SQLITE_LOCKED)."""
+    name = getattr(exc, "sqlite_errorname", "")
+    return name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED"))
