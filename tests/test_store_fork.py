@@ -218,18 +218,21 @@ def bank_model(req: sn.ChatRequest) -> sn.Reply | str:
     return f"Résultat : {req.tool_results[-1]}"
 
 
-def test_a_fork_taken_at_a_pause_is_incomplete_until_resumed(tmp_path: Path) -> None:
+def test_a_fork_taken_at_a_pause_is_paused_until_resumed(tmp_path: Path) -> None:
     bank = sn.Agent("bank", tools=[transfer])
     session = sn.Session(bank, llm=sn.mock_llm(bank_model), store=tmp_path / "runs.db")
     run = session.send("payer — 支払い", pause_on={"tool"})
     assert run.wait(timeout=10) == "paused"
     fork = session.fork(at=session.events[-1].seq)
-    # nothing runs in the fork: its run and the node it cut say so, as does a reopen
+    # nothing runs in the fork: its run is incomplete; the node it cut at a pause is paused,
+    # the decision it waits for named (as in a reopen)
     assert [r.status for r in fork.runs] == ["incomplete"]
     assert fork.runs[0].result().text.startswith(f"forked from session {session.id} at event")
-    assert fork.tree.status == "incomplete" and fork.bus.statuses == {"bank": "incomplete"}
+    assert fork.tree.status == "paused" and fork.bus.statuses == {"bank": "paused"}
+    assert [(p.path, p.action, p.name) for p in fork.pending] == [("bank", "tool", "transfer")]
     again = sn.Session.open(tmp_path / "runs.db", fork.id, agent=bank, llm=sn.mock_llm(bank_model))
-    assert again.tree.status == "incomplete" and "forked from" in again.runs[0].result().text
+    assert again.tree.status == "paused" and "forked from" in again.runs[0].result().text
+    assert again.pending[0].arguments == {"amount": 1000, "to": "Mallory 🦹"}
     assert run.status == "paused" and session.tree.status == "paused"  # the original waits on
 
     resumed = fork.resume()

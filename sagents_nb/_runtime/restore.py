@@ -37,6 +37,7 @@ from ..events import (
     TaskSpawned,
     parse_event,
 )
+from .decisions import stored_pauses
 from .eventlog import EventLog
 from .journal import Journal
 from .node import Node
@@ -195,7 +196,9 @@ def restore(
         statuses = stored.statuses()
         runs = _restore_runs(session, rows, events)
         if runs and runs[-1].status == "incomplete" and not stored.finished:
-            statuses.update(_settle_cut_nodes(root))
+            session.stored_pauses = pauses = stored_pauses(rows.events)
+            paused = {p.path for p in pauses.pending} if pauses is not None else set()
+            statuses.update(_settle_cut_nodes(root, paused))
     except (ValueError, KeyError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
         raise StoreError(
             f"session {rows.info.id!r} could not be read back ({type(exc).__name__}: {exc}); "
@@ -446,11 +449,14 @@ def _interrupted_text(rows: SessionRows) -> str:
     return INTERRUPTED
 
 
-def _settle_cut_nodes(root: Node) -> dict[str, str]:
-    """Nodes the cut run left running, paused, waiting or queued are `incomplete` now: nothing
-    runs until `session.resume()`, which sets each one running again as it goes on."""
+def _settle_cut_nodes(root: Node, paused: set[str]) -> dict[str, str]:
+    """Nodes the cut run left running, waiting or queued are `incomplete` now: nothing runs
+    until `session.resume()`, which sets each one running again as it goes on. A node stopped
+    at a stored pause (its path in `paused`) reads `paused`: `session.pending` names it."""
     changed = {}
     for node in root.walk():
-        if node.status in ACTIVE and (node.status != "spawned" or node.parent is not None):
+        if node.path in paused:
+            node.status = changed[node.path] = "paused"
+        elif node.status in ACTIVE and (node.status != "spawned" or node.parent is not None):
             node.status = changed[node.path] = "incomplete"
     return changed

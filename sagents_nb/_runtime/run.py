@@ -6,7 +6,7 @@ import asyncio
 import concurrent.futures
 import itertools
 import threading
-from collections.abc import Generator, Iterable, Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from time import monotonic
 from typing import TYPE_CHECKING, Any
 
@@ -16,10 +16,13 @@ from .._base.loop import POLL_SECONDS, call_soon, on_library_thread, settle
 from .._base.messages import Message
 from .._tools.tool import parse_arguments
 from ..events import Paused, Resumed
+from .breakpoints import Breakpoint, When, fires, restored, split, stored
+from .decisions import pause_key
 from .pausing import APPROVE, Decision, PendingAction, checked_pause_on
 
 if TYPE_CHECKING:
     from ..events import Event
+    from .decisions import PauseKey, StoredPauses
     from .node import Node
     from .result import Result
     from .session import Session
@@ -39,11 +42,16 @@ class Run:
         session: Session,
         number: int,
         *,
-        pause_on: str | Iterable[str] = (),
+        pause_on: Any = (),
         message: Message | None = None,
         display: Message | None = None,
     ) -> None:
         self.pause_on = checked_pause_on(pause_on, "send()")
+        self._actions, self._tests = split(self.pause_on)
+        self.until: tuple[Breakpoint, ...] = ()
+        """The breakpoints of `step(pause_on=...)`, until the run next pauses."""
+        self._decided: dict[PauseKey, Decision] = {}
+        self._awaiting: set[PauseKey] = set()
         self.session = session
         self.number = number
         self.message = message
@@ -198,9 +206,16 @@ class Run:
             changes["arguments"] = _arguments_object(changes["arguments"])
         self._decide(Decision("edit", changes))
 
-    def step(self) -> None:
-        """Approve, and pause again before the very next action of any kind."""
-        self._decide(APPROVE, mode="step")
+    def step(self, pause_on: Any = None) -> None:
+        """Approve, and pause again before the very next action of any kind; with `pause_on`
+        (as `send` takes it: `"tool"`, `sn.when(...)`, a callable), at the next action that
+        breakpoint matches instead (the run's own breakpoints still hold; any pause ends it)."""
+        if pause_on is None:
+            self._decide(APPROVE, mode="step")
+        else:
+            checked = checked_pause_on(pause_on, "run.step()")
+            until = tuple(When(action=b) if isinstance(b, str) else b for b in checked)
+            self._decide(APPROVE, mode="normal", until=until)
 
     def resume(self) -> None:
         """Approve, and run to the end without pausing again."""
@@ -215,22 +230,27 @@ class Run:
             self._stop.clear()
         call_soon(self._cancel_on_loop)
 
-    def _decide(self, decision: Decision, mode: str | None = None) -> None:
+    def _decide(
+        self, decision: Decision, mode: str | None = None, until: tuple[Any, ...] = ()
+    ) -> None:
         if self.status == "paused":
             self._stop.clear()
-        call_soon(self._decide_on_loop, decision, mode)
+        call_soon(self._decide_on_loop, decision, mode, until)
 
     # on the library loop
 
-    def _decide_on_loop(self, decision: Decision, mode: str | None) -> None:
+    def _decide_on_loop(
+        self, decision: Decision, mode: str | None, until: tuple[Any, ...] = ()
+    ) -> None:
         if mode is not None:
             self.mode = mode
+            self.until = until
         if not self.pending:
             if self.status == "paused" or self.done:
                 self._signal_stop()
             return
         pending = self.pending.pop(0)
-        self._end_pause(pending, decision.kind, decision.changes.get("reason"))
+        self._end_pause(pending, decision.kind, decision.changes.get("reason"), decision)
         if pending.future is not None and not pending.future.done():
             pending.future.set_result(decision)
         if mode == "free":
@@ -256,16 +276,49 @@ class Run:
             ended = asyncio.wrap_future(self._finished)
             await asyncio.wait({self._task, ended}, return_when=asyncio.FIRST_COMPLETED)
 
-    def should_pause(self, node: Node, action: str) -> bool:
-        if self.mode == "free":
+    def restore_pauses(self, stored: StoredPauses) -> None:
+        """Go on from a cut run's stored pauses: its mode, its pending pauses (asked again at
+        their gates) and its decisions (applied at theirs, never asked again)."""
+        self.mode = stored.mode
+        self.until = tuple(restored(stored.until))
+        self._pause_ids = itertools.count(stored.next_id)
+        self._decided = dict(stored.decided)
+        self._awaiting = {pause_key(p.path, p.action, p.call_id) for p in stored.pending}
+
+    async def gate(self, node: Node, action: str, details: dict[str, Any]) -> Decision:
+        """The decision about `action` of `node`: one stored before a cut, else the user's at a
+        pause if a breakpoint matches, else approval."""
+        if self._decided or self._awaiting:
+            key = pause_key(node.path, action, details.get("call_id"))
+            decision = self._decided.pop(key, None)
+            if decision is not None:
+                return decision
+            if key in self._awaiting:
+                self._awaiting.discard(key)
+                return await self.pause(node, action, **details)
+        if not self.should_pause(node, action, details):
+            return APPROVE
+        return await self.pause(node, action, **details)
+
+    def should_pause(self, node: Node, action: str, details: dict[str, Any] | None = None) -> bool:
+        mode = self.mode
+        if mode == "free":
             return False
-        if self.mode == "step":
+        if mode == "step" and action != "reply":  # a reply pauses only where a breakpoint says
             return True
-        return action in self.pause_on or action in node.agent.pause_on
+        agent = node.agent
+        if action in self._actions or action in agent.pause_on:
+            return True
+        tests = self._tests + agent.pause_tests + self.until
+        if not tests:
+            return False
+        pending = PendingAction(0, action, node.path, **(details or {}))
+        return any(fires(test, pending) for test in tests)
 
     async def pause(self, node: Node, action: str, **details: Any) -> Decision:
         future: asyncio.Future[Decision] = asyncio.get_running_loop().create_future()
         pending = PendingAction(next(self._pause_ids), action, node.path, future=future, **details)
+        self.until = ()  # a step to a breakpoint ends at any pause
         self.pending.append(pending)
         previous = node.status
         node.set_status("paused", str(pending))
@@ -292,10 +345,25 @@ class Run:
         node.waiting_below(pending.path, None)
         return decision
 
-    def _end_pause(self, pending: PendingAction, decision: str, reason: str | None) -> None:
+    def _end_pause(
+        self,
+        pending: PendingAction,
+        decision: str,
+        reason: str | None,
+        made: Decision | None = None,
+    ) -> None:
         # Every pause that ends says so in the event stream: views clear it on this event alone.
+        # It keeps the decision's changes and the run's mode, so a cut run goes on as decided.
         self.session.bus.emit(
-            Resumed(path=pending.path, pause_id=pending.id, decision=decision, reason=reason)
+            Resumed(
+                path=pending.path,
+                pause_id=pending.id,
+                decision=decision,
+                reason=reason,
+                changes=made.stored() if made is not None and made.kind == "edit" else None,
+                mode=self.mode,
+                until=stored(self.until) or None,
+            )
         )
 
     def _set_status(self, status: str) -> None:

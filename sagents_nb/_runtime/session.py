@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import os
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -38,11 +38,12 @@ from ..events import (
     RunStarted,
 )
 from ..kinds import Main, Worker
+from .breakpoints import split, stored
 from .bus import EventBus
 from .journal import Journal
 from .limits import MAX_MODEL_CALLS, MAX_NODES, MAX_TOKENS, checked_cap, checked_count
 from .node import Node, default_token_counter
-from .pausing import APPROVE, Decision
+from .pausing import APPROVE, Decision, PendingAction
 from .preprocess import AgentState, PreprocessContext, checked_preprocessor, preprocessor_name
 from .result import Result, TreeNode
 from .resume import enqueue_resume
@@ -51,6 +52,7 @@ from .run import Run
 if TYPE_CHECKING:
     from .._store.protocol import Store
     from .agent import Agent
+    from .decisions import StoredPauses
 
 
 WHERE = "sn.Session(...)"
@@ -197,6 +199,8 @@ class Session:
         self.run_usage = Usage()
         self._tail: asyncio.Task[Any] | None = None
         self.stored_queue: list[dict[str, Any]] = []
+        self.stored_pauses: StoredPauses | None = None
+        """What a reopened session's cut run had pending and decided; `resume()` takes it."""
         """Inputs a reopened session found queued behind its interrupted run (the store's
         `queue` row); `resume()` runs them after it."""
         self._slots: dict[str, asyncio.Semaphore] = {}
@@ -245,6 +249,16 @@ class Session:
     def tree(self) -> TreeNode:
         """A snapshot of the delegation tree."""
         return self.root.tree()
+
+    @property
+    def pending(self) -> list[PendingAction]:
+        """The decisions waiting now: the paused run's, or, in a session reopened (or forked)
+        at a pause, each one its cut run was waiting for, which `resume()` presents again
+        first (path, action, name, arguments)."""
+        run = self.current_run
+        if run is not None and run.pending:
+            return list(run.pending)
+        return list(self.stored_pauses.pending) if self.stored_pauses is not None else []
 
     @property
     def last_run(self) -> Run | None:
@@ -320,7 +334,7 @@ class Session:
 
     # sending
 
-    def send(self, text: str, *, pause_on: Iterable[str] = ()) -> Run:
+    def send(self, text: str, *, pause_on: Any = ()) -> Run:
         """Send a user message; returns its `Run` at once (queued behind a run in flight).
 
         The run goes on in the background: `run.wait()` blocks until it pauses or ends (Ctrl-C
@@ -330,15 +344,15 @@ class Session:
         """
         return block_on(submit(self._enqueue(text, pause_on)), what="session.send()")
 
-    async def send_async(self, text: str, *, pause_on: Iterable[str] = ()) -> Run:
+    async def send_async(self, text: str, *, pause_on: Any = ()) -> Run:
         """`send` for async code."""
         return await run_on_library_loop(self._enqueue(text, pause_on))
 
-    def retry(self, *, pause_on: Iterable[str] = ()) -> Run:
+    def retry(self, *, pause_on: Any = ()) -> Run:
         """Run the top agent again from its current transcript (e.g. after an endpoint error)."""
         return block_on(submit(self._enqueue(None, pause_on)), what="session.retry()")
 
-    async def run(self, text: str, *, pause_on: Iterable[str] = ()) -> Result:
+    async def run(self, text: str, *, pause_on: Any = ()) -> Result:
         """Send `text` and await the `Result` (a pause raises `RunPaused`; use `send` to step)."""
         return await run_on_library_loop(self._run_through(text, pause_on))
 
@@ -401,7 +415,7 @@ class Session:
 
         return export_jsonl(self, check_path("path", path, where="session.export_jsonl()"))
 
-    def resume(self, *, pause_on: Iterable[str] = ()) -> Run:
+    def resume(self, *, pause_on: Any = ()) -> Run:
         """Continue the run an interruption (a crash, a kernel restart) left unfinished.
 
         It goes on from the last committed step: finished tool turns are not redone, settled
@@ -425,7 +439,7 @@ class Session:
 
         return fork_session(self, check_int("at", at, where="session.fork()", optional=True))
 
-    async def _run_through(self, text: str, pause_on: Iterable[str]) -> Result:
+    async def _run_through(self, text: str, pause_on: Any) -> Result:
         run = await self._enqueue(text, pause_on)
         try:
             await run.wait_async()
@@ -440,7 +454,7 @@ class Session:
             )
         return run._result_now()
 
-    async def _enqueue(self, text: str | None, pause_on: Iterable[str]) -> Run:
+    async def _enqueue(self, text: str | None, pause_on: Any) -> Run:
         check_str("text", text, where="session.send()", optional=True)
         display = llm_message = None
         if text is not None:
@@ -544,12 +558,14 @@ class Session:
                             llm=run.message,
                         )
                     )
+            actions, tests = split(run.pause_on)
             self.bus.emit(
                 RunStarted(
                     path=root.path,
                     agent=self.agent.name,
                     input=run.display.content if run.display else None,
-                    pause_on=sorted(run.pause_on),
+                    pause_on=sorted(actions),
+                    breakpoints=stored(tests),
                 )
             )
             outcome = await root.run_task(run.message, resume=resume)
@@ -591,9 +607,9 @@ class Session:
     async def gate(self, node: Node, action: str, **details: Any) -> Decision:
         """Pause before `action` if the current run asks to; return the user's decision."""
         run = self.current_run
-        if run is None or not run.should_pause(node, action):
+        if run is None:
             return APPROVE
-        return await run.pause(node, action, **details)
+        return await run.gate(node, action, details)
 
     def child_slots(self, parent: Node) -> asyncio.Semaphore:
         """The semaphore capping how many children of `parent` run at once."""
