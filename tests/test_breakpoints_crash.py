@@ -124,7 +124,9 @@ def killed_at(tmp_path: Path, scenario: str) -> tuple[str, Path, Path, dict[str,
     script.write_text(SCRIPT, encoding="utf-8")
     log.write_text("", encoding="utf-8")
     child = subprocess.Popen(
-        [sys.executable, str(script), str(db), str(log), scenario], stdout=subprocess.PIPE, text=True
+        [sys.executable, str(script), str(db), str(log), scenario],
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert child.stdout is not None
@@ -146,7 +148,7 @@ def described(pending: sn.PendingAction) -> tuple[Any, ...]:
     return (pending.path, pending.action, pending.name, pending.arguments)
 
 
-def reopened_at_the_pause(tmp_path: Path, scenario: str) -> tuple[sn.Session, sn.Run, Path, Any]:
+def reopened_at_the_pause(tmp_path: Path, scenario: str) -> tuple[sn.Session, sn.Run, Path]:
     """Kill at the scenario's pause, reopen: the node reads paused and the decision is named;
     resume: it is presented again, first."""
     session_id, db, log, script = killed_at(tmp_path, scenario)
@@ -163,12 +165,12 @@ def reopened_at_the_pause(tmp_path: Path, scenario: str) -> tuple[sn.Session, sn
     assert [described(p) for p in run.pending] == [WAITING[scenario]]
     assert len(llm.exchanges) == 0  # nothing was asked of the model before the decision
     assert log.read_text(encoding="utf-8") == before  # nothing it guards ran
-    return session, run, log, llm
+    return session, run, log
 
 
 @pytest.mark.parametrize("scenario", ["model", "tool", "task", "predicate", "step"])
 def test_a_breakpoint_at_depth_3_survives_a_kill(tmp_path: Path, scenario: str) -> None:
-    session, run, log, _ = reopened_at_the_pause(tmp_path, scenario)
+    session, run, log = reopened_at_the_pause(tmp_path, scenario)
     assert log.read_text(encoding="utf-8") == ""  # the transfer did not run unapproved
     if scenario == "step":
         assert run.mode == "step"  # the run still steps: its mode was stored with its decisions
@@ -183,7 +185,7 @@ def test_a_breakpoint_at_depth_3_survives_a_kill(tmp_path: Path, scenario: str) 
 def test_a_reply_breakpoint_survives_a_kill_and_its_edit_is_what_the_parent_reads(
     tmp_path: Path,
 ) -> None:
-    session, run, log, llm = reopened_at_the_pause(tmp_path, "reply")
+    session, run, log = reopened_at_the_pause(tmp_path, "reply")
     assert log.read_text(encoding="utf-8") == "transfer 1000 Mallory 🦹\n"  # before the pause
     run.edit(reply="audit : rien à signaler — 問題なし")
     assert run.wait(timeout=20) == "paused"  # mid's own answer, before boss reads it
@@ -211,7 +213,7 @@ def test_an_edited_task_call_stands_after_a_kill(tmp_path: Path) -> None:
     """The reported bug: the boss's `task` call was edited (10 to Alice instead of the model's
     1000 to Mallory) and approved; the kill came before it finished. resume() asks about the
     edited child's own call, never again about the boss's, and spawns no second child."""
-    session, run, log, _ = reopened_at_the_pause(tmp_path, "edited")
+    session, run, log = reopened_at_the_pause(tmp_path, "edited")
     run.resume()
     assert run.result(timeout=20).text == "mid a dit : audit a dit : audit : envoyé 10 à Alice"
     assert log.read_text(encoding="utf-8") == "transfer 10 Alice\n"
