@@ -65,7 +65,10 @@ def test_when_pauses_at_a_grandchild_call_its_arguments_match() -> None:
     run = session().send("go", pause_on=big)
     assert run.wait(timeout=10) == "paused"
     pending = run.paused_at
-    assert pending is not None and (pending.path, pending.name) == ("boss/mid.1/audit.1", "transfer")
+    assert pending is not None and (pending.path, pending.name) == (
+        "boss/mid.1/audit.1",
+        "transfer",
+    )
     assert PAID == []
     run.edit(amount=10, to="Alice")
     assert run.result(timeout=10).text == "mid a dit : audit a dit : audit : envoyé 10 à Alice"
@@ -100,7 +103,9 @@ def test_a_predicate_that_raises_pauses_and_says_why(caplog: pytest.LogCaptureFi
     run = session().send("go", pause_on=sn.when(args=lambda a: a["montant"] > 1))
     with caplog.at_level(logging.WARNING, logger="sagents_nb"):
         assert run.wait(timeout=10) == "paused"
-    assert run.paused_at is not None and run.paused_at.path == "boss"  # its task call has no montant
+    assert (
+        run.paused_at is not None and run.paused_at.path == "boss"
+    )  # its task call has no montant
     assert "KeyError" in caplog.text and "paused there to be safe" in caplog.text
     run.resume()
     assert run.result(timeout=10).status == "done"
@@ -179,7 +184,7 @@ def test_pause_on_refuses_what_is_not_a_breakpoint() -> None:
         sn.when(action="answer")
     run = session().send("go", pause_on="task")
     assert run.wait(timeout=10) == "paused"
-    with pytest.raises(sn.ConfigurationError, match="run.step"):
+    with pytest.raises(sn.ConfigurationError, match=r"run\.step"):
         run.step(pause_on="tools")
     run.resume()
     run.result(timeout=10)
