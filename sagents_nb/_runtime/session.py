@@ -337,6 +337,10 @@ class Session:
     def send(self, text: str, *, pause_on: Any = ()) -> Run:
         """Send a user message; returns its `Run` at once (queued behind a run in flight).
 
+        `pause_on`: breakpoints for this run: action names (`model`, `tool`, `task` to pause
+        before; `reply` after a child's answer, before its parent reads it), `sn.when(...)`
+        predicates or callables taking the `PendingAction`; one or several.
+
         The run goes on in the background: `run.wait()` blocks until it pauses or ends (Ctrl-C
         there cancels it), `run.result()` until it ends (Ctrl-C there only stops the wait).
 
@@ -366,7 +370,8 @@ class Session:
 
         Configuration stays in code: pass the same `agent` (its tools, team and kinds) and an
         endpoint (needed only to send or resume); `options` are the other `Session` arguments.
-        A run the interruption cut short shows as `incomplete`; `session.resume()` continues it.
+        A run the interruption cut short shows as `incomplete`; a node it left at a pause reads
+        `paused` and `session.pending` names the decision; `session.resume()` continues it.
 
         Raises:
             StoreError: no such file, not a sagents_nb store, an unknown id (the error lists the
@@ -423,6 +428,12 @@ class Session:
         last step. Then the messages that were sent while it ran and had not started run, in
         order (they are stored when sent). Returns the first `Run` at once, like `send`;
         `session.runs` holds the others.
+
+        The run's stored breakpoints, step mode and decisions hold: the pauses it was waiting
+        at (`session.pending`) are presented again first, a decision made before the cut is
+        applied, not asked again. A predicate's code cannot be stored: one stored with code
+        pauses wherever its `path`, `action` and `tool` match, unless `pause_on` passes
+        predicates again, which take the place of those.
         """
         return block_on(submit(enqueue_resume(self, pause_on)), what="session.resume()")
 
@@ -432,7 +443,8 @@ class Session:
         The fork holds the transcripts and node state as of that event, and uses this
         session's agent kinds, preprocessor and endpoint as they are now; this session is
         untouched. A fork taken mid-run continues with `fork.resume()` (pausing where the run
-        paused); until then its run, and every node the cut left in flight, is `incomplete`.
+        paused, applying the decisions made before the cut); until then its run, and every node
+        the cut left in flight, is `incomplete`, but a node at a pause reads `paused`.
         """
         # restore builds a Message and loads httpx at import: loaded to reopen, not to run
         from .restore import fork_session
