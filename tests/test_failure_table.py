@@ -674,8 +674,31 @@ def _pause_on_typo(request: pytest.FixtureRequest, tmp_path: Path) -> None:
         test_one_action_name_is_one_pause_point_at_the_agent_and_at_send as one_name,
     )
 
+    from tests.test_breakpoints import test_pause_on_refuses_what_is_not_a_breakpoint as refused
+
     typo({"tools"})
     one_name()
+    refused()
+
+
+@row("a breakpoint predicate that raises")
+def _predicate_raises(request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    from tests.test_breakpoints import test_a_predicate_that_raises_pauses_and_says_why as raises
+
+    raises(request.getfixturevalue("caplog"))
+
+
+@row("a kill (or a fork) while a run waits at a pause")
+def _kill_at_a_pause(request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    from tests.test_breakpoints import (
+        test_a_fork_after_a_decision_applies_it_and_keeps_the_step_mode as forked,
+    )
+    from tests.test_breakpoints_crash import test_an_edited_task_call_stands_after_a_kill as killed
+
+    for folder in ("killed", "forked"):
+        (tmp_path / folder).mkdir()
+    killed(tmp_path / "killed")
+    forked(tmp_path / "forked")
 
 
 @row("`cancel()` of a run still queued behind another")
