@@ -667,14 +667,13 @@ def _unworkable_limits(request: pytest.FixtureRequest, tmp_path: Path) -> None:
 
 @row("a `pause_on` that names no action")
 def _pause_on_typo(request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    from tests.test_breakpoints import test_pause_on_refuses_what_is_not_a_breakpoint as refused
     from tests.test_run_doors import (
         test_a_typo_in_the_agents_pause_on_is_refused_as_send_refuses_it as typo,
     )
     from tests.test_run_doors import (
         test_one_action_name_is_one_pause_point_at_the_agent_and_at_send as one_name,
     )
-
-    from tests.test_breakpoints import test_pause_on_refuses_what_is_not_a_breakpoint as refused
 
     typo({"tools"})
     one_name()

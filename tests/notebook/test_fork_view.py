@@ -43,7 +43,8 @@ def test_fork_here_at_a_pause_shows_an_incomplete_fork_that_resume_continues() -
     assert run_status(fork_view) == "incomplete"
     assert fork_view.header["pending"] == []
     assert fork_view.header["resumable"] is True
-    assert fork_view.tree["status"] == "incomplete"
+    assert fork_view.tree["status"] == "paused"  # the node cut at its pause (forked.pending)
+    assert [p.name for p in forked.pending] == ["transfer"]
     assert "forked from session" in fork_view.header["run"]["text"]
     assert run_status(widget) == "paused" and widget.header["resumable"] is False
 
