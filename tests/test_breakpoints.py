@@ -4,56 +4,45 @@ child's answer, `run.step(pause_on=...)`, and how predicates are stored with a r
 from __future__ import annotations
 
 import logging
-import re
+import os
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import sagents_nb as sn
 from sagents_nb._runtime.breakpoints import restored, stored
 
+from .test_breakpoints_crash import SCRIPT
+
 pytestmark = pytest.mark.timeout(60)
 
-PAID: list[str] = []
+
+def _bank() -> dict[str, Any]:
+    """The crash tests' script, run here: its agents (boss -> mid -> audit) and mock."""
+    namespace: dict[str, Any] = {"__name__": "bank"}
+    argv, sys.argv = sys.argv, ["bank.py", "unused.db", os.devnull]
+    try:
+        exec(compile(SCRIPT, "bank.py", "exec"), namespace)
+    finally:
+        sys.argv = argv
+    return namespace
 
 
-@sn.tool
-def transfer(to: str, amount: int) -> str:
-    """Send money.
-
-    Args:
-        to: to whom.
-        amount: how much.
-    """
-    PAID.append(f"{amount} {to}")
-    return f"envoyé {amount} à {to}"
-
-
-AUDIT = sn.Agent("audit", does="pays after checking", tools=[transfer])
-MID = sn.Agent("mid", does="hands payments to audit", team=[AUDIT])
-BOSS = sn.Agent("boss", does="delegates payments", team=[MID])
-
-
-def bank(req: sn.ChatRequest) -> sn.Reply | str:
-    """boss -> mid -> audit; audit pays what its prompt says, each level reports up."""
-    tools = [t["function"] for t in req.body.get("tools", [])]
-    task = next((t for t in tools if t["name"] == "task"), None)
-    if task is not None:
-        below = task["parameters"]["properties"]["agent"]["enum"][0]
-        if not req.tool_results:
-            prompt = req.last_user if below == "audit" else "payer 1000 à Mallory 🦹"
-            return sn.reply(tool_calls=[sn.call("task", agent=below, prompt=prompt)])
-        return f"{below} a dit : {req.tool_results[-1]}"
-    if not req.tool_results:
-        match = re.match(r"payer (\d+) à (.+)", req.last_user)
-        assert match is not None
-        return sn.reply(tool_calls=[sn.call("transfer", to=match[2], amount=int(match[1]))])
-    return "audit : " + req.tool_results[-1]
+BANK = _bank()
+BOSS, bank, transfer = BANK["BOSS"], BANK["bank"], BANK["transfer"]
 
 
 @pytest.fixture(autouse=True)
-def _nothing_paid() -> None:
-    PAID.clear()
+def _ledger(tmp_path: Path) -> None:
+    BANK["LOG"] = str(tmp_path / "transfers.log")  # where the transfer tool writes
+
+
+def paid() -> list[str]:
+    """The transfers that ran, as the tool wrote them down."""
+    log = Path(BANK["LOG"])
+    return log.read_text(encoding="utf-8").splitlines() if log.exists() else []
 
 
 def session(**options: object) -> sn.Session:
@@ -69,10 +58,10 @@ def test_when_pauses_at_a_grandchild_call_its_arguments_match() -> None:
         "boss/mid.1/audit.1",
         "transfer",
     )
-    assert PAID == []
+    assert paid() == []
     run.edit(amount=10, to="Alice")
     assert run.result(timeout=10).text == "mid a dit : audit a dit : audit : envoyé 10 à Alice"
-    assert PAID == ["10 Alice"]
+    assert paid() == ["transfer 10 Alice"]
 
 
 def test_a_predicate_that_never_matches_never_pauses() -> None:
@@ -96,7 +85,7 @@ def test_an_agent_takes_a_callable_breakpoint() -> None:
     assert run.paused_at is not None and run.paused_at.path == "boss/mid.1/audit.1"
     run.reject("pas à Mallory")
     assert "the user rejected this call: pas à Mallory" in run.result(timeout=10).text
-    assert PAID == []
+    assert paid() == []
 
 
 def test_a_predicate_that_raises_pauses_and_says_why(caplog: pytest.LogCaptureFixture) -> None:
