@@ -6,6 +6,8 @@ message), the mock serialises the reply and the runtime parses it.
 
 Scenarios:
 - `fanout`: `parent.run_sync(...)` delegating N times; the headline.
+- `fanout-breakpoint`: the same with a predicate breakpoint (`sn.when(path=..., args=...)`)
+  that never fires, tested at every model, tool, task and reply gate.
 - `fanout-session` / `fanout-view`: the same run through `sn.Session(...).send(...).result()`,
   without and with `sagents_nb.notebook.view(session)` attached (no front end).
 - `fanout-store`: `run_sync(..., store=store)`: each run a new durable session in one SQLite
@@ -99,14 +101,18 @@ def check(result: sn.Result) -> None:
         raise RuntimeError(f"run ended {result.status}: {result.text[:200]}")
 
 
-def fanout(n: int) -> Clock:
+def fanout(n: int, pause_on: Any = ()) -> Clock:
     llm = sn.mock_llm(fanout_handler(n))
     _clock.begin()
-    result = PARENT.run_sync("go", llm=llm)
+    result = PARENT.run_sync("go", llm=llm, pause_on=pause_on)
     _clock.finish()
     check(result)
     _clock.tools += count_tasks(result)
     return _clock
+
+
+NEVER = sn.when(path="**/nobody.*", args=lambda arguments: False)
+"""A predicate breakpoint that never fires (`fanout-breakpoint`), tested at every gate."""
 
 
 def fanout_session(view: bool) -> Callable[[int], Clock]:
@@ -197,6 +203,7 @@ if __name__ == "__main__":
         sn.__version__,
         {
             "fanout": fanout,
+            "fanout-breakpoint": lambda n: fanout(n, pause_on=NEVER),
             "fanout-session": lambda n: fanout_session(view=False)(n),
             "fanout-view": lambda n: fanout_session(view=True)(n),
             "fanout-store": fanout_store,

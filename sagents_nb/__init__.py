@@ -30,6 +30,7 @@ if _typing.TYPE_CHECKING:
     from ._endpoints.mock_server import MockServer
     from ._endpoints.openai import LLM
     from ._runtime.agent import Agent, Task
+    from ._runtime.breakpoints import when
     from ._runtime.pausing import PendingAction
     from ._runtime.preprocess import Mentions, MessagePreprocessor, PreprocessContext
     from ._runtime.result import Result, TreeNode
@@ -92,6 +93,7 @@ __all__ = [
     "script",
     "sweep",
     "tool",
+    "when",
 ]
 
 
@@ -138,6 +140,7 @@ _LAZY = {
     "script": "._endpoints.mock",
     "sweep": "._compare.sweep",
     "tool": "._tools.tool",
+    "when": "._runtime.breakpoints",
 }
 
 

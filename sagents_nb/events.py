@@ -95,6 +95,9 @@ class RunStarted(Event):
     pause_on: list[str] = []
     """The run's own pause points (`send(..., pause_on=...)`), stored so that a run resumed
     after a crash still stops at them: an approval gate a restart could skip is no gate."""
+    breakpoints: list[dict[str, Any]] = []
+    """Its `sn.when(...)` and callable breakpoints as stored (`_runtime.breakpoints.stored`):
+    their declarative fields, and whether they had code, which cannot be stored."""
 
 
 class StatusChanged(Event):
@@ -227,6 +230,9 @@ class TaskFinished(Event):
     text: str
     turns: int = 0
     usage: Usage = Field(default_factory=Usage)
+    replaced: str | None = None
+    """The child's own answer when the user edited it at a `reply` pause (`text` is what the
+    parent received instead)."""
 
 
 class ContextBuilt(Event):
@@ -392,6 +398,12 @@ class Resumed(Event):
     reason: str | None = None
     changed: list[str] | None = None
     """What an edit changed: `arguments`, `reply`, `messages` (None for other decisions)."""
+    changes: dict[str, Any] | None = None
+    """An edit's changes (new arguments, a replacement reply or view), as stored."""
+    mode: str | None = None
+    """The run's mode after the decision (`normal`, `step`, `free`): a resumed run keeps it."""
+    until: list[dict[str, Any]] | None = None
+    """The stored breakpoints of a `run.step(pause_on=...)` the run now steps to."""
 
 
 class Retry(Event):

@@ -667,6 +667,7 @@ def _unworkable_limits(request: pytest.FixtureRequest, tmp_path: Path) -> None:
 
 @row("a `pause_on` that names no action")
 def _pause_on_typo(request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    from tests.test_breakpoints import test_pause_on_refuses_what_is_not_a_breakpoint as refused
     from tests.test_run_doors import (
         test_a_typo_in_the_agents_pause_on_is_refused_as_send_refuses_it as typo,
     )
@@ -676,6 +677,27 @@ def _pause_on_typo(request: pytest.FixtureRequest, tmp_path: Path) -> None:
 
     typo({"tools"})
     one_name()
+    refused()
+
+
+@row("a breakpoint predicate that raises")
+def _predicate_raises(request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    from tests.test_breakpoints import test_a_predicate_that_raises_pauses_and_says_why as raises
+
+    raises(request.getfixturevalue("caplog"))
+
+
+@row("a kill (or a fork) while a run waits at a pause")
+def _kill_at_a_pause(request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    from tests.test_breakpoints import (
+        test_a_fork_after_a_decision_applies_it_and_keeps_the_step_mode as forked,
+    )
+    from tests.test_breakpoints_crash import test_an_edited_task_call_stands_after_a_kill as killed
+
+    for folder in ("killed", "forked"):
+        (tmp_path / folder).mkdir()
+    killed(tmp_path / "killed")
+    forked(tmp_path / "forked")
 
 
 @row("`cancel()` of a run still queued behind another")

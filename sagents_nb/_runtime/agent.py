@@ -10,6 +10,7 @@ from .._base.errors import ConfigurationError
 from .._base.loop import run_sync
 from .._tools.hooks import HOOK, is_hook
 from .._tools.tool import Tool
+from .breakpoints import Breakpoint, split
 from .pausing import checked_pause_on
 
 if TYPE_CHECKING:
@@ -42,8 +43,9 @@ class Agent:
             `Main()` for the top agent and `Worker()` for children by default.
         max_turns: model calls per run or task before the agent is stopped (loudly).
         hooks: tool hooks (`before_tool` / `after_tool`) for this agent's calls.
-        pause_on: actions (`model`, `tool`, `task`) to pause before, for this agent: one
-            name or several.
+        pause_on: breakpoints for this agent's nodes: actions (`model`, `tool`, `task` to pause
+            before; `reply` to pause after its answer, before its parent reads it),
+            `sn.when(...)` or callables taking the `PendingAction`; one or several.
         token_budget: total tokens this agent may spend on one task, its children's included (a
             shared pool: a child's budget is the smaller of its own and what is left above it).
         tool_call_budget: tool calls this agent may make on one task.
@@ -61,7 +63,7 @@ class Agent:
         kind: ChildKind | None = None,
         max_turns: int | None = None,
         hooks: Sequence[Any] = (),
-        pause_on: str | Iterable[str] = (),
+        pause_on: Any = (),
         token_budget: int | None = None,
         tool_call_budget: int | None = None,
     ) -> None:
@@ -133,13 +135,16 @@ class Agent:
         self._model_given = value
 
     @property
-    def pause_on(self) -> set[str]:
-        """The actions this agent pauses before; set it to one name or several (checked)."""
+    def pause_on(self) -> set[Any]:
+        """This agent's breakpoints (action names, `sn.when(...)`, callables); set it to one
+        or several (checked)."""
         return self._pause_on
 
     @pause_on.setter
-    def pause_on(self, actions: str | Iterable[str]) -> None:
+    def pause_on(self, actions: Any) -> None:
         self._pause_on = checked_pause_on(actions, f"Agent({self.name!r})")
+        self.pause_tests: tuple[Breakpoint, ...] = split(self._pause_on)[1]
+        """The predicates among them (tested at each gate)."""
 
     @property
     def running_label(self) -> str:
@@ -155,7 +160,7 @@ class Agent:
         return next((a for a in self.members() if a.name == name), None)
 
     async def run(
-        self, prompt: str, *, llm: LLM | None = None, pause_on: Iterable[str] = (), **session: Any
+        self, prompt: str, *, llm: LLM | None = None, pause_on: Any = (), **session: Any
     ) -> Result:
         """Run once on a fresh session and return the `Result` (async)."""
         # the session loads the rest of the runtime, the kinds and the endpoint: at the first run
@@ -164,7 +169,7 @@ class Agent:
         return await Session(self, llm=llm, **session).run(prompt, pause_on=pause_on)
 
     def run_sync(
-        self, prompt: str, *, llm: LLM | None = None, pause_on: Iterable[str] = (), **session: Any
+        self, prompt: str, *, llm: LLM | None = None, pause_on: Any = (), **session: Any
     ) -> Result:
         """Run once and wait for the `Result`; works in scripts and inside a running loop alike.
 

@@ -191,7 +191,8 @@ async def delegate(parent: Node, agent: Agent, prompt: str, call_id: str | None)
     if spawned:
         child.set_status("spawned")
     entry.task = asyncio.get_running_loop().create_task(_run_child(parent, child, prompt))
-    entry.outcome = outcome = await _settled(entry)
+    outcome, replaced = await _reviewed(child, await _settled(entry), call_id)
+    entry.outcome = outcome
     parent.emit(
         TaskFinished(
             child=child.path,
@@ -200,9 +201,32 @@ async def delegate(parent: Node, agent: Agent, prompt: str, call_id: str | None)
             text=outcome.text,
             turns=child.task_turns,
             usage=child.usage,
+            replaced=replaced,
         )
     )
     return outcome
+
+
+async def _reviewed(
+    child: Node, outcome: Outcome, call_id: str | None
+) -> tuple[Outcome, str | None]:
+    """The child's answer as its parent gets it, and the answer it replaced: at a `reply`
+    breakpoint the user approves it, edits it (`edit(reply=...)`) or rejects it first."""
+    decision = await child.session.gate(
+        child,
+        "reply",
+        name=child.agent.name,
+        arguments={"reply": outcome.text, "status": outcome.status},
+        call_id=call_id,
+    )
+    if decision.kind == "edit" and "reply" in decision.changes:
+        text = decision.reply_message().content or ""
+        return Outcome(outcome.status, text), outcome.text
+    if decision.kind == "reject":
+        reason = decision.changes.get("reason") or "no reason given"
+        refused = f"the user rejected the answer of {child.path}: {reason}"
+        return Outcome("error", refused), outcome.text
+    return outcome, None
 
 
 async def _run_child(parent: Node, child: Node, prompt: str) -> Outcome:
@@ -312,7 +336,8 @@ async def continue_restored(parent: Node, entry: TaskEntry, call_id: str | None)
             call_id=call_id,
         )
     )
-    entry.outcome = outcome = await entry.task
+    outcome, replaced = await _reviewed(child, await entry.task, call_id)
+    entry.outcome = outcome
     parent.emit(
         TaskFinished(
             child=child.path,
@@ -321,6 +346,7 @@ async def continue_restored(parent: Node, entry: TaskEntry, call_id: str | None)
             text=outcome.text,
             turns=child.task_turns,
             usage=child.usage,
+            replaced=replaced,
         )
     )
     return outcome

@@ -31,6 +31,7 @@ from .._store.protocol import (
 from .._store.text import UNENCODABLE, Report, has_surrogate, repaired, safe_json
 from .._store.writer import MAX_DELAY_SECONDS, QUIET_SECONDS, StepWriter, later
 from ..events import ErrorOccurred, ModelRequest, ModelResponse, _event_classes
+from .breakpoints import split, stored
 from .snapshot import NodeSnapshot, dump_json, kind_state, stored_parts
 
 log = logging.getLogger("sagents_nb")
@@ -531,9 +532,11 @@ class Journal:
 def queued_input(run: Any) -> dict[str, Any]:
     """A queued `Run` as its `queue` row keeps it: number, pause points and both messages
     (None for a `retry`)."""
+    actions, tests = split(run.pause_on)
     return {
         "run": run.number,
-        "pause_on": sorted(run.pause_on),
+        "pause_on": sorted(actions),
+        "breakpoints": stored(tests),
         "llm": _message_data(run.message),
         "display": _message_data(run.display),
     }

@@ -5,33 +5,40 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
+
+from pydantic_core import to_jsonable_python
 
 from .._base.checks import check_str
 from .._base.errors import ConfigurationError
 from .._base.messages import Message, ToolCall
 from .._tools.tool import parse_arguments
+from .breakpoints import ACTIONS
 
-PAUSE_ACTIONS = frozenset({"model", "tool", "task"})
+PAUSE_ACTIONS = frozenset(ACTIONS)
 
 
-def checked_pause_on(pause_on: str | Iterable[str], where: str) -> set[str]:
-    """The actions `pause_on` names (one action name, or several); anything else is refused."""
+def checked_pause_on(pause_on: Any, where: str) -> set[Any]:
+    """The breakpoints `pause_on` names: an action name, an `sn.when(...)`, a callable taking a
+    `PendingAction` and returning a bool, or several of these; anything else is refused."""
     try:
-        actions = {pause_on} if isinstance(pause_on, str) else set(pause_on)
+        items = {pause_on} if isinstance(pause_on, str) or callable(pause_on) else set(pause_on)
     except TypeError:
         raise TypeError(
-            f"pause_on of {where} takes an action name or several of {sorted(PAUSE_ACTIONS)}, "
-            f"not {type(pause_on).__name__}"
+            f"pause_on of {where} takes an action name ({', '.join(ACTIONS)}), an sn.when(...), "
+            f"a callable taking the PendingAction, or several of these; not "
+            f"{type(pause_on).__name__}"
         ) from None
-    unknown = actions - PAUSE_ACTIONS
+    unknown = {item for item in items if not isinstance(item, str) and not callable(item)}
+    unknown |= {item for item in items if isinstance(item, str)} - PAUSE_ACTIONS
     if unknown:
         raise ConfigurationError(
-            f"pause_on of {where} accepts {sorted(PAUSE_ACTIONS)}, not {sorted(unknown, key=repr)}"
+            f"pause_on of {where} accepts {sorted(PAUSE_ACTIONS)}, sn.when(...) or a callable "
+            f"taking the PendingAction, not {sorted(unknown, key=repr)}"
         )
-    return actions
+    return items
 
 
 @dataclass
@@ -66,6 +73,35 @@ class Decision:
         return Message(
             role="assistant", content=getattr(reply, "text", None), tool_calls=calls or None
         )
+
+    def stored(self) -> dict[str, Any] | None:
+        """The changes as a `resumed` event keeps them (JSON: a replacement reply or view as
+        message objects), so that a reopened run applies the decision rather than ask again."""
+        if not self.changes:
+            return None
+        changes = dict(self.changes)
+        reply = changes.get("reply")
+        if reply is not None and not isinstance(reply, str):
+            changes["reply"] = _message_data(self.reply_message())
+        if "messages" in changes:
+            changes["messages"] = [_message_data(m) for m in changes["messages"]]
+        return dict(to_jsonable_python(changes, fallback=str))
+
+    @classmethod
+    def from_stored(cls, kind: str, changes: dict[str, Any] | None, reason: str | None) -> Decision:
+        """A decision as `stored` kept it (a `resumed` event's decision, changes and reason)."""
+        changes = dict(changes or {})
+        if isinstance(changes.get("reply"), dict):
+            changes["reply"] = Message.model_validate(changes["reply"])
+        if "messages" in changes:
+            changes["messages"] = [Message.model_validate(m) for m in changes["messages"]]
+        if kind == "reject":
+            changes["reason"] = reason
+        return cls(kind, changes)
+
+
+def _message_data(message: Message) -> dict[str, Any]:
+    return message.model_dump(mode="json", exclude_defaults=True)
 
 
 APPROVE = Decision()
@@ -113,9 +149,11 @@ class PendingAction:
     """What a paused run is waiting to do; `approve()`, `edit(...)`, `reject(reason)` and
     `step()` decide this one (thread-safe, like the run's own controls).
 
-    `id` is stable for the run; `action` is `model`, `tool` or `task`; a tool or task call has
-    `name`, `arguments` and `call_id`; a model request has `messages`, the exact view about to
-    be sent, and `request`, the whole request (`PendingRequest`).
+    `id` is stable for the run; `action` is `model`, `tool`, `task` or `reply`; a tool or task
+    call has `name`, `arguments` and `call_id`; a model request has `messages`, the exact view
+    about to be sent, and `request`, the whole request (`PendingRequest`); a `reply` (a child's
+    answer its parent has not read yet) is at the child's path, `name` its agent, `arguments`
+    `{"reply": text, "status": status}`, `call_id` the parent's `task` call.
     """
 
     id: int
@@ -132,6 +170,9 @@ class PendingAction:
     def __str__(self) -> str:
         if self.action == "model":
             return f"model request from {self.path} ({len(self.messages or [])} messages)"
+        if self.action == "reply":
+            text = (self.arguments or {}).get("reply", "")
+            return f"reply of {self.path} to its parent: {json.dumps(text, ensure_ascii=False)}"
         return f"{self.action} call {self.name}({json.dumps(self.arguments, ensure_ascii=False)}) from {self.path}"
 
     def approve(self) -> None:

@@ -31,18 +31,16 @@ from ..events import (
     Fold,
     ModelRequest,
     ModelResponse,
-    Paused,
-    Resumed,
     RunFinished,
     RunStarted,
     StatusChanged,
     TaskSpawned,
     parse_event,
 )
+from .decisions import stored_pauses
 from .eventlog import EventLog
 from .journal import Journal
 from .node import Node
-from .pausing import StoredPause
 from .result import Result
 from .run import Run
 from .snapshot import NodeSnapshot, kind_as_ran, load_kind_state, stored_parts
@@ -203,9 +201,10 @@ def restore(
         events = stored.events()
         statuses = stored.statuses()
         runs = _restore_runs(session, rows, events)
-        pending = stored.pending_pauses()
         if runs and runs[-1].status == "incomplete" and not stored.finished:
-            statuses.update(_settle_cut_nodes(root, {p.path for p in pending}))
+            session.stored_pauses = pauses = stored_pauses(rows.events)
+            paused = {p.path for p in pauses.pending} if pauses is not None else set()
+            statuses.update(_settle_cut_nodes(root, paused))
     except (ValueError, KeyError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
         raise StoreError(
             f"session {rows.info.id!r} could not be read back ({type(exc).__name__}: {exc}); "
@@ -218,7 +217,6 @@ def restore(
     bus.run = max((row.run for row in rows.events), default=0)
     session.runs = runs
     session.stored_queue = stored.queue(root.path)
-    session.stored_pending = pending
     info = rows.info
     session.stored_from = {info.id: len(rows.events)}
     if info.parent is not None and info.fork_seq is not None:
@@ -274,7 +272,6 @@ class _Stored:
         """Each node's newest `status_changed` row, the newest last."""
         self.finished = True
         """Whether the last run ended (the events end in a `run_finished`)."""
-        self.pauses: dict[int, EventRow] = {}
         """The `paused` rows of the last run no `resumed` row answered, by pause id."""
         scan_of = SCAN.for_type
         for row in rows.events:
@@ -285,15 +282,6 @@ class _Stored:
         for path, state in sorted(self.states.items(), key=lambda item: item[1].position):
             if state.parent is not None:
                 self.children.setdefault(state.parent, []).append(path)
-
-    def pending_pauses(self) -> list[StoredPause]:
-        """The decisions the last run was waiting for when its events end, in the order asked."""
-        if self.finished:
-            return []
-        pauses = (json.loads(row.body) | {"path": row.path} for row in self.pauses.values())
-        return [
-            StoredPause(p["path"], p["action"], p.get("name"), p.get("arguments")) for p in pauses
-        ]
 
     def kind_as_ran(self, node: Node, now: ChildKind, name: str) -> ChildKind:
         """The kind `node` ran as at the last row (`snapshot.kind_as_ran`)."""
@@ -417,17 +405,6 @@ def _status_changed(stored: _Stored, row: EventRow) -> None:
 @SCAN.handles(RunStarted)
 def _run_started(stored: _Stored, row: EventRow) -> None:
     stored.finished = False
-    stored.pauses.clear()  # a resumed run asks again about what was pending
-
-
-@SCAN.handles(Paused)
-def _paused(stored: _Stored, row: EventRow) -> None:
-    stored.pauses[json.loads(row.body)["pause_id"]] = row
-
-
-@SCAN.handles(Resumed)
-def _resumed(stored: _Stored, row: EventRow) -> None:
-    stored.pauses.pop(json.loads(row.body)["pause_id"], None)
 
 
 @SCAN.handles(RunFinished)
@@ -512,11 +489,11 @@ def _interrupted_text(rows: SessionRows) -> str:
 def _settle_cut_nodes(root: Node, paused: set[str]) -> dict[str, str]:
     """Nodes the cut run left running, waiting or queued are `incomplete` now: nothing runs
     until `session.resume()`, which sets each one running again as it goes on. A node stopped
-    at a pause still pending (`paused`: their paths) stays `paused`."""
+    at a stored pause (its path in `paused`) reads `paused`: `session.pending` names it."""
     changed = {}
     for node in root.walk():
-        if node.status == "paused" and node.path in paused:
-            continue
-        if node.status in ACTIVE and (node.status != "spawned" or node.parent is not None):
+        if node.path in paused:
+            node.status = changed[node.path] = "paused"
+        elif node.status in ACTIVE and (node.status != "spawned" or node.parent is not None):
             node.status = changed[node.path] = "incomplete"
     return changed

@@ -6,12 +6,12 @@ mid-task go on (`delegation.continue_restored`)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from .._base.errors import ConfigurationError
 from .._base.messages import Message
 from ..events import RunStarted
+from .breakpoints import restored
 from .pausing import checked_pause_on
 from .run import Run
 
@@ -29,8 +29,12 @@ def interrupted_run(session: Session) -> RunStarted | None:
     return None
 
 
-async def enqueue_resume(session: Session, pause_on: Iterable[str]) -> Run:
-    """Schedule the interrupted run's continuation; its `Run` replaces the interrupted one."""
+async def enqueue_resume(session: Session, pause_on: Any) -> Run:
+    """Schedule the interrupted run's continuation; its `Run` replaces the interrupted one.
+
+    Its breakpoints are the stored ones (a predicate with code pauses wherever it could have
+    matched, unless `pause_on` passes predicates again: they replace those) and `pause_on`;
+    its mode, pending pauses and decisions are the cut run's (`Run.restore_pauses`)."""
     tail = session._tail
     if tail is not None and not tail.done():
         raise ConfigurationError(
@@ -44,23 +48,25 @@ async def enqueue_resume(session: Session, pause_on: Iterable[str]) -> Run:
             f"session {session.id!r} has no interrupted run to resume (its runs all finished); "
             "send a message with session.send(...) to go on"
         )
-    session.stored_pending = []  # asked again as the run goes on
     runs = []
+    given = checked_pause_on(pause_on, "resume()")
     if started is not None:
         # the run's own pause points still hold: approvals pending at the crash are asked again
-        runs.append(
-            Run(
-                session,
-                started.run,
-                pause_on={*checked_pause_on(pause_on, "resume()"), *started.pause_on},
-            )
+        run = Run(
+            session,
+            started.run,
+            pause_on={*given, *started.pause_on, *restored(started.breakpoints, given)},
         )
+        pauses, session.stored_pauses = session.stored_pauses, None
+        if pauses is not None and pauses.run == started.run:
+            run.restore_pauses(pauses)
+        runs.append(run)
     for entry in queued:  # then the inputs that waited behind it, as they were sent
         runs.append(
             Run(
                 session,
                 entry["run"],
-                pause_on=entry["pause_on"],
+                pause_on={*entry["pause_on"], *restored(entry.get("breakpoints", ()))},
                 message=_message(entry["llm"]),
                 display=_message(entry["display"]),
             )

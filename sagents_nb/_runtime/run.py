@@ -6,7 +6,7 @@ import asyncio
 import concurrent.futures
 import itertools
 import threading
-from collections.abc import Generator, Iterable, Sequence
+from collections.abc import Generator, Sequence
 from time import monotonic
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +15,8 @@ from .._base.errors import ConfigurationError, RunPaused, SagentsError
 from .._base.loop import POLL_SECONDS, call_soon, on_library_thread, settle
 from .._base.messages import Message
 from ..events import Paused, PausedRequest, Resumed
+from .breakpoints import Breakpoint, When, fires, restored, split, stored
+from .decisions import pause_key
 from .pausing import (
     APPROVE,
     Decision,
@@ -26,6 +28,7 @@ from .pausing import (
 
 if TYPE_CHECKING:
     from ..events import Event
+    from .decisions import PauseKey, StoredPauses
     from .node import Node
     from .result import Result
     from .session import Session
@@ -45,11 +48,16 @@ class Run:
         session: Session,
         number: int,
         *,
-        pause_on: str | Iterable[str] = (),
+        pause_on: Any = (),
         message: Message | None = None,
         display: Message | None = None,
     ) -> None:
         self.pause_on = checked_pause_on(pause_on, "send()")
+        self._actions, self._tests = split(self.pause_on)
+        self.until: tuple[Breakpoint, ...] = ()
+        """The breakpoints of `step(pause_on=...)`, until the run next pauses."""
+        self._decided: dict[PauseKey, Decision] = {}
+        self._awaiting: set[PauseKey] = set()
         self.session = session
         self.number = number
         self.message = message
@@ -207,9 +215,16 @@ class Run:
         """
         self._decide(edit_decision(changes))
 
-    def step(self) -> None:
-        """Approve, and pause again before the very next action of any kind."""
-        self._decide(APPROVE, mode="step")
+    def step(self, pause_on: Any = None) -> None:
+        """Approve, and pause again before the very next action of any kind; with `pause_on`
+        (as `send` takes it: `"tool"`, `sn.when(...)`, a callable), at the next action that
+        breakpoint matches instead (the run's own breakpoints still hold; any pause ends it)."""
+        if pause_on is None:
+            self._decide(APPROVE, mode="step")
+        else:
+            checked = checked_pause_on(pause_on, "run.step()")
+            until = tuple(When(action=b) if isinstance(b, str) else b for b in checked)
+            self._decide(APPROVE, mode="normal", until=until)
 
     def resume(self) -> None:
         """Approve, and run to the end without pausing again."""
@@ -224,14 +239,16 @@ class Run:
             self._stop.clear()
         call_soon(self._cancel_on_loop)
 
-    def _decide(self, decision: Decision, mode: str | None = None) -> None:
+    def _decide(
+        self, decision: Decision, mode: str | None = None, until: tuple[Any, ...] = ()
+    ) -> None:
         """Decide `paused_at`: the first pause not decided yet (the first to come, if none is
         waiting now)."""
         with self._claims:
             first = next((p for p in list(self.pending) if p.id not in self._claimed), None)
             if first is not None:
                 self._claimed.add(first.id)
-        self._send_decision(first, decision, mode)
+        self._send_decision(first, decision, mode, until)
 
     def _decide_pause(self, pending: PendingAction, decision: Decision, mode: str | None) -> None:
         """Decide `pending` (`PendingAction.approve()` and the others come here)."""
@@ -250,19 +267,28 @@ class Run:
         self._send_decision(pending, decision, mode)
 
     def _send_decision(
-        self, pending: PendingAction | None, decision: Decision, mode: str | None
+        self,
+        pending: PendingAction | None,
+        decision: Decision,
+        mode: str | None,
+        until: tuple[Any, ...] = (),
     ) -> None:
         if self.status == "paused":
             self._stop.clear()
-        call_soon(self._decide_on_loop, decision, mode, pending)
+        call_soon(self._decide_on_loop, decision, mode, pending, until)
 
     # on the library loop
 
     def _decide_on_loop(
-        self, decision: Decision, mode: str | None, chosen: PendingAction | None = None
+        self,
+        decision: Decision,
+        mode: str | None,
+        chosen: PendingAction | None = None,
+        until: tuple[Any, ...] = (),
     ) -> None:
         if mode is not None:
             self.mode = mode
+            self.until = until
         if chosen is not None:
             self._claimed.discard(chosen.id)
         if chosen is not None and chosen in self.pending:
@@ -275,7 +301,7 @@ class Run:
             return
         self.pending.remove(pending)
         changed = sorted(decision.changes) if decision.kind == "edit" else None
-        self._end_pause(pending, decision.kind, decision.changes.get("reason"), changed)
+        self._end_pause(pending, decision.kind, decision.changes.get("reason"), changed, decision)
         if pending.future is not None and not pending.future.done():
             pending.future.set_result(decision)
         if mode == "free":
@@ -301,12 +327,44 @@ class Run:
             ended = asyncio.wrap_future(self._finished)
             await asyncio.wait({self._task, ended}, return_when=asyncio.FIRST_COMPLETED)
 
-    def should_pause(self, node: Node, action: str) -> bool:
-        if self.mode == "free":
+    def restore_pauses(self, stored: StoredPauses) -> None:
+        """Go on from a cut run's stored pauses: its mode, its pending pauses (asked again at
+        their gates) and its decisions (applied at theirs, never asked again)."""
+        self.mode = stored.mode
+        self.until = tuple(restored(stored.until))
+        self._pause_ids = itertools.count(stored.next_id)
+        self._decided = dict(stored.decided)
+        self._awaiting = {pause_key(p.path, p.action, p.call_id) for p in stored.pending}
+
+    async def gate(self, node: Node, action: str, details: dict[str, Any]) -> Decision:
+        """The decision about `action` of `node`: one stored before a cut, else the user's at a
+        pause if a breakpoint matches, else approval."""
+        if self._decided or self._awaiting:
+            key = pause_key(node.path, action, details.get("call_id"))
+            decision = self._decided.pop(key, None)
+            if decision is not None:
+                return decision
+            if key in self._awaiting:
+                self._awaiting.discard(key)
+                return await self.pause(node, action, **details)
+        if not self.should_pause(node, action, details):
+            return APPROVE
+        return await self.pause(node, action, **details)
+
+    def should_pause(self, node: Node, action: str, details: dict[str, Any] | None = None) -> bool:
+        mode = self.mode
+        if mode == "free":
             return False
-        if self.mode == "step":
+        if mode == "step" and action != "reply":  # a reply pauses only where a breakpoint says
             return True
-        return action in self.pause_on or action in node.agent.pause_on
+        agent = node.agent
+        if action in self._actions or action in agent.pause_on:
+            return True
+        tests = self._tests + agent.pause_tests + self.until
+        if not tests:
+            return False
+        pending = PendingAction(0, action, node.path, **(details or {}))
+        return any(fires(test, pending) for test in tests)
 
     async def pause(self, node: Node, action: str, **details: Any) -> Decision:
         future: asyncio.Future[Decision] = asyncio.get_running_loop().create_future()
@@ -318,6 +376,7 @@ class Run:
             decide=self._decide_pause,
             **details,
         )
+        self.until = ()  # a step to a breakpoint ends at any pause
         self.pending.append(pending)
         previous = node.status
         node.set_status("paused", str(pending))
@@ -351,8 +410,10 @@ class Run:
         decision: str,
         reason: str | None,
         changed: list[str] | None = None,
+        made: Decision | None = None,
     ) -> None:
         # Every pause that ends says so in the event stream: views clear it on this event alone.
+        # It keeps the decision's changes and the run's mode, so a cut run goes on as decided.
         self.session.bus.emit(
             Resumed(
                 path=pending.path,
@@ -360,6 +421,9 @@ class Run:
                 decision=decision,
                 reason=reason,
                 changed=changed,
+                changes=made.stored() if made is not None and made.kind == "edit" else None,
+                mode=self.mode,
+                until=stored(self.until) or None,
             )
         )
 

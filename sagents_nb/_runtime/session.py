@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import os
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -39,6 +39,7 @@ from ..events import (
     RunStarted,
 )
 from ..kinds import Main, Worker
+from .breakpoints import split, stored
 from .bus import EventBus
 from .journal import Journal
 from .limits import MAX_MODEL_CALLS, MAX_NODES, MAX_TOKENS, checked_cap, checked_count
@@ -52,6 +53,7 @@ from .run import Run
 if TYPE_CHECKING:
     from .._store.protocol import Store
     from .agent import Agent
+    from .decisions import StoredPauses
 
 
 WHERE = "sn.Session(...)"
@@ -203,9 +205,6 @@ class Session:
         self.current_run: Run | None = None
         self.run_usage = Usage()
         self._tail: asyncio.Task[Any] | None = None
-        self.stored_pending: list[StoredPause] = []
-        """The decisions a reopened or forked session's last run was waiting for (its stored
-        pauses no decision answered); `resume()` asks them again."""
         self.stored_from: dict[str, int] = {}
         """A reopened or forked session's stored events, as how many first events are each
         session's (its own; its origin's, for a fork), whatever those sessions did since."""
@@ -216,6 +215,8 @@ class Session:
         """(seq, "preprocessor" or "llm", old, new) of each swap of the session's own parts, so
         that a fork takes the ones in force at its event."""
         self.stored_queue: list[dict[str, Any]] = []
+        self.stored_pauses: StoredPauses | None = None
+        """What a reopened session's cut run had pending and decided; `resume()` takes it."""
         """Inputs a reopened session found queued behind its interrupted run (the store's
         `queue` row); `resume()` runs them after it."""
         self._slots: dict[str, asyncio.Semaphore] = {}
@@ -264,6 +265,17 @@ class Session:
     def tree(self) -> TreeNode:
         """A snapshot of the delegation tree."""
         return self.root.tree()
+
+    @property
+    def pending(self) -> list[StoredPause]:
+        """The decisions waiting now, each as (path, action, name, arguments): the paused run's,
+        or, in a session reopened (or forked) at a pause, each one its cut run was waiting for,
+        which `resume()` presents again first."""
+        run = self.current_run
+        waiting = list(run.pending) if run is not None and run.pending else []
+        if not waiting and self.stored_pauses is not None:
+            waiting = list(self.stored_pauses.pending)
+        return [StoredPause(p.path, p.action, p.name, p.arguments) for p in waiting]
 
     @property
     def last_run(self) -> Run | None:
@@ -333,15 +345,6 @@ class Session:
             return before[-1]
         return next((old for at, old, new in swaps if at > seq), current)
 
-    @property
-    def pending(self) -> list[StoredPause]:
-        """The decisions waiting now, each as (path, action, name, arguments): the current
-        run's pauses, else (reopened or forked) the stored ones `resume()` will ask again."""
-        run = self.current_run
-        if run is not None and run.pending:
-            return [StoredPause(p.path, p.action, p.name, p.arguments) for p in run.pending]
-        return list(self.stored_pending)
-
     # following events
 
     def subscribe(self, callback: Callable[[Event], None]) -> Callable[[], None]:
@@ -360,8 +363,12 @@ class Session:
 
     # sending
 
-    def send(self, text: str, *, pause_on: Iterable[str] = ()) -> Run:
+    def send(self, text: str, *, pause_on: Any = ()) -> Run:
         """Send a user message; returns its `Run` at once (queued behind a run in flight).
+
+        `pause_on`: breakpoints for this run: action names (`model`, `tool`, `task` to pause
+        before; `reply` after a child's answer, before its parent reads it), `sn.when(...)`
+        predicates or callables taking the `PendingAction`; one or several.
 
         The run goes on in the background: `run.wait()` blocks until it pauses or ends (Ctrl-C
         there cancels it), `run.result()` until it ends (Ctrl-C there only stops the wait).
@@ -370,15 +377,15 @@ class Session:
         """
         return block_on(submit(self._enqueue(text, pause_on)), what="session.send()")
 
-    async def send_async(self, text: str, *, pause_on: Iterable[str] = ()) -> Run:
+    async def send_async(self, text: str, *, pause_on: Any = ()) -> Run:
         """`send` for async code."""
         return await run_on_library_loop(self._enqueue(text, pause_on))
 
-    def retry(self, *, pause_on: Iterable[str] = ()) -> Run:
+    def retry(self, *, pause_on: Any = ()) -> Run:
         """Run the top agent again from its current transcript (e.g. after an endpoint error)."""
         return block_on(submit(self._enqueue(None, pause_on)), what="session.retry()")
 
-    async def run(self, text: str, *, pause_on: Iterable[str] = ()) -> Result:
+    async def run(self, text: str, *, pause_on: Any = ()) -> Result:
         """Send `text` and await the `Result` (a pause raises `RunPaused`; use `send` to step)."""
         return await run_on_library_loop(self._run_through(text, pause_on))
 
@@ -392,7 +399,8 @@ class Session:
 
         Configuration stays in code: pass the same `agent` (its tools, team and kinds) and an
         endpoint (needed only to send or resume); `options` are the other `Session` arguments.
-        A run the interruption cut short shows as `incomplete`; `session.resume()` continues it.
+        A run the interruption cut short shows as `incomplete`; a node it left at a pause reads
+        `paused` and `session.pending` names the decision; `session.resume()` continues it.
 
         Raises:
             StoreError: no such file, not a sagents_nb store, an unknown id (the error lists the
@@ -465,7 +473,7 @@ class Session:
 
         return write_test(self, path, agents=agents, overwrite=overwrite)
 
-    def resume(self, *, pause_on: Iterable[str] = ()) -> Run:
+    def resume(self, *, pause_on: Any = ()) -> Run:
         """Continue the run an interruption (a crash, a kernel restart) left unfinished.
 
         It goes on from the last committed step: finished tool turns are not redone, settled
@@ -473,6 +481,12 @@ class Session:
         last step. Then the messages that were sent while it ran and had not started run, in
         order (they are stored when sent). Returns the first `Run` at once, like `send`;
         `session.runs` holds the others.
+
+        The run's stored breakpoints, step mode and decisions hold: the pauses it was waiting
+        at (`session.pending`) are presented again first, a decision made before the cut is
+        applied, not asked again. A predicate's code cannot be stored: one stored with code
+        pauses wherever its `path`, `action` and `tool` match, unless `pause_on` passes
+        predicates again, which take the place of those.
         """
         return block_on(submit(enqueue_resume(self, pause_on)), what="session.resume()")
 
@@ -484,7 +498,7 @@ class Session:
         `kind_swapped` event), the preprocessor and endpoint in force then, and the pauses
         pending then (`fork.pending`; a node stopped at one reads `paused`); this session is
         untouched. A fork taken mid-run continues with `fork.resume()`, which asks those
-        pauses again first; until then its run, and every other node the cut left in flight,
+        pauses again first and applies the decisions made before the cut; until then its run, and every other node the cut left in flight,
         is `incomplete`.
         """
         # restore builds a Message and loads httpx at import: loaded to reopen, not to run
@@ -492,7 +506,7 @@ class Session:
 
         return fork_session(self, check_int("at", at, where="session.fork()", optional=True))
 
-    async def _run_through(self, text: str, pause_on: Iterable[str]) -> Result:
+    async def _run_through(self, text: str, pause_on: Any) -> Result:
         run = await self._enqueue(text, pause_on)
         try:
             await run.wait_async()
@@ -507,7 +521,7 @@ class Session:
             )
         return run._result_now()
 
-    async def _enqueue(self, text: str | None, pause_on: Iterable[str]) -> Run:
+    async def _enqueue(self, text: str | None, pause_on: Any) -> Run:
         check_str("text", text, where="session.send()", optional=True)
         display = llm_message = None
         if text is not None:
@@ -611,12 +625,14 @@ class Session:
                             llm=run.message,
                         )
                     )
+            actions, tests = split(run.pause_on)
             self.bus.emit(
                 RunStarted(
                     path=root.path,
                     agent=self.agent.name,
                     input=run.display.content if run.display else None,
-                    pause_on=sorted(run.pause_on),
+                    pause_on=sorted(actions),
+                    breakpoints=stored(tests),
                 )
             )
             outcome = await root.run_task(run.message, resume=resume)
@@ -660,9 +676,9 @@ class Session:
     async def gate(self, node: Node, action: str, **details: Any) -> Decision:
         """Pause before `action` if the current run asks to; return the user's decision."""
         run = self.current_run
-        if run is None or not run.should_pause(node, action):
+        if run is None:
             return APPROVE
-        return await run.pause(node, action, **details)
+        return await run.gate(node, action, details)
 
     def child_slots(self, parent: Node) -> asyncio.Semaphore:
         """The semaphore capping how many children of `parent` run at once."""

@@ -214,6 +214,9 @@ class Projector:
 
     @handles(RunStarted)
     def _run_started(self, event: RunStarted) -> None:
+        for pause_id, pending in list(self.pending.items()):
+            if pending.run == event.run:  # a run resumed after a cut: its pauses are asked again
+                self._end_pause(pause_id, "interrupted", "the run was cut here, and resumed later")
         self.runs[event.run] = RunState(event.run, input=event.input)
         node = self.node(event.path)
         node.agent = event.agent
