@@ -351,13 +351,16 @@ def test_approving_from_the_keyboard_keeps_the_focus_in_the_view(page: Any, lab:
     open_notebook(page, lab.notebook("approve-focus.ipynb", TWO_PAUSES))
     run_cell(page, 0)
     view = page.locator(".sagents-view")
-    decision = view.locator(".sn-pending .sn-decision")
-    decision.get_by_text("(+1 more waiting)").wait_for()
-    first = decision.get_attribute("data-pause")
-    decision.locator(".sn-approve").focus()
+    cards = view.locator(".sn-pending .sn-decision")
+    view.locator(".sn-pending-count", has_text="2 pauses waiting").wait_for()
+    first = cards.first.get_attribute("data-pause")
+    cards.first.locator(".sn-approve").focus()
     page.keyboard.press("Enter")
-    # the first pause's buttons are gone: the focus is on the next pause's Approve
-    wait_until(lambda: decision.get_attribute("data-pause") != first, what="the next pause")
+    # the first pause's card is gone: the focus is on the next pause's Approve
+    wait_until(
+        lambda: cards.count() == 1 and cards.first.get_attribute("data-pause") != first,
+        what="the next pause",
+    )
     wait_until(
         lambda: page.evaluate(
             "() => document.activeElement.matches('.sagents-view .sn-decision .sn-approve')"
