@@ -200,3 +200,13 @@ def test_the_salvage_request_at_a_pause_says_its_tool_choice() -> None:
     run.approve()
     assert "pas fini" in run.result(timeout=10).text
     assert seen[-1].body == request.body()
+
+
+def test_two_pauses_decided_back_to_back_leave_the_wait_to_the_end() -> None:
+    # both decisions sent before the loop handles the first: the wait must not wake between them
+    for _ in range(10):
+        _, run = _two_paused([])
+        first, second = run.pending
+        second.edit(city="Zürich 🥝")
+        first.approve()
+        assert run.result(timeout=10).text == "both scouts answered"

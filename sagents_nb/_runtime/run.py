@@ -310,9 +310,13 @@ class Run:
                 self._end_pause(other, "approve", "resumed to the end")
                 if other.future is not None and not other.future.done():
                     other.future.set_result(APPROVE)
-        if self.pending:
+        with self._claims:
+            # a pause whose decision is already on its way here is not one to stop for: a
+            # wait woken now would return while the run is about to go on
+            undecided = [p for p in self.pending if p.id not in self._claimed]
+        if undecided:
             self._signal_stop()
-        else:
+        elif not self.pending:
             self._set_status("running")
 
     def _cancel_on_loop(self) -> None:
