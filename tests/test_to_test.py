@@ -608,3 +608,39 @@ def test_pauses_the_configuration_no_longer_explains_are_a_clear_error(
         session.to_test(tmp_path / "test_lesson.py", agents="lesson:boss")
     lesson.teller.pause_on = {"task"}
     assert session.to_test(tmp_path / "test_lesson.py", agents="lesson:boss").exists()
+
+
+def test_predicate_breakpoints_and_an_edited_reply_at_depth_three_replay(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    session = sn.Session(lesson_module(tmp_path, monkeypatch).boss, llm=sn.mock_llm(bank_model))
+    big = sn.when(path="boss/*", tool="transfer", args=lambda a: a["amount"] > 100)
+    run = session.send("Envoie « tout »", pause_on=big)
+    assert run.wait(timeout=30) == "paused" and run.paused_at.path == "boss/teller.1"
+    run.edit(amount=10, to="Alice")
+    assert run.result(timeout=30).text == "Fait : teller: virement de 10 € à Alice ✅"
+    audited = sn.when(path="boss/*/auditor.*", action="reply")
+    second = session.send("Encore 再び", pause_on={audited, sn.when(tool="balance")})
+    assert second.wait(timeout=30) == "paused" and second.paused_at.name == "balance"
+    second.approve()
+    assert second.wait(timeout=30) == "paused" and second.paused_at.action == "reply"
+    second.paused_at.edit(reply="auditor : solde vérifié ✔ 確認済み")
+    assert second.result(timeout=30).text == "Fait : teller: virement de 1000 € à Mallory ✅"
+
+    path = session.to_test(tmp_path / "test_lesson.py", agents="lesson:boss")
+    generated = load(path)
+    first, then = generated.RUNS
+    assert first["breakpoints"] == [
+        {"path": "boss/*", "action": None, "tool": "transfer", "code": True}
+    ]
+    assert [p["decision"] for p in then["pauses"]] == ["approve", "edit"]
+    assert then["pauses"][1]["edit"] == {"reply": "auditor : solde vérifié ✔ 確認済み"}
+    read = generated.TOOL_RESULTS["boss/teller.2"][0]
+    assert read[1:] == ["task", "ok", "auditor : solde vérifié ✔ 確認済み"]  # what the teller read
+    assert_passes(tmp_path)
+
+    # the recorded edit changed: the teller now reads something else than it did
+    source = path.read_text(encoding="utf-8")
+    assert source.count('"reply": "auditor : solde vérifié ✔ 確認済み"') == 1
+    path.write_text(source.replace('"reply": "auditor : solde vérifié', '"reply": "autre'), "utf-8")
+    assert_fails(tmp_path, "FAILED test_lesson.py::test_tool_results")

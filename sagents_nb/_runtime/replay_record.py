@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .._base.caller import path_matches
 from .._base.errors import ConfigurationError
 from .._base.messages import Message
 from ..events import (
@@ -63,6 +64,8 @@ class RunRecord:
     number: int
     message: str | None
     pause_on: list[str]
+    breakpoints: list[dict[str, Any]] = field(default_factory=list)
+    """Its `sn.when(...)` and callable breakpoints as stored (`breakpoints.stored`)."""
     pauses: list[dict[str, Any]] = field(default_factory=list)
     segments: list[Segment] = field(default_factory=list)
     status: str | None = None
@@ -76,7 +79,7 @@ class Recording:
 
     def __init__(self, session: Session, agent: Agent) -> None:
         self.session = session
-        self.pause_on = _pause_on_by_name(agent)
+        self.pause_on, self.tests = _pause_on_by_name(agent)
         self.runs: dict[int, RunRecord] = {}
         self.replies: dict[str, list[dict[str, Any]]] = {}
         self.agents: dict[str, str] = {}
@@ -174,15 +177,31 @@ class Recording:
                 "a fork); to_test replays runs that ran in one go: record the session again"
             )
         message = self._llm_text.get(event.run, event.input)
-        record = RunRecord(event.run, message, list(event.pause_on))
+        record = RunRecord(event.run, message, list(event.pause_on), list(event.breakpoints))
         record.segments.append(Segment(None))
         self.runs[event.run] = record
         self.agents[event.path] = event.agent
 
-    def _asked(self, record: RunRecord, path: str, action: str) -> bool:
-        """Whether the run's or the node's agent's `pause_on` asks to pause before `action`."""
+    def _asked(self, record: RunRecord, path: str, action: str, name: str | None) -> bool:
+        """Whether the run's or the node's agent's `pause_on` surely asks to pause before
+        `action`: an action name, or an `sn.when(...)` without code whose fields match."""
         agent = self.agents.get(path, "")
-        return action in record.pause_on or action in self.pause_on.get(agent, ())
+        if action in record.pause_on or action in self.pause_on.get(agent, ()):
+            return True
+        return any(
+            not row["code"] and _fields_match(row, path, action, name) for row in record.breakpoints
+        )
+
+    def _may_pause(self, record: RunRecord, path: str, action: str, name: str | None) -> bool:
+        """Whether `pause_on` may ask to pause there: it surely does, or a breakpoint with code
+        (the run's, whose fields match, or one of the agent's) may have."""
+        if self._asked(record, path, action, name):
+            return True
+        if self.tests.get(self.agents.get(path, ""), False):
+            return True
+        return any(
+            row["code"] and _fields_match(row, path, action, name) for row in record.breakpoints
+        )
 
     def _paused(self, event: Paused) -> None:
         record = self.runs[event.run]
@@ -199,7 +218,9 @@ class Recording:
         self._open[(event.run, event.pause_id)] = entry
         segment = record.segments[-1]
         segment.paused = True
-        if segment.paused_unasked is None and not self._asked(record, event.path, event.action):
+        if segment.paused_unasked is None and not self._may_pause(
+            record, event.path, event.action, event.name
+        ):
             segment.paused_unasked = f"a pause before {event.action} at {event.path}"
 
     def _resumed(self, event: Resumed) -> None:
@@ -222,10 +243,11 @@ class Recording:
             if decision == "reject":
                 entry["reason"] = event.reason
             elif decision == "edit":
-                entry["edit"] = None
+                # a child's answer replaced: what the parent read instead, as the edit stored it
+                entry["edit"] = dict(event.changes or {}) if at["action"] == "reply" else None
             elif decision == "approve":
                 record.segments.append(Segment(entry))
-        if decision == "reject":
+        if decision == "reject" or at["action"] == "reply":
             return
         gate = entry if decision == "edit" else None
         if at["action"] == "model":
@@ -233,11 +255,11 @@ class Recording:
         else:
             self._gated_calls[(at["path"], at["call_id"])] = gate
 
-    def _unpaused(self, event: Any, action: str) -> None:
+    def _unpaused(self, event: Any, action: str, name: str | None = None) -> None:
         record = self.runs[event.run]
         segment = record.segments[-1]
         segment.unpaused = True
-        if segment.unpaused_asked is None and self._asked(record, event.path, action):
+        if segment.unpaused_asked is None and self._asked(record, event.path, action, name):
             segment.unpaused_asked = f"no pause before {action} at {event.path}"
 
     def _requested(self, event: ModelRequest) -> None:
@@ -286,7 +308,7 @@ class Recording:
     def _call_started(self, event: ToolCallStarted) -> None:
         key = (event.path, event.call_id)
         if key not in self._gated_calls:
-            self._unpaused(event, "task" if event.name == "task" else "tool")
+            self._unpaused(event, "task" if event.name == "task" else "tool", event.name)
             return
         edit = self._gated_calls.pop(key)
         if edit is not None:
@@ -330,6 +352,7 @@ class Recording:
         return {
             "message": record.message,
             "pause_on": record.pause_on,
+            "breakpoints": record.breakpoints,
             "pauses": record.pauses,
             "status": record.status,
             "answer": record.answer,
@@ -343,17 +366,29 @@ def _start_mode(segment: Segment) -> str | None:
     return "approve"
 
 
-def _pause_on_by_name(agent: Agent) -> dict[str, set[str]]:
-    """Each agent's own `pause_on` in the tree under `agent`, by name."""
+def _pause_on_by_name(agent: Agent) -> tuple[dict[str, set[str]], dict[str, bool]]:
+    """Each agent's own `pause_on` actions in the tree under `agent`, by name, and whether
+    it has breakpoints beside them (`sn.when(...)`, callables: the replay runs them too)."""
     found: dict[str, set[str]] = {}
+    tests: dict[str, bool] = {}
     todo = [agent]
     while todo:
         current = todo.pop()
         if current.name in found:
             continue
-        found[current.name] = set(current.pause_on)
+        found[current.name] = {item for item in current.pause_on if isinstance(item, str)}
+        tests[current.name] = bool(current.pause_tests)
         todo.extend(current.members())
-    return found
+    return found, tests
+
+
+def _fields_match(row: dict[str, Any], path: str, action: str, name: str | None) -> bool:
+    """Whether a stored breakpoint's declarative fields match an action (as `When` does)."""
+    if row["action"] is not None and row["action"] != action:
+        return False
+    if row["tool"] is not None and (action not in ("tool", "task") or name != row["tool"]):
+        return False
+    return row["path"] is None or path_matches(row["path"], path)
 
 
 def _message(message: Message) -> dict[str, Any]:

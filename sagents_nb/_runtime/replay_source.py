@@ -80,7 +80,9 @@ Written by `session.to_test(..., agents="$spec")`.
 - The agents' own tools run for real (they are part of the imported configuration) and their
   results are checked (`test_tool_results`: delete it if a tool's result may vary).
 - The user's messages are sent in order, each with the `pause_on` its run had, and each pause
-  is decided as it was (approve, step, resume, reject with its reason, edit, cancel).
+  is decided as it was (approve, step, resume, reject with its reason, edit, cancel). An
+  `sn.when(...)` is replayed by its fields; one whose test is code (`args=`, a callable), which
+  cannot be written here, is replayed as a breakpoint at each pause it made when recorded.
 - Checked: every pause is met, each run's answer (status and text), the delegation tree
   (paths and statuses) and the tool results.
 - Not replayed: the session's preprocessor (each message is sent as the model received it),
@@ -196,7 +198,7 @@ def left_pending(run: sn.Run, expected: list[dict[str, Any]]) -> None:
 def changes(edit: dict[str, Any] | None) -> dict[str, Any]:
     """An edit's recorded changes as `run.edit(...)` takes them."""
     edit = dict(edit or {})
-    if "reply" in edit:
+    if isinstance(edit.get("reply"), dict):  # a model's reply (a child's answer is a text)
         edit["reply"] = sn.Message.model_validate(edit["reply"])
     if "messages" in edit:
         edit["messages"] = [sn.Message.model_validate(m) for m in edit["messages"]]
@@ -214,11 +216,27 @@ def decide(run: sn.Run, pause: dict[str, Any]) -> None:
         getattr(run, decision)()  # approve, step, resume or cancel
 
 
+def breakpoints(recorded: dict[str, Any]) -> list[Any]:
+    """The run's `pause_on`: its actions, its `sn.when(...)` by their fields and, for one
+    with code, a breakpoint at each pause the run made."""
+    pause_on: list[Any] = list(recorded["pause_on"])
+    coded = False
+    for row in recorded["breakpoints"]:
+        if row["code"]:
+            coded = True
+        else:
+            pause_on.append(sn.when(row["path"], action=row["action"], tool=row["tool"]))
+    if coded:
+        made = [pause["at"] for pause in recorded["pauses"]]
+        pause_on.append(lambda pending: met(pending) in made)
+    return pause_on
+
+
 def replay_run(session: sn.Session, recorded: dict[str, Any]) -> tuple[sn.Run, dict]:
     if recorded["message"] is None:
-        run = session.retry(pause_on=recorded["pause_on"])
+        run = session.retry(pause_on=breakpoints(recorded))
     else:
-        run = session.send(recorded["message"], pause_on=recorded["pause_on"])
+        run = session.send(recorded["message"], pause_on=breakpoints(recorded))
     # pauses met together (parallel children) may come in another order than they did
     todo = [pause for pause in recorded["pauses"] if pause["decision"] != "leave"]
     decided = None
