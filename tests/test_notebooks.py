@@ -83,8 +83,25 @@ def _the_table_shows_the_answers_whole(nb: nbformat.NotebookNode) -> None:
     assert any("The user is called Ada." in cell for cell in cells), cells
 
 
+def _the_debugging_lesson_shows_each_step(nb: nbformat.NotebookNode) -> None:
+    assert "breakpoint: boss/clerk.2/payer.1 pay {'amount': 5000, 'to': 'Mallory'}" in shown(
+        nb, "big = sn.when("
+    )
+    decided = shown(nb, "carol.edit(")
+    assert "decided: [('boss/clerk.4', 'edit'), ('boss/clerk.3', 'approve')]" in decided
+    assert "the boss read: Done: clerk: paid 20 € to Dave, receipt checked" in shown(
+        nb, "answer.edit("
+    )
+    forked = shown(nb, "fork = session.fork(")
+    assert "asked again: {'boss': 1}" in forked and "stops: [('boss/clerk.5', 'model')" in forked
+    diff = shown(nb, "found = sn.diff(", "text/html")
+    assert "first diverging event" in diff and "Dave asked to be paid next month" in diff
+    assert "4 passed" in shown(nb, "session.to_test(")
+
+
 PROMISES = {
     "01": _the_result_keeps_the_raw_wire,
+    "05": _the_debugging_lesson_shows_each_step,
     "06": _the_cli_reports_its_facts_and_cost,
     "07": _the_replay_keeps_its_wire,
     "08": _the_table_shows_the_answers_whole,
