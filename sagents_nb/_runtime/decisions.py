@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .._base.errors import ConfigurationError
 from .pausing import Decision, PendingAction
 
 if TYPE_CHECKING:
@@ -39,6 +40,25 @@ class StoredPauses:
     """The stored breakpoints of a `run.step(pause_on=...)` that had not fired yet."""
     next_id: int = 1
     """The next pause id of the run, so that the resumed run's ids follow its stored ones."""
+    ahead: dict[PauseKey, tuple[Decision, str | None]] = field(default_factory=dict)
+    """Decisions taken about pending pauses before `resume()` (a view's card of a stored
+    pause): `resume()` presents each pause again, records it, and decides it so at once."""
+
+    def decide_ahead(self, pause_id: int, decision: Decision, mode: str | None) -> PendingAction:
+        """Decide the pending pause `pause_id` now, to be applied when `resume()` asks it again.
+
+        Raises:
+            ConfigurationError: no pending pause has that id (already decided ahead, or none).
+        """
+        pending = next((p for p in self.pending if p.id == pause_id), None)
+        key = pause_key(pending.path, pending.action, pending.call_id) if pending else None
+        if pending is None or key is None or key in self.ahead:
+            raise ConfigurationError(
+                f"stored pause {pause_id} is not waiting for a decision (it was decided "
+                "already, or is not this session's); session.pending lists those waiting"
+            )
+        self.ahead[key] = (decision, mode)
+        return pending
 
 
 def stored_pauses(rows: Sequence[EventRow]) -> StoredPauses | None:

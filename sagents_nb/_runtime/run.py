@@ -58,6 +58,7 @@ class Run:
         """The breakpoints of `step(pause_on=...)`, until the run next pauses."""
         self._decided: dict[PauseKey, Decision] = {}
         self._awaiting: set[PauseKey] = set()
+        self._ahead: dict[PauseKey, tuple[Decision, str | None]] = {}
         self.session = session
         self.number = number
         self.message = message
@@ -339,6 +340,7 @@ class Run:
         self._pause_ids = itertools.count(stored.next_id)
         self._decided = dict(stored.decided)
         self._awaiting = {pause_key(p.path, p.action, p.call_id) for p in stored.pending}
+        self._ahead = dict(stored.ahead)
 
     async def gate(self, node: Node, action: str, details: dict[str, Any]) -> Decision:
         """The decision about `action` of `node`: one stored before a cut, else the user's at a
@@ -350,7 +352,7 @@ class Run:
                 return decision
             if key in self._awaiting:
                 self._awaiting.discard(key)
-                return await self.pause(node, action, **details)
+                return await self.pause(node, action, ahead=self._ahead.pop(key, None), **details)
         if not self.should_pause(node, action, details):
             return APPROVE
         return await self.pause(node, action, **details)
@@ -370,7 +372,15 @@ class Run:
         pending = PendingAction(0, action, node.path, **(details or {}))
         return any(fires(test, pending) for test in tests)
 
-    async def pause(self, node: Node, action: str, **details: Any) -> Decision:
+    async def pause(
+        self,
+        node: Node,
+        action: str,
+        ahead: tuple[Decision, str | None] | None = None,
+        **details: Any,
+    ) -> Decision:
+        """Wait at a pause for its decision (`ahead`: one taken before `resume()` asked it
+        again, recorded and applied at once)."""
         future: asyncio.Future[Decision] = asyncio.get_running_loop().create_future()
         pending = PendingAction(
             next(self._pause_ids),
@@ -396,8 +406,11 @@ class Run:
                 request=_shown(pending.request),
             )
         )
-        self._set_status("paused")
-        self._signal_stop()
+        if ahead is not None:
+            self._decide_on_loop(ahead[0], ahead[1], pending)
+        else:
+            self._set_status("paused")
+            self._signal_stop()
         try:
             decision = await future
         finally:

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from .. import kinds
 from .._base.errors import ConfigurationError
-from .._runtime.pausing import PAUSE_ACTIONS
+from .._base.messages import Message
+from .._runtime.pausing import APPROVE, PAUSE_ACTIONS, Decision, edit_decision
 from ._paging import PAGE
 from ._panes import TABS, Focus
 from ._render import ROWS
@@ -180,6 +181,10 @@ def _continue_cut_run(view: LiveView, action: str) -> None:
 
 
 def _decide(view: LiveView, action: str, message: dict[str, Any]) -> None:
+    stored = _stored_pause(view, message.get("pause_id"))
+    if stored is not None:
+        _decide_stored(view, action, message, stored)
+        return
     run = _controlled_run(view)
     if run is None:
         return
@@ -208,39 +213,148 @@ def _decide(view: LiveView, action: str, message: dict[str, Any]) -> None:
             pending.step()
             view.notify(f"approved: {pending} — it will pause before its next action")
         elif action == "reject":
-            reason = str(message.get("reason") or "").strip() or "rejected in the live view"
+            reason = _reason(message)
             pending.reject(reason)
             view.notify(f"rejected: {pending} ({reason})")
         else:
-            _edit(view, pending, message.get("text"))
+            changes = _edit_changes(view, pending, message, pending.messages)
+            if changes is not None:
+                pending.edit(**changes)
+                view.notify(_edited(pending, changes))
     except ConfigurationError as exc:  # decided meanwhile, from Python or another view
         view.notify(str(exc), error=True)
         view.refresh()
 
 
-def _edit(view: LiveView, pending: PendingAction, text: Any) -> None:
+def _stored_pause(view: LiveView, pause_id: Any) -> PendingAction | None:
+    """The stored pause `pause_id` of a reopened or forked session's cut run, if the view's
+    card is one (it waits for `session.resume()`)."""
+    session = view.target.session
+    stored = session.stored_pauses if session is not None else None
+    if stored is None or pause_id is None or not view.target.resumable():
+        return None
+    return next((p for p in stored.pending if p.id == pause_id), None)
+
+
+def _decide_stored(
+    view: LiveView, action: str, message: dict[str, Any], pending: PendingAction
+) -> None:
+    """A decision on a stored pause's card: `session.resume()`, which asks that pause again
+    first (recorded as paused, as before the cut) and decides it so at once."""
+    session = view.target.session
+    assert session is not None and session.stored_pauses is not None
+    if action == "edit":
+        request = (
+            view.projector.nodes[pending.path].about_to_send if pending.action == "model" else None
+        )
+        changes = _edit_changes(
+            view, pending, message, list(request.messages) if request is not None else None
+        )
+        if changes is None:
+            return
+        decision, mode, done = edit_decision(changes), None, _edited(pending, changes)
+    elif action == "reject":
+        reason = _reason(message)
+        decision, mode = Decision("reject", {"reason": reason}), None
+        done = f"rejected: {pending} ({reason})"
+    else:
+        decision, mode = APPROVE, "step" if action == "step" else "normal"
+        done = f"approved: {pending}" + (
+            " — it will pause before its next action" if action == "step" else ""
+        )
+    try:
+        session.stored_pauses.decide_ahead(pending.id, decision, mode)
+        run = session.resume()
+    except ConfigurationError as exc:
+        view.notify(str(exc), error=True)
+        view.refresh()
+        return
+    view.notify(f"run {run.number} continues from where it was cut (session.resume()); {done}")
+
+
+def _reason(message: dict[str, Any]) -> str:
+    return str(message.get("reason") or "").strip() or "rejected in the live view"
+
+
+def _edited(pending: PendingAction, changes: dict[str, Any]) -> str:
+    if "messages" in changes:
+        return f"edited: the model request from {pending.path} is sent with your messages"
+    if "reply" in changes:
+        return f"edited: the model request from {pending.path} is answered with your text"
+    shown = json.dumps(changes["arguments"], ensure_ascii=False)
+    return f"edited: {pending.name} runs with {shown}"
+
+
+def _edit_changes(
+    view: LiveView,
+    pending: PendingAction,
+    message: dict[str, Any],
+    request_messages: list[Message] | None,
+) -> dict[str, Any] | None:
+    """What an Edit sends: `messages=` (a model pause's edited messages), `reply=` (a model
+    pause's text) or `arguments=` (a JSON object); None, with a notice, when it is not one."""
+    if pending.action == "model" and isinstance(message.get("messages"), list):
+        return _edited_messages(view, message["messages"], request_messages)
+    text = message.get("text")
     text = "" if text is None else str(text)
     if pending.action == "model":
         if not text.strip():
             view.notify(
                 "Edit at a model pause needs the reply to use; nothing was sent", error=True
             )
-            return
-        pending.edit(reply=text)
-        view.notify(f"edited: the model request from {pending.path} is answered with your text")
-        return
+            return None
+        return {"reply": text}
     try:
         arguments = json.loads(text)
     except ValueError as exc:
         view.notify(
             f"Edit needs the arguments as a JSON object ({exc}); nothing was sent", error=True
         )
-        return
+        return None
     if not isinstance(arguments, dict):
         view.notify('Edit needs a JSON object of arguments, e.g. {"city": "Paris"}', error=True)
-        return
-    pending.edit(arguments=arguments)
-    view.notify(f"edited: {pending.name} runs with {json.dumps(arguments, ensure_ascii=False)}")
+        return None
+    return {"arguments": arguments}
+
+
+def _edited_messages(
+    view: LiveView, edits: list[Any], request_messages: list[Message] | None
+) -> dict[str, Any] | None:
+    """The request's messages with the card's edited ones (each `{index, text}`: a message as
+    JSON) in their places; the others as they were."""
+    if request_messages is None:
+        view.notify("this pause has no request to edit; nothing was sent", error=True)
+        return None
+    messages: list[Any] = list(request_messages)
+    changed = False
+    for edit in edits:
+        index = edit.get("index") if isinstance(edit, dict) else None
+        if not isinstance(index, int) or not 0 <= index < len(messages):
+            view.notify(
+                f"the view sent an edit of no message ({edit!r}); nothing was sent", error=True
+            )
+            return None
+        try:
+            fields = json.loads(str(edit.get("text") or ""))
+            if not isinstance(fields, dict):
+                raise ValueError("not a JSON object")
+            edited = Message.model_validate(fields)
+        except ValueError as exc:
+            view.notify(
+                f"message {index + 1} is not a message as JSON ({str(exc).splitlines()[0]}), "
+                'e.g. {"role": "user", "content": "..."}; nothing was sent',
+                error=True,
+            )
+            return None
+        if edited.model_dump() != messages[index].model_dump():  # by fields, not wire caches
+            messages[index], changed = edited, True
+    if not changed:
+        view.notify(
+            "the messages are unchanged; nothing was sent (Approve sends them as they are)",
+            error=True,
+        )
+        return None
+    return {"messages": messages}
 
 
 def _set_kind(view: LiveView, agent_name: str, kind: str) -> None:

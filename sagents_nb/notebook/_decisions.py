@@ -73,6 +73,12 @@ class DecisionLog:
         self.entries.append(entry)
         self._open[event.pause_id] = entry
 
+    def stored(self, pause_id: int, cut: str) -> None:
+        """A pause a reopened or forked run was cut at (`cut` says how) waits for `resume()`."""
+        entry = self._open.get(pause_id)
+        if entry is not None:
+            entry.reason = f"{cut} — waiting for session.resume(), which asks it again"
+
     def ended(
         self, pause_id: int, decision: str, reason: str | None, changed: list[str] | None = None
     ) -> None:

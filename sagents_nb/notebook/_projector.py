@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._base.messages import Message
@@ -260,9 +260,10 @@ class Projector:
         run.tokens = event.usage.total_tokens
         self.node(event.path)
 
-    def run_cut(self, number: int, status: str, text: str) -> None:
+    def run_cut(self, number: int, status: str, text: str, stored: Collection[int] = ()) -> None:
         """Run `number` stopped without a `run_finished` (a fork or reopen cut it): it ends
-        as `status`, and its open pauses end as `interrupted`."""
+        as `status`; its open pauses end as `interrupted`, but those in `stored` (the pause
+        ids `session.pending` names) stay, waiting for `session.resume()` to ask them again."""
         with self.lock:
             self.catch_up()
             self.version += 1
@@ -270,7 +271,10 @@ class Projector:
                 self.later[number] = status
                 return
             for pause_id, pending in list(self.pending.items()):
-                if pending.run == number:
+                if pending.run == number and pause_id in stored:
+                    pending.stored = True
+                    self.decisions.stored(pause_id, text)
+                elif pending.run == number:
                     self._end_pause(pause_id, "interrupted", text)
             run = self.runs.setdefault(number, RunState(number))
             run.status, run.text = status, text

@@ -157,3 +157,5 @@ class PendingState:
     call_id: str | None = None
     arguments: dict[str, Any] | None = None
     run: int = 0
+    stored: bool = False
+    """Stored by a run that was cut (a reopen or a fork): it waits for `session.resume()`."""

@@ -114,13 +114,24 @@ class Target:
 
     def _settle_cut_runs(self, projector: Projector) -> None:
         """A reopened or forked session's run cut mid-way has no `run_finished` in its log;
-        its `Run` says how it stands (`incomplete`), and the view says the same."""
+        its `Run` says how it stands (`incomplete`), and the view says the same; the pauses
+        it was cut at stay, as waiting for `session.resume()`."""
         assert self.session is not None
         for run in self.session.runs:
             state = projector.runs.get(run.number)
             if run.done and run._result is not None and state is not None:
                 if state.status in ("running", "paused"):
-                    projector.run_cut(run.number, run.status, run._result.text)
+                    projector.run_cut(
+                        run.number, run.status, run._result.text, self.stored_pauses(run.number)
+                    )
+
+    def stored_pauses(self, number: int) -> set[int]:
+        """The ids of the pauses run `number` was cut at that `session.resume()` asks again
+        (`session.pending` of a reopened or forked session)."""
+        stored = self.session.stored_pauses if self.session is not None else None
+        if stored is None or stored.run != number:
+            return set()
+        return {pending.id for pending in stored.pending}
 
     def resumable(self) -> bool:
         """Whether the session has a cut run that `session.resume()` continues (a fork taken

@@ -31,6 +31,11 @@ from ._view_module import STATIC, view_module
 
 if TYPE_CHECKING:
     from .. import Result, Run, Session
+    from .._base.messages import Message
+
+MESSAGES_EDITABLE = 40
+"""A model pause's card offers its request's last messages for editing, this many at most
+(`pending.edit(messages=...)` from Python edits any)."""
 
 WARM_SLICE = 0.02
 """Seconds of indexing for the search between two turns of the library loop."""
@@ -307,7 +312,9 @@ class LiveView(anywidget.AnyWidget):
             "live": live,
             "run": self._run_header(),
             "later": target.later(projector),
-            "pending": [_pending(p) for p in sorted(projector.pending.values(), key=_pause_id)],
+            "pending": [
+                _pending(projector, p) for p in sorted(projector.pending.values(), key=_pause_id)
+            ],
             "kinds": sorted(kinds.registry()) if live else [],
             "agent_kinds": target.agent_kinds(),
             "kind_options": self._kind_options() if live else {},
@@ -370,15 +377,38 @@ def _pause_id(pending: PendingState) -> int:
     return pending.pause_id
 
 
-def _pending(pending: PendingState) -> dict[str, Any]:
+def _pending(projector: Projector, pending: PendingState) -> dict[str, Any]:
     arguments = None
     if pending.arguments is not None:
         arguments = json.dumps(pending.arguments, indent=1, ensure_ascii=False, default=str)
-    return {
+    card: dict[str, Any] = {
         "pause_id": pending.pause_id,
         "action": pending.action,
         "path": pending.path,
         "name": pending.name,
         "call_id": pending.call_id,
         "arguments": arguments,
+        "stored": pending.stored,
     }
+    node = projector.nodes.get(pending.path)
+    request = node.about_to_send if node is not None and pending.action == "model" else None
+    if request is not None:
+        card["messages"] = editable_messages(request.messages)
+        card["messages_total"] = len(request.messages)
+    return card
+
+
+def editable_messages(messages: list[Message]) -> list[dict[str, Any]]:
+    """The last `MESSAGES_EDITABLE` messages of a model request, each as its index and its
+    `sn.Message` fields as JSON text (what a card's message editor shows and sends back)."""
+    first = max(0, len(messages) - MESSAGES_EDITABLE)
+    return [
+        {
+            "index": index,
+            "role": message.role,
+            "text": json.dumps(
+                message.model_dump(mode="json", exclude_defaults=True), indent=1, ensure_ascii=False
+            ),
+        }
+        for index, message in enumerate(messages[first:], start=first)
+    ]

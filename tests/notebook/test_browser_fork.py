@@ -66,7 +66,9 @@ def test_fork_here_shows_the_forks_own_view_below_with_its_true_status(page: Any
     # the fork was cut at a pause: nothing runs in it, its node waits there, and it says so
     wait_until(lambda: "incomplete" in forked.locator(".sn-run").inner_text(), what="incomplete")
     assert forked.locator(".sn-node[data-path='bank'] .sn-status").inner_text() == "paused"
-    assert forked.locator(".sn-pending .sn-decision").count() == 0
+    # its pause is a card before resume(), marked as waiting for it
+    assert own(forked, ".sn-pending .sn-decision-stored").count() == 1
+    assert "waiting for session.resume()" in own(forked, ".sn-pending").inner_text()
     assert "forked from session" in forked.locator(".sn-answer").inner_text()
     resume = own(forked, ".sn-controls button[data-action='resume']")
     assert resume.is_enabled()
@@ -76,7 +78,7 @@ def test_fork_here_shows_the_forks_own_view_below_with_its_true_status(page: Any
     assert "paused" in own(view, ".sn-header .sn-run").inner_text()
 
     resume.click()  # the cut run goes on, and pauses where it paused
-    own(forked, ".sn-pending .sn-decision").wait_for()
+    own(forked, ".sn-pending .sn-decision:not(.sn-decision-stored)").wait_for()
     own(forked, ".sn-pending .sn-approve").click()
     forked.locator(".sn-answer", has_text="Résultat : envoyé 1000").wait_for()
     assert "done" in forked.locator(".sn-run").inner_text()

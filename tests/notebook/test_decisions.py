@@ -121,15 +121,16 @@ def test_a_cancelled_pause_and_a_model_edit_are_on_the_timeline() -> None:
     assert entries[1]["reason"] == "the run stopped at this pause"
 
 
-def test_a_view_of_a_fork_cut_at_a_pause_shows_it_interrupted_then_asked_again() -> None:
+def test_a_view_of_a_fork_cut_at_a_pause_shows_it_waiting_then_asked_again() -> None:
     session = bank(store=":memory:")
     run = session.send("payer", pause_on={"tool"})
     run.wait()
     fork = session.fork()
     widget = view(fork)
     [entry] = widget.projector.decisions.entries
-    assert entry.decision == "interrupted" and entry.reason is not None
-    assert entry.reason.startswith("forked from session")
+    assert entry.decision == "waiting"  # for fork.resume(), which asks it again
+    [card] = widget.header["pending"]
+    assert card["stored"] and card["name"] == "transfer"
     resumed = fork.resume()
     resumed.wait(timeout=10)
     resumed.reject("non")

@@ -47,7 +47,8 @@ def test_fork_here_at_a_pause_shows_a_cut_fork_that_resume_continues() -> None:
 
     # the fork's own view: its run cut at the pause, its node waiting there for resume()
     assert run_status(fork_view) == "incomplete"
-    assert fork_view.header["pending"] == []
+    [stored] = fork_view.header["pending"]  # shown before resume(), marked as waiting for it
+    assert stored["stored"] and stored["name"] == "transfer"
     assert fork_view.header["resumable"] is True
     assert fork_view.tree["status"] == "paused"
     assert forked.pending == [("bank", "tool", "transfer", {"amount": 1000, "to": "Mallory 🦹"})]
@@ -55,7 +56,10 @@ def test_fork_here_at_a_pause_shows_a_cut_fork_that_resume_continues() -> None:
     assert run_status(widget) == "paused" and widget.header["resumable"] is False
 
     click(fork_view, action="resume")  # goes on from the cut, pausing where it paused
-    wait_until(lambda: fork_view.header["pending"], what="the fork to pause again")
+    wait_until(
+        lambda: [p for p in fork_view.header["pending"] if not p["stored"]],
+        what="the fork to pause again",
+    )
     wait_until(lambda: "continues from where it was cut" in notice(fork_view), what="notice")
     assert fork_view.header["resumable"] is False and run_status(fork_view) == "paused"
     click(fork_view, action="approve", pause_id=fork_view.header["pending"][0]["pause_id"])
@@ -76,10 +80,14 @@ def test_a_reopened_session_cut_mid_run_is_incomplete_and_resumable() -> None:
         session.store, cut.id, agent=session.agent, llm=sn.mock_llm(bank_model)
     )
     widget = view(reopened)
-    assert run_status(widget) == "incomplete" and widget.header["pending"] == []
+    assert run_status(widget) == "incomplete"
+    assert [p["stored"] for p in widget.header["pending"]] == [True]
     assert widget.header["resumable"] is True
     click(widget, action="step")
-    wait_until(lambda: widget.header["pending"], what="the reopened run to pause")
+    wait_until(
+        lambda: [p for p in widget.header["pending"] if not p["stored"]],
+        what="the reopened run to pause",
+    )
     wait_until(lambda: "pause before its next action" in notice(widget), what="the notice")
     widget.close()
     run.cancel()
@@ -96,8 +104,9 @@ def test_the_static_rendering_includes_each_fork_below() -> None:
     forked = widget.forks[0]
     assert f"fork 0 (this view's .forks[0]), branched at event {paused.seq}" in text
     assert f"  sagents_nb · session {forked.id} · bank" in text
-    assert "  run 1 incomplete" in text and "interrupted" in text
-    assert f"session {forked.id}" in page and "Mallory 🦹" in page and "interrupted" in page
+    assert "  run 1 incomplete" in text and "waiting for session.resume()" in text
+    assert f"session {forked.id}" in page and "Mallory 🦹" in page
+    assert "waiting for session.resume()" in page
     widget.close()
     run.cancel()
     assert run.wait(timeout=10) == "cancelled"

@@ -114,7 +114,11 @@ function decision(view, pause) {
   const what = model_ ? "model request" : `${pause.action} call ${pause.name}`;
   const decide = (action, extra) => send({ action, pause_id: pause.pause_id, ...extra });
   const root = (e) => e.target.closest(".sn-decision");
-  return html`<div class="sn-decision" data-pause=${pause.pause_id} data-path=${pause.path}>
+  return html`<div
+    class=${pause.stored ? "sn-decision sn-decision-stored" : "sn-decision"}
+    data-pause=${pause.pause_id}
+    data-path=${pause.path}
+  >
     <div class="sn-pending-what">
       ${pill("paused", "paused")} before ${what} from ${pause.path}
       ${model_
@@ -127,6 +131,13 @@ function decision(view, pause) {
           </button>`
         : nothing}
     </div>
+    ${pause.stored
+      ? html`<div class="sn-stored-note" role="note">
+          waiting for session.resume(): stored before the session was reopened (or forked). A
+          decision here resumes the run, which asks this pause again first and decides it so.
+        </div>`
+      : nothing}
+    ${model_ && pause.messages ? messagesEditor(view, pause) : nothing}
     <div class="sn-label">${model_ ? "reply (for Edit)" : "arguments (JSON, for Edit)"}</div>
     <textarea
       class="sn-edit"
@@ -161,4 +172,45 @@ function decision(view, pause) {
       <input class="sn-reason" type="text" placeholder="reason (for Reject)" aria-label=${`reason (for Reject) at ${pause.path}`} />
     </div>
   </div>`;
+}
+
+// A model pause's request, a message per editor (its sn.Message fields as JSON), sent back as
+// edit(messages=...): the messages not shown, and those left as they are, are sent unchanged.
+function messagesEditor(view, pause) {
+  const { send } = view;
+  const shown = pause.messages;
+  const hidden = (pause.messages_total || shown.length) - shown.length;
+  const sendEdited = (e) => {
+    const editors = e.target.closest(".sn-messages-edit").querySelectorAll(".sn-message-edit");
+    const messages = [...editors].map((editor) => ({
+      index: Number(editor.dataset.index),
+      text: editor.value,
+    }));
+    send({ action: "edit", pause_id: pause.pause_id, messages });
+  };
+  return html`<details class="sn-messages-edit">
+    <summary>edit the messages about to be sent (${counted(shown.length, "message")}${hidden
+      ? html`, the first ${counted(hidden, "message")} kept as they are`
+      : nothing})</summary>
+    ${shown.map(
+      (message) => html`<label class="sn-label sn-message-label"
+          >message ${message.index + 1} · ${message.role}
+          <textarea
+            class="sn-message-edit"
+            data-index=${message.index}
+            aria-label=${`message ${message.index + 1} (${message.role}) as JSON, at ${pause.path}`}
+            rows="3"
+            spellcheck="false"
+            .value=${message.text}
+          ></textarea
+        ></label>`,
+    )}
+    <button
+      class="sn-button sn-edit-messages"
+      title="send these messages instead of the ones above (edit(messages=...))"
+      @click=${sendEdited}
+    >
+      Send edited messages
+    </button>
+  </details>`;
 }
