@@ -6,6 +6,13 @@ The CLI comes from `.ci/cli` (see `.ci/run`); missing, the tests skip, or fail i
 
 from __future__ import annotations
 
+import json
+import os
+import runpy
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -39,7 +46,7 @@ def parent(req: sn.ChatRequest):
     return f"parent got: {req.tool_results[0]}"
 
 
-def gated_coder(server: sn.MockServer, tmp_path: Path, trap) -> sn.Agent:  # noqa: F811
+def gated_coder(server: sn.MockServer, tmp_path: Path, trap, **options) -> sn.Agent:  # noqa: F811
     driver = sn.harness.Codex(
         executable=find_cli("codex"),
         base_url=server.openai_base_url,
@@ -47,7 +54,7 @@ def gated_coder(server: sn.MockServer, tmp_path: Path, trap) -> sn.Agent:  # noq
         gate_builtin_tools=True,
     )
     env = isolated_env(tmp_path / "home", trap)
-    kind = sn.kinds.Native(driver, env=env, cwd=str(tmp_path))
+    kind = sn.kinds.Native(driver, env=env, cwd=str(tmp_path), **options)
     # Outside its catalogue a model gets plain function tools, not Codex's JavaScript mode.
     return sn.Agent("coder", does="runs commands", model="mock-model", kind=kind)
 
@@ -60,8 +67,11 @@ def command_of(marker: Path) -> str:
 def test_a_codex_command_pauses_the_run_until_the_user_decides(decision, tmp_path, trap):  # noqa: F811
     marker = tmp_path / "ran.txt"
     seen: list[sn.ChatRequest] = []
+    # Codex writes nothing while it waits for the answer: that silence is no hang.
+    quiet = 5.0
     with sn.MockServer(sn.mock_llm(shell_model(marker, seen))) as server:
-        boss = sn.Agent("boss", team=[gated_coder(server, tmp_path, trap)])
+        coder = gated_coder(server, tmp_path, trap, inactivity_timeout=quiet)
+        boss = sn.Agent("boss", team=[coder])
         session = sn.Session(boss, llm=sn.mock_llm(parent))
         run = session.send("go", pause_on={"tool"})
         assert run.wait(60) == "paused"
@@ -78,6 +88,7 @@ def test_a_codex_command_pauses_the_run_until_the_user_decides(decision, tmp_pat
         assert not marker.exists()  # nothing runs while the user looks
         assert session.node("boss/coder.1").status == "paused"
         if decision == "approve":
+            time.sleep(quiet + 2)
             run.approve()
         elif decision == "reject":
             run.reject("pas de shell aujourd'hui")
@@ -140,3 +151,119 @@ def test_without_pause_on_the_command_runs_and_the_exec_driver_is_unchanged(tmp_
     assert result.status == "done", result.text
     assert marker.read_text(encoding="utf-8").strip() == "gardé 🎉"
     assert sn.harness.Codex().args(sn.harness.HarnessConfig("hi"))[:2] == ["exec", "--json"]
+
+
+SCRIPT = """
+import sys
+import time
+from pathlib import Path
+
+import sagents_nb as sn
+
+DB, MARKER, CODEX, HOME = sys.argv[1:5]
+
+
+def model(req):
+    if not req.tool_results:
+        return sn.reply(tool_calls=[sn.call("exec_command", cmd=f"echo 'gardé 🎉' > {MARKER}")])
+    return f"the shell said: {req.tool_results[-1]}"
+
+
+def parent(req):
+    if not req.tool_results:
+        return sn.reply(tool_calls=[sn.call("task", agent="coder", prompt="marque-le 🖊")])
+    return f"parent got: {req.tool_results[0]}"
+
+
+def boss(base_url, env):
+    driver = sn.harness.Codex(
+        executable=CODEX, base_url=base_url, api_key="sk-test-key", gate_builtin_tools=True
+    )
+    kind = sn.kinds.Native(driver, env=env, cwd=str(Path(MARKER).parent))
+    coder = sn.Agent("coder", does="runs commands", model="mock-model", kind=kind)
+    return sn.Agent("boss", team=[coder])
+
+
+if __name__ == "__main__":
+    import json
+
+    env = json.loads(sys.argv[5])
+    with sn.MockServer(sn.mock_llm(model)) as server:
+        session = sn.Session(boss(server.openai_base_url, env), llm=sn.mock_llm(parent), store=DB)
+        run = session.send("go", pause_on={"tool"})
+        run.wait(60)
+        print(session.id if run.status == "paused" else f"not paused: {run.status}", flush=True)
+        time.sleep(3600)  # paused: the kernel dies while someone looks
+"""
+
+
+def codex_processes(home: Path) -> list[int]:
+    """Live processes started with this test's Codex home in their environment."""
+    found = []
+    wanted = f"CODEX_HOME={home / '.codex'}".encode()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if wanted in (entry / "environ").read_bytes().split(b"\0"):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.parametrize("decision", ["approve", "reject"])
+def test_a_codex_approval_survives_a_kill_of_the_kernel(decision, tmp_path, trap):  # noqa: F811
+    script, db, marker = tmp_path / "codex_pause.py", tmp_path / "runs.db", tmp_path / "ran.txt"
+    script.write_text(SCRIPT, encoding="utf-8")
+    home = tmp_path / "home"
+    env = isolated_env(home, trap)
+    argv = [str(db), str(marker), find_cli("codex"), str(env["HOME"]), json.dumps(env)]
+    kernel = subprocess.Popen(
+        [sys.executable, str(script), *argv], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert kernel.stdout is not None
+        session_id = kernel.stdout.readline().strip()
+    finally:
+        if kernel.poll() is None:
+            os.kill(kernel.pid, signal.SIGKILL)
+        kernel.wait(10)
+    assert session_id and not session_id.startswith("not paused"), session_id
+    # Its stdin closed with the kernel, the app server exits: no Codex is left running.
+    for _ in range(100):
+        if not codex_processes(home):
+            break
+        time.sleep(0.1)
+    assert codex_processes(home) == []
+    assert not marker.exists()
+
+    old_argv, sys.argv = sys.argv, ["codex_pause.py", *argv]
+    try:
+        defined = runpy.run_path(str(script), run_name="definitions")
+    finally:
+        sys.argv = old_argv
+    llm = sn.mock_llm(defined["model"])
+    with sn.MockServer(llm) as server:
+        boss = defined["boss"](server.openai_base_url, env)
+        session = sn.Session.open(db, session_id, agent=boss, llm=sn.mock_llm(defined["parent"]))
+        waiting = ("boss/coder.1", "tool", "command_execution")
+        assert [(p.path, p.action, p.name) for p in session.pending] == [waiting]
+        assert session.node("boss/coder.1").status == "paused"
+        run = session.resume()
+        # The CLI starts its task again; its same approval request is the same pause, asked again.
+        assert run.wait(60) == "paused"
+        assert [(p.path, p.action, p.name) for p in run.pending] == [waiting]
+        assert str(marker) in run.pending[0].arguments["command"]
+        assert not marker.exists()
+        if decision == "approve":
+            run.approve()
+        else:
+            run.reject("non, merci")
+        result = run.result(timeout=60)
+        session.store.close()
+    assert result.status == "done", result.text
+    if decision == "approve":
+        assert marker.read_text(encoding="utf-8").strip() == "gardé 🎉"
+    else:
+        assert not marker.exists() and "rejected by user" in result.text
