@@ -66,7 +66,9 @@ class CodexAppServer(Conversation):
         if isinstance(method, str) and "id" in message:
             return self._request(method, message["id"], object_field(message, "params"))
         if isinstance(method, str):
-            return Received(self._notification(method, object_field(message, "params")))
+            events = self._notification(method, object_field(message, "params"))
+            # One turn per run: once it is over, stdin closes and the app server exits.
+            return Received(events, finished=method == "turn/completed")
         if message.get("id") in (_INITIALIZE, _THREAD, _TURN):
             return self._response(message)
         return Received()
