@@ -267,3 +267,35 @@ def test_a_codex_approval_survives_a_kill_of_the_kernel(decision, tmp_path, trap
         assert marker.read_text(encoding="utf-8").strip() == "gardé 🎉"
     else:
         assert not marker.exists() and "rejected by user" in result.text
+
+
+@sn.tool
+def lookup(key: str) -> str:
+    """Look a key up in the kernel's table."""
+    return f"value of {key}: 42"
+
+
+def test_the_kernels_tools_reach_codex_over_mcp_in_app_server_mode(tmp_path, trap):  # noqa: F811
+    def model(req: sn.ChatRequest):
+        if not req.tool_results:
+            names = [t for t in req.tools if t.endswith("lookup")]
+            if not names:
+                return f"no lookup tool among {req.tools}"
+            return sn.reply(tool_calls=[sn.call(names[0], key="clé 鍵")])
+        return f"the tool said: {req.tool_results[-1]}"
+
+    with sn.MockServer(sn.mock_llm(model)) as server:
+        coder = gated_coder(server, tmp_path, trap)
+        coder = sn.Agent(
+            "coder", does=coder.does, model=coder.model, kind=coder.kind, tools=[lookup]
+        )
+        boss = sn.Agent("boss", team=[coder])
+        run = sn.Session(boss, llm=sn.mock_llm(parent)).send("go", pause_on={"tool"})
+        assert run.wait(60) == "paused"
+        assert [(p.path, p.name) for p in run.pending] == [("boss/coder.1", "lookup")]
+        run.approve()
+        answer = run.result(timeout=60)
+    assert answer.text.startswith("parent got: the tool said:")
+    assert answer.text.endswith("value of clé 鍵: 42")
+    calls = [e.event for e in answer.events if e.type == "harness_event"]
+    assert [c["name"] for c in calls if c["type"] == "tool_call"] == ["sagents/lookup"]
