@@ -47,8 +47,8 @@ class Codex(BaseHarness):
     approval request Codex sends (a command to run, a patch to apply) goes through the
     `before_tool` hooks and `pause_on={"tool"}` as a call of the child named `command_execution`
     (arguments `command`, `cwd`, `reason`) or `file_change` (`changes`), and Codex runs it only
-    if they let it. An edit cannot change what Codex runs: a call whose arguments were edited is
-    declined. Which calls Codex asks about is its `approval_policy`, "untrusted" unless given
+    if they let it. A decline carries no reason to Codex's model (it reads "rejected by user");
+    an edit cannot change what Codex runs, so a call whose arguments were edited is declined. Which calls Codex asks about is its `approval_policy`, "untrusted" unless given
     (everything but the commands Codex knows to be read-only).
 
     The CLI gets the variables it reads (`OPENAI_*`, `CODEX_*`) from this process's environment and
