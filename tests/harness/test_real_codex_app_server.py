@@ -299,3 +299,27 @@ def test_the_kernels_tools_reach_codex_over_mcp_in_app_server_mode(tmp_path, tra
     assert answer.text.endswith("value of clé 鍵: 42")
     calls = [e.event for e in answer.events if e.type == "harness_event"]
     assert [c["name"] for c in calls if c["type"] == "tool_call"] == ["sagents/lookup"]
+
+
+def test_a_second_task_resumes_the_codex_thread_over_the_app_server(tmp_path, trap):  # noqa: F811
+    seen: list[sn.ChatRequest] = []
+
+    def model(req: sn.ChatRequest):
+        seen.append(req)
+        return f"answer {len(seen)}"
+
+    def boss_model(req: sn.ChatRequest):
+        if len(req.tool_results) == 0:
+            return sn.reply(tool_calls=[sn.call("task", agent="coder", prompt="retiens : kiwi 🥝")])
+        if len(req.tool_results) == 1:
+            return sn.reply(tool_calls=[sn.call("task", agent="coder", prompt="quel fruit ?")])
+        return "ok"
+
+    with sn.MockServer(sn.mock_llm(model)) as server:
+        coder = gated_coder(server, tmp_path, trap, resume=True)
+        result = sn.Agent("boss", team=[coder]).run_sync("go", llm=sn.mock_llm(boss_model))
+    assert result.status == "done", result.text
+    assert [c.id for c in result.tree.children] == ["boss/coder.1"]
+    said = [m["content"] for m in seen[-1].messages if m["role"] in ("user", "assistant")]
+    assert seen[-1].last_user == "quel fruit ?"
+    assert "retiens : kiwi 🥝" in said and "answer 1" in said
