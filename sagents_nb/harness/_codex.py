@@ -1,4 +1,5 @@
-"""Driver for OpenAI's Codex CLI (`codex exec --json`), read through its JSONL thread events."""
+"""Driver for OpenAI's Codex CLI: `codex exec --json`, read through its JSONL thread events, or
+`codex app-server` when the kernel answers its approval requests."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ._codex_app_server import CodexAppServer, mcp_tool_name
 from ._events import (
     HarnessDone,
     HarnessError,
@@ -33,11 +35,21 @@ ApprovalPolicy = Literal["untrusted", "on-request", "never"]
 
 @dataclass(frozen=True, kw_only=True)
 class Codex(BaseHarness):
-    """Codex in exec mode. The child's tools arrive through `-c mcp_servers...` overrides.
+    """Codex in exec mode, or as an app server when its own tools are gated. The child's tools
+    arrive through `-c mcp_servers...` overrides.
 
-    Outside a git repository Codex refuses to run unless given
-    `extra_args=["--skip-git-repo-check"]`. Codex reads the prompt from stdin when it is exactly
-    "-"; the runtime closes stdin, so such a prompt arrives empty.
+    In exec mode (the default), Codex refuses to run outside a git repository unless given
+    `extra_args=["--skip-git-repo-check"]`; it reads the prompt from stdin when it is exactly
+    "-", and the runtime closes stdin, so such a prompt arrives empty.
+
+    With `gate_builtin_tools=True` the driver runs `codex app-server` and speaks its JSON-RPC
+    over stdio (one thread, one turn per task; `extra_args` then go to `app-server`): each
+    approval request Codex sends (a command to run, a patch to apply) goes through the
+    `before_tool` hooks and `pause_on={"tool"}` as a call of the child named `command_execution`
+    (arguments `command`, `cwd`, `reason`) or `file_change` (`changes`), and Codex runs it only
+    if they let it. A decline carries no reason to Codex's model (it reads "rejected by user");
+    an edit cannot change what Codex runs, so a call whose arguments were edited is declined. Which calls Codex asks about is its `approval_policy`, "untrusted" unless given
+    (everything but the commands Codex knows to be read-only).
 
     The CLI gets the variables it reads (`OPENAI_*`, `CODEX_*`) from this process's environment and
     no others, with plugins, apps and update checks turned off.
@@ -49,6 +61,8 @@ class Codex(BaseHarness):
         api_key: The key to send to `base_url` (passed in the environment, never in argv).
         sandbox: `--sandbox` for the commands the model runs.
         approval_policy: When Codex asks before running a command (`approval_policy`).
+        gate_builtin_tools: Ask the kernel before Codex runs a command or applies a patch it
+            asks approval for, through `codex app-server` (see above).
     """
 
     executable: str = "codex"
@@ -56,13 +70,33 @@ class Codex(BaseHarness):
     api_key: str | None = field(default=None, repr=False)
     sandbox: Sandbox | None = None
     approval_policy: ApprovalPolicy | None = None
+    gate_builtin_tools: bool = False
     name = "Codex"
     env_vars = ("OPENAI_*", "CODEX_*")
 
     def args(self, config: HarnessConfig) -> list[str]:
-        """`exec [resume ID] --json [options] -- PROMPT`."""
+        """`exec [resume ID] --json [options] -- PROMPT`; with `gate_builtin_tools`,
+        `app-server [options]` (the prompt, model and the rest then go over stdin)."""
+        if self.gate_builtin_tools:
+            return ["app-server", *self._quiet_provider(), *_mcp_server(config), *config.extra_args]
         argv = ["exec", "resume", config.resume] if config.resume else ["exec"]
-        argv.append("--json")
+        argv += ["--json", *self._quiet_provider()]
+        if self.sandbox and not config.resume:
+            argv += ["--sandbox", self.sandbox]
+        if self.approval_policy:
+            argv += ["-c", f"approval_policy={_toml_string(self.approval_policy)}"]
+        if config.model:
+            argv += ["--model", config.model]
+        if config.system_prompt and config.system_prompt.strip():
+            # Developer instructions add to Codex's own instructions instead of replacing them.
+            argv += ["-c", f"developer_instructions={_toml_string(config.system_prompt)}"]
+        argv += _mcp_server(config)
+        # `--` ends option parsing, so a prompt starting with "-" stays the positional prompt.
+        return [*argv, *config.extra_args, "--", config.prompt]
+
+    def _quiet_provider(self) -> list[str]:
+        """The options both modes take first: quiet features, then the provider."""
+        argv: list[str] = []
         for feature in _QUIET_FEATURES:
             argv += ["--disable", feature]
         argv += ["-c", "check_for_update_on_startup=false", "-c", "analytics.enabled=false"]
@@ -74,31 +108,20 @@ class Codex(BaseHarness):
             argv += ["-c", f'{provider}.wire_api="responses"']
             if self.api_key:
                 argv += ["-c", f"{provider}.env_key={_toml_string(_KEY_ENV)}"]
-        if self.sandbox and not config.resume:
-            argv += ["--sandbox", self.sandbox]
-        if self.approval_policy:
-            argv += ["-c", f"approval_policy={_toml_string(self.approval_policy)}"]
+        return argv
+
+    def _conversation(self, config: HarnessConfig) -> CodexAppServer | None:
+        """The app server's client for one run, when the kernel answers Codex's approvals."""
+        if not self.gate_builtin_tools:
+            return None
+        thread: dict[str, Any] = {"approvalPolicy": self.approval_policy or "untrusted"}
         if config.model:
-            argv += ["--model", config.model]
+            thread["model"] = config.model
+        if self.sandbox:
+            thread["sandbox"] = self.sandbox
         if config.system_prompt and config.system_prompt.strip():
-            # Developer instructions add to Codex's own instructions instead of replacing them.
-            argv += ["-c", f"developer_instructions={_toml_string(config.system_prompt)}"]
-        if config.mcp_url:
-            # The token stays out of argv (visible to every local user); Codex reads it from
-            # the environment variable the runtime sets.
-            server = f"mcp_servers.{MCP_SERVER_NAME}"
-            argv += ["-c", f"{server}.url={_toml_string(config.mcp_url)}"]
-            argv += ["-c", f"{server}.bearer_token_env_var={_toml_string(MCP_TOKEN_ENV)}"]
-            # Codex asks before each MCP call, and an exec run cannot answer, so every call would
-            # be refused; the kernel's hooks still see (and may deny) each one.
-            argv += ["-c", f'{server}.default_tools_approval_mode="approve"']
-            # Codex starts MCP servers beside the first turn and, on a slow start, sends that turn
-            # without their tools; `required` makes it wait (and fail loudly if it cannot connect).
-            argv += ["-c", f"{server}.required=true", "-c", f"{server}.startup_timeout_sec=60"]
-            # A call may wait at a pause for a person; the kernel's own tool timeouts still apply.
-            argv += ["-c", f"{server}.tool_timeout_sec=86400"]
-        # `--` ends option parsing, so a prompt starting with "-" stays the positional prompt.
-        return [*argv, *config.extra_args, "--", config.prompt]
+            thread["developerInstructions"] = config.system_prompt
+        return CodexAppServer(config, thread)
 
     def env(self, config: HarnessConfig) -> dict[str, str]:
         """The key for `base_url`, when one was given."""
@@ -135,6 +158,26 @@ class Codex(BaseHarness):
                 return []
 
 
+def _mcp_server(config: HarnessConfig) -> list[str]:
+    """The `-c` overrides naming the injected tool server, when there is one."""
+    argv: list[str] = []
+    if config.mcp_url:
+        # The token stays out of argv (visible to every local user); Codex reads it from
+        # the environment variable the runtime sets.
+        server = f"mcp_servers.{MCP_SERVER_NAME}"
+        argv += ["-c", f"{server}.url={_toml_string(config.mcp_url)}"]
+        argv += ["-c", f"{server}.bearer_token_env_var={_toml_string(MCP_TOKEN_ENV)}"]
+        # Codex asks before each MCP call, and an exec run cannot answer, so every call would
+        # be refused; the kernel's hooks still see (and may deny) each one.
+        argv += ["-c", f'{server}.default_tools_approval_mode="approve"']
+        # Codex starts MCP servers beside the first turn and, on a slow start, sends that turn
+        # without their tools; `required` makes it wait (and fail loudly if it cannot connect).
+        argv += ["-c", f"{server}.required=true", "-c", f"{server}.startup_timeout_sec=60"]
+        # A call may wait at a pause for a person; the kernel's own tool timeouts still apply.
+        argv += ["-c", f"{server}.tool_timeout_sec=86400"]
+    return argv
+
+
 def _started_item(item: dict[str, Any]) -> list[HarnessEvent]:
     """Tool calls, reported when they start so they show while they run."""
     call_id = text_field(item, "id") or None
@@ -142,7 +185,7 @@ def _started_item(item: dict[str, Any]) -> list[HarnessEvent]:
         case "command_execution":
             arguments = {"command": text_field(item, "command")}
             return [HarnessToolCall(name="command_execution", arguments=arguments, id=call_id)]
-        case "mcp_tool_call" if name := _mcp_tool_name(item):
+        case "mcp_tool_call" if name := mcp_tool_name(item):
             arguments = object_field(item, "arguments")
             return [HarnessToolCall(name=name, arguments=arguments, id=call_id)]
         case "web_search":
@@ -167,17 +210,10 @@ def _completed_item(item: dict[str, Any]) -> list[HarnessEvent]:
             return [HarnessError(message=f"Codex: {message}", fatal=False)]
         case "mcp_tool_call" if text_field(item, "status") == "failed":
             reason = text_field(object_field(item, "error"), "message") or "no details given"
-            message = f"Codex: the call to {_mcp_tool_name(item) or 'an MCP tool'} failed: {reason}"
+            message = f"Codex: the call to {mcp_tool_name(item) or 'an MCP tool'} failed: {reason}"
             return [HarnessError(message=message, fatal=False)]
         case _:
             return []
-
-
-def _mcp_tool_name(item: dict[str, Any]) -> str:
-    """`server/tool`, so an injected tool reads as `sagents/lookup` (Claude: `mcp__sagents__lookup`)."""
-    tool = text_field(item, "tool")
-    server = text_field(item, "server")
-    return f"{server}/{tool}" if tool and server else tool
 
 
 def _toml_string(value: str) -> str:

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from .._base.checks import check_callable, check_instance, check_int, check_items, check_number
 from .._base.errors import ConfigurationError
+from ._conversation import Ask, Conversation, Received, conversation_of
 from ._events import (
     HarnessDone,
     HarnessError,
@@ -63,7 +64,9 @@ async def run_harness(
 ) -> HarnessOutcome:
     """Run `driver`'s CLI once and return how it ended.
 
-    The CLI runs without a shell, with stdin closed, in its own process group. It does not get this
+    The CLI runs without a shell, with stdin closed, in its own process group (a driver that
+    converses with its CLI, as `Codex(gate_builtin_tools=True)` does, writes to its stdin
+    instead, and closes it when the run is over). It does not get this
     process's whole environment (API keys for other services stay here): only the basics
     (`BASE_ENV_VARS`: PATH, HOME, locale, proxies...), the variables its driver names
     (`driver.env_vars`), those named in `pass_env`, then the driver's settings
@@ -84,7 +87,8 @@ async def run_harness(
         pass_env: Names of more variables of this process to pass on (`NAME*` is a prefix).
         approve_tool: Answers the CLI's permission questions about its own tools, for drivers
             with `gate_builtin_tools` set: `await approve_tool(name, arguments)` returns the
-            arguments to run with, or the reason to refuse.
+            arguments to run with, or the reason to refuse. Without it such a question is
+            refused.
         inactivity_timeout: Seconds without a stdout line before the CLI is stopped.
         exit_grace: Seconds the CLI gets to exit after its terminal event or after closing stdout.
         max_line_bytes: Longer stdout lines are skipped with a non-fatal error event.
@@ -115,6 +119,7 @@ async def run_harness(
     run = _Run(
         driver,
         on_event,
+        approve_tool if driver.gate_builtin_tools else None,
         inactivity_timeout=inactivity_timeout,
         exit_grace=exit_grace,
         max_line_bytes=max_line_bytes,
@@ -125,7 +130,8 @@ async def run_harness(
     def environment(config: HarnessConfig) -> dict[str, str]:
         return child_environment(passed=passed, settings={**driver.env(config), **(env or {})})
 
-    if approve_tool is not None and driver.gate_builtin_tools:
+    conversing = conversation_of(driver, config) is not None  # it asks over stdout, not MCP
+    if approve_tool is not None and driver.gate_builtin_tools and not conversing:
         tools, call_tool = with_permission_tool(tools, call_tool, approve_tool)
         config = replace(config, permission_tool=PERMISSION_TOOL)
     if call_tool is not None:
@@ -146,6 +152,7 @@ class _Run:
         self,
         driver: NativeHarness,
         on_event: OnEvent | None,
+        approve_tool: ApproveTool | None,
         *,
         inactivity_timeout: float,
         exit_grace: float,
@@ -154,6 +161,12 @@ class _Run:
     ) -> None:
         self._driver = driver
         self._on_event = on_event
+        self._approve_tool = approve_tool
+        self._conversation: Conversation | None = None
+        self._stdin: asyncio.StreamWriter | None = None
+        self._answering: set[asyncio.Task[None]] = set()
+        self._failure: BaseException | None = None
+        """What went wrong while answering one of the CLI's questions, raised by the reader."""
         self._inactivity_timeout = inactivity_timeout
         self._exit_grace = exit_grace
         self._max_line_bytes = max_line_bytes
@@ -181,6 +194,7 @@ class _Run:
 
     async def execute(self, config: HarnessConfig, env: dict[str, str]) -> HarnessOutcome:
         name, wanted = self._driver.name, self._driver.executable
+        self._conversation = conversation_of(self._driver, config)
         executable = shutil.which(wanted, path=env.get("PATH", os.defpath))
         if executable is None:
             return await self._fail(
@@ -191,7 +205,9 @@ class _Run:
             process = await asyncio.create_subprocess_exec(
                 executable,
                 *self._driver.args(config),
-                stdin=asyncio.subprocess.DEVNULL,
+                stdin=asyncio.subprocess.DEVNULL
+                if self._conversation is None
+                else asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 cwd=config.cwd,
@@ -206,10 +222,17 @@ class _Run:
         assert process.stdout is not None and process.stderr is not None  # both are PIPEs
         stderr = asyncio.create_task(self._collect_stderr(process.stderr))
         try:
+            if self._conversation is not None:
+                self._stdin = process.stdin
+                await self._write(self._conversation.opening())
             ending = await self._read_stdout(process.stdout, process)
             # After EOF the CLI is about to exit: give it `exit_grace`. Otherwise stop it now.
             kept_running = ending == "eof" and not await wait_for_exit(process, self._exit_grace)
         finally:
+            for task in self._answering:
+                task.cancel()
+            await asyncio.gather(*self._answering, return_exceptions=True)
+            self._close_stdin()
             await stop_process_group(process, grace=_KILL_GRACE)
             # Both pipes must reach EOF for asyncio to close the process transport.
             with contextlib.suppress(TimeoutError):
@@ -245,6 +268,8 @@ class _Run:
                 # Until the run has ended, wake now and then to notice the leader's exit.
                 wake = deadline if grace_at < math.inf else min(deadline, loop.time() + _EXIT_POLL)
                 await asyncio.wait({read}, timeout=max(0.0, wake - loop.time()))
+                if self._failure is not None:
+                    raise self._failure
                 if not read.done():
                     # While the kernel runs a call from the CLI (or waits at a pause on it), the
                     # CLI is waiting for the answer: its quiet time counts from the call's end.
@@ -288,8 +313,50 @@ class _Run:
                 )
             )
             return
-        for event in self._driver.parse_line(line.decode("utf-8", "replace").rstrip("\r")):
+        text = line.decode("utf-8", "replace").rstrip("\r")
+        if self._conversation is not None:
+            await self._received(self._conversation.receive(text))
+            return
+        for event in self._driver.parse_line(text):
             await self._accept(event)
+
+    async def _received(self, received: Received) -> None:
+        """Pass on a conversation's events, write its replies, and ask the kernel its questions
+        (each answered when the kernel decides, maybe after a pause; reading goes on)."""
+        for event in received.events:
+            await self._accept(event)
+        await self._write(received.replies)
+        for ask in received.asks:
+            task = asyncio.create_task(self._answer(ask))
+            self._answering.add(task)
+            task.add_done_callback(self._answering.discard)
+        if received.finished:
+            self._close_stdin()
+
+    async def _answer(self, ask: Ask) -> None:
+        self._calls_running += 1  # the CLI is silent while it waits: no hang
+        try:
+            verdict = None
+            if self._approve_tool is not None:
+                verdict = await self._approve_tool(ask.name, dict(ask.arguments))
+            await self._received(ask.answer(verdict))
+        except Exception as exc:  # raised where the run is read, as `on_event`'s are
+            self._failure = self._failure or exc
+        finally:
+            self._calls_running -= 1
+            self._call_ended_at = asyncio.get_running_loop().time()
+
+    async def _write(self, lines: Sequence[str]) -> None:
+        """Lines to the CLI's stdin; a CLI that has stopped reading is noticed by its exit."""
+        if self._stdin is None or not lines or self._stdin.is_closing():
+            return
+        self._stdin.write("".join(f"{line}\n" for line in lines).encode("utf-8"))
+        with contextlib.suppress(ConnectionError):
+            await self._stdin.drain()
+
+    def _close_stdin(self) -> None:
+        if self._stdin is not None and not self._stdin.is_closing():
+            self._stdin.close()
 
     async def _accept(self, event: HarnessEvent) -> None:
         """Record `event` and pass it on; terminal events after the first are dropped."""
