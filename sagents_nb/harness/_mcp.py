@@ -54,6 +54,10 @@ class McpInjection:
     """The server's streamable-HTTP endpoint on 127.0.0.1."""
     token: str = field(repr=False)
     """The bearer token every request must carry; others get HTTP 401. Kept out of `repr`."""
+    revisions: list[str] = field(default_factory=list, compare=False)
+    """The MCP revisions the client's tool requests (`tools/list`, `tools/call`) spoke, in
+    order, each change once: `2025-11-25` (or older) after an `initialize` handshake,
+    `2026-07-28` after `server/discover`."""
 
 
 @asynccontextmanager
@@ -63,6 +67,8 @@ async def serve_tools(
     """Serve `tools` over MCP for as long as the block runs.
 
     The server (streamable HTTP, on a free port of 127.0.0.1, inside the running event loop)
+    speaks the MCP revision each client asks for (2025-11-25 through `initialize`, 2026-07-28
+    through `server/discover`, with no sessions; `McpInjection.revisions` says which it spoke),
     answers only requests bearing a fresh random token, and runs each call through `call_tool`;
     an exception there becomes an error result for the CLI. On exit the server stops and its
     config directory is removed.
@@ -88,9 +94,10 @@ async def serve_tools(
     remove_stale_configs()
     directory = tempfile.mkdtemp(prefix=f"{CONFIG_PREFIX}{_process_tag(os.getpid())}-")  # 0700
     try:
-        async with running_tool_server(tools, call_tool, token) as url:
+        revisions: list[str] = []
+        async with running_tool_server(tools, call_tool, token, revisions) as url:
             config_path = _write_config(directory, url, token)
-            yield McpInjection(config_path=config_path, url=url, token=token)
+            yield McpInjection(config_path=config_path, url=url, token=token, revisions=revisions)
     finally:
         shutil.rmtree(directory, ignore_errors=True)
 

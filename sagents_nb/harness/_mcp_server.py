@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
 import uvicorn
+from mcp.server.caching import CacheHint
+from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -26,10 +28,17 @@ _STARTUP_POLL = 0.005
 
 @contextlib.asynccontextmanager
 async def running_tool_server(
-    tools: Sequence[ServedTool], call_tool: CallTool, token: str
+    tools: Sequence[ServedTool], call_tool: CallTool, token: str, revisions: list[str]
 ) -> AsyncIterator[str]:
-    """Serve `tools` on a free port of 127.0.0.1 while the block runs; yields the endpoint URL."""
-    server = _tool_server(tools, call_tool)
+    """Serve `tools` on a free port of 127.0.0.1 while the block runs; yields the endpoint URL.
+
+    The SDK answers both MCP revisions, as each client asks: 2025-11-25 (`initialize`, then
+    requests naming the version in a header) and 2026-07-28 (`server/discover`, no sessions,
+    each request carrying its version; `tools/list` with the cache fields `ttlMs` and
+    `cacheScope`). The revision of each tool request is appended to `revisions` when it differs
+    from the last one there.
+    """
+    server = _tool_server(tools, call_tool, revisions)
     # Stateless JSON replies: no session state and no open streams to wait for on shutdown.
     app = server.streamable_http_app(stateless_http=True, json_response=True)
     # Binding first (port 0) picks a free port without a race against other processes.
@@ -59,19 +68,34 @@ async def running_tool_server(
                 await serving
 
 
-def _tool_server(tools: Sequence[ServedTool], call_tool: CallTool) -> Server[Any]:
+_TOOLS_TTL_MS = 3_600_000
+"""How long a client may keep the tool list: it never changes while a server runs (one per
+CLI process), so an hour; private, as it is answered to one bearer token."""
+
+
+def _tool_server(
+    tools: Sequence[ServedTool], call_tool: CallTool, revisions: list[str]
+) -> Server[Any]:
     listed = [
         types.Tool(name=t.name, description=t.description or None, input_schema=t.parameters)
         for t in tools
     ]
     names = [t.name for t in tools]
 
+    def spoken(ctx: ServerRequestContext[Any, Any]) -> None:
+        if not revisions or revisions[-1] != ctx.protocol_version:
+            revisions.append(ctx.protocol_version)
+
     async def list_tools(
-        ctx: Any, params: types.PaginatedRequestParams | None
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
+        spoken(ctx)
         return types.ListToolsResult(tools=listed)
 
-    async def run_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def run_tool(
+        ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        spoken(ctx)
         if params.name not in names:
             return _error(f"no tool named {params.name!r}; this server offers {', '.join(names)}")
         try:
@@ -83,7 +107,13 @@ def _tool_server(tools: Sequence[ServedTool], call_tool: CallTool) -> Server[Any
             return types.CallToolResult(content=[text], is_error=answer.is_error)
         return types.CallToolResult(content=[types.TextContent(type="text", text=answer)])
 
-    return Server(MCP_SERVER_NAME, on_list_tools=list_tools, on_call_tool=run_tool)
+    return Server(
+        MCP_SERVER_NAME,
+        on_list_tools=list_tools,
+        on_call_tool=run_tool,
+        # the 2026-07-28 revision's cache fields of `tools/list` (the SDK fills them in)
+        cache_hints={"tools/list": CacheHint(ttl_ms=_TOOLS_TTL_MS, scope="private")},
+    )
 
 
 def _error(message: str) -> types.CallToolResult:

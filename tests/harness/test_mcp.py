@@ -125,6 +125,34 @@ async def test_tools_are_listed_and_called_and_failures_come_back_as_tool_errors
         assert unknown.is_error and "offers add, broken" in unknown.content[0].text
 
 
+@pytest.mark.parametrize(
+    ("mode", "revision"),
+    [("legacy", "2025-11-25"), ("auto", "2026-07-28"), ("2026-07-28", "2026-07-28")],
+)
+async def test_the_official_client_round_trips_the_tools_on_both_revisions(mode, revision):
+    """`initialize` (2025-11-25) or `server/discover` (2026-07-28, no session), as the client
+    asks; the server side records which it spoke, and the new revision's `tools/list` carries
+    its cache fields."""
+    from mcp.client.client import Client
+
+    async with (
+        serve_tools([add], call_tool) as injection,
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {injection.token}"}) as http,
+        Client(streamable_http_client(injection.url, http_client=http), mode=mode) as client,
+    ):
+        listed = await client.list_tools()
+        added = await client.call_tool("add", {"a": 40, "b": 2})
+        assert client.protocol_version == revision
+    assert [t.name for t in listed.tools] == ["add"]
+    assert not added.is_error and added.content[0].text == "42"
+    if mode == "auto":  # the probe is answered on 2026-07-28 and every tool request follows it
+        assert injection.revisions == ["2026-07-28"]
+    else:
+        assert injection.revisions[-1:] == [revision]
+    if revision == "2026-07-28":
+        assert (listed.ttl_ms, listed.cache_scope) == (3_600_000, "private")
+
+
 async def test_a_cli_calls_the_injected_tools_end_to_end(fake_cli):
     calls = []
 

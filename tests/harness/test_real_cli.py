@@ -6,6 +6,7 @@ test. The CLIs come from `.ci/cli` (see `.ci/run`); missing, the tests skip, or 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import threading
@@ -417,3 +418,45 @@ def test_claudes_own_bash_calls_pass_the_kernels_hooks(verdict, tmp_path, trap):
         assert not marker.exists()
         assert "no shell today" in result.text
         assert [e.status for e in finished] == ["denied"]
+
+
+MCP_REVISIONS = {
+    # (cli, MCP_PROTOCOL_NEGOTIATION): the revision its tool requests speak. Claude Code
+    # 2.1.332 probes `server/discover` over HTTP unless told `legacy` (its only other value).
+    ("claude", None): "2026-07-28",
+    ("claude", "auto"): "2026-07-28",
+    ("claude", "legacy"): "2025-11-25",
+    # Codex 0.171.0 offers 2025-06-18 in its `initialize` and never probes `server/discover`:
+    # the 2026-07-28 round trip is tested with the official SDK's client (tests/harness/test_mcp.py).
+    ("codex", None): "2025-06-18",
+}
+
+
+@pytest.mark.parametrize(("cli", "negotiation"), list(MCP_REVISIONS))
+def test_the_cli_round_trips_the_tools_on_the_mcp_revision_it_negotiates(
+    cli,
+    negotiation,
+    tmp_path,
+    trap,  # noqa: F811
+    monkeypatch,
+):
+    """The injected server speaks what the client asks; the server side names the revision."""
+    from sagents_nb.harness import _runtime
+
+    served: list[sn.harness.McpInjection] = []
+    serve = _runtime.serve_tools
+
+    @contextlib.asynccontextmanager
+    async def recording(tools, call_tool):
+        async with serve(tools, call_tool) as injection:
+            served.append(injection)
+            yield injection
+
+    monkeypatch.setattr(_runtime, "serve_tools", recording)
+    env = {} if negotiation is None else {"MCP_PROTOCOL_NEGOTIATION": negotiation}
+    model = calling("alpha")
+    with sn.MockServer(sn.mock_llm(model)) as server:
+        boss = sn.Agent("boss", team=[child(cli, server, tmp_path, trap, env=env)])
+        result = boss.run_sync("go", llm=sn.mock_llm(parent))
+    assert "value of alpha: 42" in result.text
+    assert [i.revisions for i in served] == [[MCP_REVISIONS[cli, negotiation]]]
