@@ -1,0 +1,364 @@
+"""The view without a kernel: every pane a click can ask for, worked out once by the projector and
+kept in the page (`snapshot`), and the same view module drawing from it through a model that
+answers from that state (`static/offline.js`), in one HTML file (`save_html`) or in the static
+output a notebook keeps for nbconvert and nbviewer (`viewer_html`).
+
+What a click asks for is a `Focus`; each one the file answers is keyed by the fields the front
+end changes (`focus_key`, the same in `offline.js`): for every node (and none chosen), every tab
+at its newest page, every page of its long lists, every turn of its context (its diff), the
+Timing tab of every run, the event log filtered by each type and by the node. A focus the file
+does not hold (a zoomed chart, several types at once, a page of a context column) shows the
+nearest one it holds, with a notice saying so.
+
+Repeated text and structures (a message in every later turn's context, the chart in every
+turn's pane) are kept once (`intern`): a value that occurs again is a reference into a table."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import html
+import json
+import re
+import uuid
+import weakref
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ._export import static_view
+from ._log_panes import event_row
+from ._paging import PAGE
+from ._panes import TABS, Focus, pane_state
+from ._render import clip, tree_state
+from ._view_module import STATIC, view_module
+
+if TYPE_CHECKING:
+    from ._widget import LiveView
+
+REF = "\x01"
+"""What starts a reference into the table of kept values (a string that starts with it is itself
+kept in the table, so a reference is never mistaken for text)."""
+SHORTEST = 24
+"""Characters a string or a structure's JSON has at least to be kept once in the table."""
+EVENT_JSON = 4000
+"""Characters of an event's JSON the Events tab shows when it is opened (as the live view)."""
+OFFLINE_JS = STATIC / "offline.js"
+LEFT_OUT = (
+    "This file holds the panes the view shows at a click; this one (a zoomed chart, several "
+    "types at once, a page of a context column) was not saved: it shows the nearest saved one."
+)
+
+
+def focus_key(
+    node: str | None,
+    tab: str,
+    *,
+    turn: int | None = None,
+    start: int | None = None,
+    run: int | None = None,
+    types: tuple[str, ...] = (),
+    node_only: bool = False,
+) -> str:
+    """The key of a saved pane (`offline.js` builds the same from its focus)."""
+    parts = [node or "", tab, _n(turn), _n(start), _n(run), ",".join(sorted(types))]
+    return "\x1f".join([*parts, "1" if node_only else ""])
+
+
+def _n(value: int | None) -> str:
+    return "" if value is None else str(value)
+
+
+def snapshot(view: LiveView) -> dict[str, Any]:
+    """Everything the view draws without a kernel: its header (controls off), tree, every pane
+    a click asks for (by `focus_key`), each event's JSON, and its forks' own snapshots."""
+    projector = view.projector
+    panes: list[dict[str, Any]] = []
+    seen: dict[str, int] = {}
+    keys: dict[str, list[Any]] = {}
+    cache: dict[int, str] = {}
+    with projector.lock:
+        projector.catch_up()
+        exchanges = view.target.exchanges()
+        header = view._header()
+        tree = tree_state(projector)
+        for key, focus in _foci(view):
+            state = pane_state(projector, focus, exchanges, cache)
+            path = state.pop("node", None)
+            for name in ("chosen", "tab", "at"):
+                state.pop(name, None)
+            text = json.dumps(state, ensure_ascii=False, sort_keys=True, default=str)
+            index = seen.setdefault(text, len(panes))
+            if index == len(panes):
+                panes.append(state)
+            keys[key] = [index, path]
+        events = [
+            [event.seq, clip(event.model_dump_json(indent=1), EVENT_JSON)]
+            for event in projector.events
+        ]
+        rows = [event_row(event, cache, False) for event in projector.events]
+    header.update(
+        live=False,
+        resumable=False,
+        fork=False,
+        kinds=[],
+        kind_options={},
+        preprocessors=[],
+        notice={"id": 0, "text": "", "error": False},
+        forks=[{**ref, "model": f"fork-{ref['index']}"} for ref in view._fork_refs()],
+        offline=True,
+    )
+    return {
+        "header": header,
+        "tree": tree,
+        "panes": panes,
+        "keys": keys,
+        "events": events,
+        "rows": rows,
+        "page": PAGE,
+        "tabs": list(TABS),
+        "left_out": LEFT_OUT,
+        "forks": [snapshot(fork) for fork in view.fork_views],
+    }
+
+
+def _foci(view: LiveView) -> Iterator[tuple[str, Focus]]:
+    """Every focus a click in the view can ask for that the file answers, with its key."""
+    projector = view.projector
+    nodes = list(projector.nodes)
+    timed = sorted(projector.timings.runs) if projector.timings.runs else []
+    for chosen in [None, *nodes]:
+        path = chosen or projector.followed()
+        node = projector.nodes.get(path or "")
+        for tab in TABS:
+            yield focus_key(chosen, tab), Focus(node=chosen, tab=tab)
+        if node is not None:
+            lists = {
+                "transcript": len(node.transcript),
+                "tools": len(node.cards),
+                "compaction": len(node.timeline),
+            }
+            for tab, total in lists.items():
+                for start in _starts(total):
+                    yield focus_key(chosen, tab, start=start), Focus(chosen, tab, start=start)
+            for turn in range(len(node.turn_log)):
+                yield focus_key(chosen, "context", turn=turn), Focus(chosen, "context", turn)
+        for number in timed if len(timed) > 1 else ():
+            yield focus_key(chosen, "timing", run=number), Focus(chosen, "timing", run=number)
+        if chosen is not None:
+            mine = sum(1 for event in projector.events if event.path == chosen)
+            for start in [None, *_starts(mine)]:
+                key = focus_key(chosen, "events", start=start, node_only=True)
+                yield key, Focus(chosen, "events", start=start, node_only=True)
+    for start in _starts(len(projector.events)):
+        yield focus_key(None, "events", start=start), Focus(None, "events", start=start)
+    for kind in sorted(projector.counts):
+        yield focus_key(None, "events", types=(kind,)), Focus(None, "events", types=[kind])
+
+
+def _starts(total: int) -> list[int]:
+    """Where the pages of a list of `total` rows begin (the newest page is saved as well)."""
+    if total <= PAGE:
+        return []
+    return [*range(0, total - PAGE, PAGE), total - PAGE]
+
+
+def intern(value: Any) -> dict[str, Any]:
+    """`value` with each string and structure that occurs more than once (and every string that
+    starts with `REF`) replaced by a reference into a table: `{"table": [...], "root": ...}`."""
+    counts: dict[str, int] = {}
+
+    def count(item: Any) -> str:
+        if isinstance(item, dict):
+            text = "{" + ",".join(f"{json.dumps(k)}:{count(v)}" for k, v in item.items()) + "}"
+        elif isinstance(item, list):
+            text = "[" + ",".join(count(v) for v in item) + "]"
+        else:
+            text = json.dumps(item, ensure_ascii=False)
+        if len(text) >= SHORTEST and (isinstance(item, dict | list) or isinstance(item, str)):
+            counts[text] = counts.get(text, 0) + 1
+        return text
+
+    count(value)
+    table: list[Any] = []
+    refs: dict[str, str] = {}
+
+    def encode(item: Any) -> tuple[Any, str]:
+        if isinstance(item, dict):
+            parts = {k: encode(v) for k, v in item.items()}
+            text = "{" + ",".join(f"{json.dumps(k)}:{t}" for k, (_, t) in parts.items()) + "}"
+            out: Any = {k: e for k, (e, _) in parts.items()}
+        elif isinstance(item, list):
+            parts_list = [encode(v) for v in item]
+            text = "[" + ",".join(t for _, t in parts_list) + "]"
+            out = [e for e, _ in parts_list]
+        else:
+            text = json.dumps(item, ensure_ascii=False)
+            out = item
+        kept = counts.get(text, 0) > 1 or (isinstance(item, str) and item.startswith(REF))
+        if not kept:
+            return out, text
+        ref = refs.get(text)
+        if ref is None:
+            ref = refs[text] = f"{REF}{len(table)}"
+            table.append(out)
+        return ref, text
+
+    root, _ = encode(value)
+    return {"table": table, "root": root}
+
+
+def script_json(value: Any) -> str:
+    """`value` as JSON that cannot end the `<script>` holding it nor be read as markup:
+    `<`, `>`, `&` and the line separators U+2028 / U+2029 as `\\u` escapes."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    for char, escaped in (
+        ("<", "\\u003c"),
+        (">", "\\u003e"),
+        ("&", "\\u0026"),
+        ("\u2028", "\\u2028"),
+        ("\u2029", "\\u2029"),
+    ):
+        text = text.replace(char, escaped)
+    return text
+
+
+_CODE: list[str] = []
+_CLOSING = re.compile(r"</script|<!--", re.IGNORECASE)
+
+
+def _code() -> str:
+    """The script that draws a saved page: the view module (its default export kept as `VIEW`)
+    and `offline.js`, one module, with no `</script` in it; made once."""
+    if not _CODE:
+        module = view_module()
+        shell = "export default { render };"
+        if not module.rstrip().endswith(shell):
+            raise RuntimeError(f"the view module no longer ends with `{shell}`")
+        module = module.rstrip().removesuffix(shell) + "const VIEW = { render };\n"
+        runtime = OFFLINE_JS.read_text(encoding="utf-8").replace(
+            "export async function", "async function"
+        )
+        code = f"{module}\n// ---- static/offline.js\n{runtime}"
+        if _CLOSING.search(code):
+            raise RuntimeError("the view's code holds `</script` or `<!--`: it cannot be inlined")
+        _CODE.append(code)
+    return _CODE[0]
+
+
+_BOOT = """
+(async () => {
+  const root = document.getElementById("%s");
+  // a live Jupyter front end draws the widget itself (this output then hides behind it)
+  if (document.getElementById("jupyter-config-data") || !("DecompressionStream" in window)) return;
+  const packed = JSON.parse(root.querySelector("script.sagents-data").textContent);
+  const bytes = Uint8Array.from(atob(packed.gzip), (c) => c.charCodeAt(0));
+  const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+  await mount(root, JSON.parse(await new Response(stream).text()), VIEW);
+})().catch((error) => {
+  const root = document.getElementById("%s");
+  if (root) root.dataset.failed = String(error && error.stack ? error.stack : error);
+});
+"""
+
+
+def viewer_html(views: list[tuple[str, LiveView]], fallback: str) -> str:
+    """An element that draws `views` (each with its title) offline, as the live view draws them,
+    with `fallback` (escaped HTML) shown where JavaScript does not run.
+
+    The code is one inline module (the view module, `offline.js`); the views' saved state and
+    the stylesheet are one gzip-compressed JSON text, in base64, which the page unpacks itself
+    (`DecompressionStream`): no request, and no model text in the page's markup but the
+    fallback's, escaped."""
+    element = f"sagents-saved-{uuid.uuid4().hex}"
+    data = {
+        "css": (STATIC / "view.css").read_text(encoding="utf-8"),
+        "views": [{"title": title, "state": intern(snapshot(view))} for title, view in views],
+    }
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
+    packed = base64.b64encode(gzip.compress(text.encode("utf-8"), 9, mtime=0)).decode("ascii")
+    return (
+        f'<div class="sagents-saved" id="{element}">'
+        f'<div class="sagents-fallback">{fallback}</div>'
+        f'<script type="application/json" class="sagents-data">{script_json({"gzip": packed})}'
+        f'</script><script type="module">{_code()}{_BOOT % (element, element)}</script></div>'
+    )
+
+
+def read_saved(page: str) -> list[dict[str, Any]]:
+    """What the viewers of a saved page hold (`viewer_html`), unpacked: each one's code and
+    views, each view's state with its kept values put back."""
+    found = []
+    for packed in re.findall(
+        r'<script type="application/json" class="sagents-data">(.*?)</script>', page
+    ):
+        raw = gzip.decompress(base64.b64decode(json.loads(packed)["gzip"]))
+        data = json.loads(raw.decode("utf-8"))
+        for shown in data["views"]:
+            shown["state"] = unintern(shown["state"])
+        found.append(data)
+    return found
+
+
+def unintern(saved: dict[str, Any]) -> Any:
+    """`intern`'s value back (what `offline.js` `decode` does)."""
+    table = saved["table"]
+    memo: dict[int, Any] = {}
+
+    def value(item: Any) -> Any:
+        if isinstance(item, str):
+            if not item.startswith(REF):
+                return item
+            at = int(item[1:])
+            if at not in memo:
+                memo[at] = value(table[at])
+            return memo[at]
+        if isinstance(item, list):
+            return [value(inner) for inner in item]
+        if isinstance(item, dict):
+            return {key: value(inner) for key, inner in item.items()}
+        return item
+
+    return value(saved["root"])
+
+
+_OUTPUTS: weakref.WeakKeyDictionary[LiveView, tuple[Any, dict[str, str]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def static_output(view: LiveView) -> dict[str, str]:
+    """What a notebook keeps of a view for readers without widgets (nbconvert, nbviewer,
+    GitHub): today's static text, and as HTML the viewer over that text, which shows where
+    JavaScript does not run. Made again only when the view's events or forks changed."""
+    stamp = _stamp(view)
+    kept = _OUTPUTS.get(view)
+    if kept is not None and kept[0] == stamp:
+        return kept[1]
+    static = static_view(view)
+    output = {**static, "text/html": viewer_html([("", view)], static["text/html"])}
+    _OUTPUTS[view] = (stamp, output)
+    return output
+
+
+def _stamp(view: LiveView) -> Any:
+    projector = view.projector
+    with projector.lock:
+        projector.catch_up()
+        mine = (projector.version, len(projector.events), len(view.fork_diffs))
+    return (mine, tuple(_stamp(fork) for fork in view.fork_views))
+
+
+def write_page(path: Path, views: list[tuple[str, LiveView]], fallback: str, heading: str) -> Path:
+    """Write one HTML page holding `views`' viewer over `fallback` (escaped HTML)."""
+    body = viewer_html(views, fallback)
+    page = (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{html.escape(heading)}</title>"
+        "<style>body{margin:12px;font-family:system-ui,sans-serif}"
+        ".sagents-saved-title{font:600 13px system-ui,sans-serif;margin:12px 0 4px}</style>"
+        f"</head><body>{body}</body></html>\n"
+    )
+    path.write_text(page, encoding="utf-8")
+    return path
