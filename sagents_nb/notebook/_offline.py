@@ -147,7 +147,8 @@ def _foci(view: LiveView) -> Iterator[tuple[str, Focus]]:
             yield focus_key(chosen, "timing", run=number), Focus(chosen, "timing", run=number)
         if chosen is not None:
             mine = sum(1 for event in projector.events if event.path == chosen)
-            for start in [None, *_starts(mine)]:
+            starts: list[int | None] = [None, *_starts(mine)]
+            for start in starts:
                 key = focus_key(chosen, "events", start=start, node_only=True)
                 yield key, Focus(chosen, "events", start=start, node_only=True)
     for start in _starts(len(projector.events)):
@@ -157,10 +158,12 @@ def _foci(view: LiveView) -> Iterator[tuple[str, Focus]]:
 
 
 def _starts(total: int) -> list[int]:
-    """Where the pages of a list of `total` rows begin (the newest page is saved as well)."""
+    """Where the saved pages of a list of `total` rows begin: a page before the newest one at a
+    time, back to the first row (the page a pager asks for is the last saved one beginning at
+    or before it, `offline.js`, so going back a page from the newest is always exact)."""
     if total <= PAGE:
         return []
-    return [*range(0, total - PAGE, PAGE), total - PAGE]
+    return sorted({0, *range(total - PAGE, -1, -PAGE)})
 
 
 def intern(value: Any) -> dict[str, Any]:
@@ -310,8 +313,9 @@ def unintern(saved: dict[str, Any]) -> Any:
             if not item.startswith(REF):
                 return item
             at = int(item[1:])
-            if at not in memo:
-                memo[at] = value(table[at])
+            if at not in memo:  # a kept string is the text itself, never a reference
+                kept = table[at]
+                memo[at] = kept if isinstance(kept, str) else value(kept)
             return memo[at]
         if isinstance(item, list):
             return [value(inner) for inner in item]

@@ -16,7 +16,8 @@ function decode(saved) {
     if (typeof item === "string") {
       if (item.charCodeAt(0) !== REF) return item;
       const at = Number(item.slice(1));
-      if (!memo.has(at)) memo.set(at, value(table[at]));
+      // a kept string is the text itself, never a reference
+      if (!memo.has(at)) memo.set(at, typeof table[at] === "string" ? table[at] : value(table[at]));
       return memo.get(at);
     }
     if (Array.isArray(item)) return item.map(value);
@@ -82,21 +83,26 @@ function staticModel(state, mountView) {
   function lookup() {
     const { node, tab, turn, run, types } = focus;
     const nodeOnly = focus.node_only && node !== null;
-    const base = keyOf(node, tab, { turn, run, types, nodeOnly });
+    // the whole event log is the same whichever node is chosen: saved once
+    const at = tab === "events" && !nodeOnly ? null : node;
+    const base = keyOf(at, tab, { turn, run, types, nodeOnly });
     const start = savedStart(base, focus.start);
     const tries = [
-      keyOf(node, tab, { turn, start, run, types, nodeOnly }),
+      keyOf(at, tab, { turn, start, run, types, nodeOnly }),
       base,
-      keyOf(node, tab, { turn, run }),
-      keyOf(node, tab),
+      keyOf(at, tab, { turn, run }),
+      keyOf(at, tab),
       keyOf(null, tab),
     ];
     const hit = tries.findIndex((key) => key in state.keys);
-    const partial = hit > 1 || (hit === 1 && focus.start !== null && start === null);
+    const paged = (starts.get(base) || []).length > 0;
+    const partial = hit > 1 || (hit === 1 && focus.start !== null && paged);
     const zoomed = focus.zoom !== null || focus.view_start !== null || focus.storage_start !== null;
     if (hit < 0) return [{ node, chosen: node, tab, empty: state.left_out }, true];
     const [index, path] = state.keys[tries[hit]];
-    const pane = { ...state.panes[index], node: path, chosen: node, tab };
+    // a pane's node as the kernel names it (the Timing tab's may be the run's root), but the event
+    // log's, saved once, is the chosen node's
+    const pane = { ...state.panes[index], node: at === node ? path : node, chosen: node, tab };
     if (tab === "events") {
       pane.at = focus.at;
       const shown = new Set((pane.rows || []).map((row) => row.seq));
@@ -111,7 +117,9 @@ function staticModel(state, mountView) {
   function refresh() {
     const [pane, partial] = lookup();
     values.pane = JSON.stringify(pane);
+    const told = (values.header.notice || {}).text === state.left_out;
     if (partial) notify(state.left_out);
+    else if (told) notify("");
     emit("change:pane");
   }
 
