@@ -81,8 +81,12 @@ function staticModel(state, mountView) {
   }
 
   function lookup() {
-    const { node, tab, turn, run, types } = focus;
-    const nodeOnly = focus.node_only && node !== null;
+    // what each tab's pane depends on (the rest of the focus is kept for when it comes back)
+    const { node, tab } = focus;
+    const turn = tab === "context" ? focus.turn : null;
+    const run = tab === "timing" ? focus.run : null;
+    const types = tab === "events" ? focus.types : [];
+    const nodeOnly = tab === "events" && focus.node_only && node !== null;
     // the whole event log is the same whichever node is chosen: saved once
     const at = tab === "events" && !nodeOnly ? null : node;
     const base = keyOf(at, tab, { turn, run, types, nodeOnly });
