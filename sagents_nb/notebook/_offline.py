@@ -31,7 +31,7 @@ from ._log_panes import event_row
 from ._paging import PAGE
 from ._panes import TABS, Focus, pane_state
 from ._render import clip, tree_state
-from ._view_module import STATIC, view_module
+from ._view_module import MARK, STATIC, view_module
 
 if TYPE_CHECKING:
     from ._widget import LiveView
@@ -39,8 +39,18 @@ if TYPE_CHECKING:
 REF = "\x01"
 """What starts a reference into the table of kept values (a string that starts with it is itself
 kept in the table, so a reference is never mistaken for text)."""
-SHORTEST = 24
-"""Characters a string or a structure's JSON has at least to be kept once in the table."""
+LONG = 48
+"""Characters a string has at least to be kept once in the table."""
+LARGE = 160
+"""Characters of JSON a structure has at least to be kept once in the table."""
+TOP, DEEP = 2, 6
+"""The levels of the saved state whose structures are told apart by their JSON (the state
+itself and its lists of panes, events and rows are each one of a kind)."""
+CONTEXT_TURNS = 300
+"""Turns of a node whose Context tab a file saves, the newest (an older one shows the oldest
+saved, with a notice): each turn's pane holds its view, storage and changes."""
+OUTPUT_TURNS = 50
+"""The same in a notebook's static output, made again after each cell that changed the view."""
 EVENT_JSON = 4000
 """Characters of an event's JSON the Events tab shows when it is opened (as the live view)."""
 OFFLINE_JS = STATIC / "offline.js"
@@ -69,7 +79,7 @@ def _n(value: int | None) -> str:
     return "" if value is None else str(value)
 
 
-def snapshot(view: LiveView) -> dict[str, Any]:
+def snapshot(view: LiveView, turns: int = CONTEXT_TURNS) -> dict[str, Any]:
     """Everything the view draws without a kernel: its header (controls off), tree, every pane
     a click asks for (by `focus_key`), each event's JSON, and its forks' own snapshots."""
     projector = view.projector
@@ -82,7 +92,7 @@ def snapshot(view: LiveView) -> dict[str, Any]:
         exchanges = view.target.exchanges()
         header = view._header()
         tree = tree_state(projector)
-        for key, focus in _foci(view):
+        for key, focus in _foci(view, turns):
             state = pane_state(projector, focus, exchanges, cache)
             path = state.pop("node", None)
             for name in ("chosen", "tab", "at"):
@@ -118,11 +128,11 @@ def snapshot(view: LiveView) -> dict[str, Any]:
         "page": PAGE,
         "tabs": list(TABS),
         "left_out": LEFT_OUT,
-        "forks": [snapshot(fork) for fork in view.fork_views],
+        "forks": [snapshot(fork, turns) for fork in view.fork_views],
     }
 
 
-def _foci(view: LiveView) -> Iterator[tuple[str, Focus]]:
+def _foci(view: LiveView, saved_turns: int) -> Iterator[tuple[str, Focus]]:
     """Every focus a click in the view can ask for that the file answers, with its key."""
     projector = view.projector
     nodes = list(projector.nodes)
@@ -141,18 +151,19 @@ def _foci(view: LiveView) -> Iterator[tuple[str, Focus]]:
             for tab, total in lists.items():
                 for start in _starts(total):
                     yield focus_key(chosen, tab, start=start), Focus(chosen, tab, start=start)
-            for turn in range(len(node.turn_log)):
+            turns = len(node.turn_log)
+            for turn in range(max(0, turns - saved_turns), turns):
                 yield focus_key(chosen, "context", turn=turn), Focus(chosen, "context", turn)
         for number in timed if len(timed) > 1 else ():
             yield focus_key(chosen, "timing", run=number), Focus(chosen, "timing", run=number)
         if chosen is not None:
             mine = sum(1 for event in projector.events if event.path == chosen)
             starts: list[int | None] = [None, *_starts(mine)]
-            for start in starts:
-                key = focus_key(chosen, "events", start=start, node_only=True)
-                yield key, Focus(chosen, "events", start=start, node_only=True)
-    for start in _starts(len(projector.events)):
-        yield focus_key(None, "events", start=start), Focus(None, "events", start=start)
+            for at in starts:
+                key = focus_key(chosen, "events", start=at, node_only=True)
+                yield key, Focus(chosen, "events", start=at, node_only=True)
+    for first in _starts(len(projector.events)):
+        yield focus_key(None, "events", start=first), Focus(None, "events", start=first)
     for kind in sorted(projector.counts):
         yield focus_key(None, "events", types=(kind,)), Focus(None, "events", types=[kind])
 
@@ -167,47 +178,47 @@ def _starts(total: int) -> list[int]:
 
 
 def intern(value: Any) -> dict[str, Any]:
-    """`value` with each string and structure that occurs more than once (and every string that
-    starts with `REF`) replaced by a reference into a table: `{"table": [...], "root": ...}`."""
-    counts: dict[str, int] = {}
+    """`value` with its long strings (and every string that starts with `REF`) and its large
+    structures near the top (a pane's chart, a turn's messages, a page of rows) each kept once
+    in a table and replaced by a reference to it: `{"table": [...], "root": ...}`.
 
-    def count(item: Any) -> str:
-        if isinstance(item, dict):
-            text = "{" + ",".join(f"{json.dumps(k)}:{count(v)}" for k, v in item.items()) + "}"
-        elif isinstance(item, list):
-            text = "[" + ",".join(count(v) for v in item) + "]"
-        else:
-            text = json.dumps(item, ensure_ascii=False)
-        if len(text) >= SHORTEST and (isinstance(item, dict | list) or isinstance(item, str)):
-            counts[text] = counts.get(text, 0) + 1
-        return text
-
-    count(value)
+    A structure is told by its JSON text, worked out only down to `DEEP` levels (deeper ones
+    are small, and their strings are kept once anyway); one already kept is not walked again."""
     table: list[Any] = []
-    refs: dict[str, str] = {}
+    structures: dict[str, str] = {}
+    strings: dict[str, str] = {}
 
-    def encode(item: Any) -> tuple[Any, str]:
+    def keep(out: Any) -> str:
+        table.append(out)
+        return f"{REF}{len(table) - 1}"
+
+    def encode(item: Any, depth: int) -> Any:
+        if isinstance(item, str):
+            if len(item) < LONG and not item.startswith(REF):
+                return item
+            ref = strings.get(item)
+            if ref is None:
+                ref = strings[item] = keep(item)
+            return ref
+        if not isinstance(item, dict | list):
+            return item
+        text = None
+        if TOP <= depth <= DEEP:
+            text = json.dumps(item, ensure_ascii=False, default=str)
+            if len(text) < LARGE:
+                text = None
+            elif text in structures:
+                return structures[text]
         if isinstance(item, dict):
-            parts = {k: encode(v) for k, v in item.items()}
-            text = "{" + ",".join(f"{json.dumps(k)}:{t}" for k, (_, t) in parts.items()) + "}"
-            out: Any = {k: e for k, (e, _) in parts.items()}
-        elif isinstance(item, list):
-            parts_list = [encode(v) for v in item]
-            text = "[" + ",".join(t for _, t in parts_list) + "]"
-            out = [e for e, _ in parts_list]
+            out: Any = {key: encode(inner, depth + 1) for key, inner in item.items()}
         else:
-            text = json.dumps(item, ensure_ascii=False)
-            out = item
-        kept = counts.get(text, 0) > 1 or (isinstance(item, str) and item.startswith(REF))
-        if not kept:
-            return out, text
-        ref = refs.get(text)
-        if ref is None:
-            ref = refs[text] = f"{REF}{len(table)}"
-            table.append(out)
-        return ref, text
+            out = [encode(inner, depth + 1) for inner in item]
+        if text is None:
+            return out
+        ref = structures[text] = keep(out)
+        return ref
 
-    root, _ = encode(value)
+    root = encode(value, 0)
     return {"table": table, "root": root}
 
 
@@ -242,7 +253,7 @@ def _code() -> str:
         runtime = OFFLINE_JS.read_text(encoding="utf-8").replace(
             "export async function", "async function"
         )
-        code = f"{module}\n// ---- static/offline.js\n{runtime}"
+        code = f"{module}\n{MARK}offline.js\n{runtime}"
         if _CLOSING.search(code):
             raise RuntimeError("the view's code holds `</script` or `<!--`: it cannot be inlined")
         _CODE.append(code)
@@ -265,7 +276,9 @@ _BOOT = """
 """
 
 
-def viewer_html(views: list[tuple[str, LiveView]], fallback: str) -> str:
+def viewer_html(
+    views: list[tuple[str, LiveView]], fallback: str, turns: int = CONTEXT_TURNS
+) -> str:
     """An element that draws `views` (each with its title) offline, as the live view draws them,
     with `fallback` (escaped HTML) shown where JavaScript does not run.
 
@@ -276,7 +289,9 @@ def viewer_html(views: list[tuple[str, LiveView]], fallback: str) -> str:
     element = f"sagents-saved-{uuid.uuid4().hex}"
     data = {
         "css": (STATIC / "view.css").read_text(encoding="utf-8"),
-        "views": [{"title": title, "state": intern(snapshot(view))} for title, view in views],
+        "views": [
+            {"title": title, "state": intern(snapshot(view, turns))} for title, view in views
+        ],
     }
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
     packed = base64.b64encode(gzip.compress(text.encode("utf-8"), 9, mtime=0)).decode("ascii")
@@ -340,7 +355,8 @@ def static_output(view: LiveView) -> dict[str, str]:
     if kept is not None and kept[0] == stamp:
         return kept[1]
     static = static_view(view)
-    output = {**static, "text/html": viewer_html([("", view)], static["text/html"])}
+    viewer = viewer_html([("", view)], static["text/html"], OUTPUT_TURNS)
+    output = {**static, "text/html": viewer}
     _OUTPUTS[view] = (stamp, output)
     return output
 

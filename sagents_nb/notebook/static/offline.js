@@ -1,7 +1,8 @@
 // The view without a kernel (a file saved by save_html, a notebook's static output): the same
 // view module, drawing from a model that answers each click from the panes saved in the page
 // (notebook/_offline.py, snapshot()). What it sends that needs a kernel (step, fork, kind...)
-// gets a notice. Not part of the live view's module: it loads that module, from the page.
+// gets a notice. Not part of the live view's module: a saved page joins it after that module.
+// Its state: notebook/_offline.py, snapshot().
 
 const REF = 1; // a string starting with U+0001 is a reference into the table of kept values
 const SEP = "\u001f";
