@@ -73,6 +73,16 @@ def _handler(request: sn.ChatRequest) -> str:
     return "ok"
 
 
+def _comparison() -> Any:
+    return sn.compare(sn.Agent("solo"), "salut — やあ", {"a": {}}, llm=sn.script("ok"))
+
+
+def _save_html(obj: Any, path: Any) -> Any:
+    from sagents_nb.notebook import save_html
+
+    return save_html(obj, path)
+
+
 def lookup(word: str) -> str:
     """Look a word up."""
     return word
@@ -111,6 +121,10 @@ ROWS = [
     Row("Session.fork", "at", "float", lambda d: (d.run, d.session.fork(at=1.5))),
     Row("Session.subscribe", "callback", "int", lambda d: d.session.subscribe(5)),
     Row("Session.export_jsonl", "path", "int", lambda d: d.session.export_jsonl(5)),
+    Row("Session.save_html", "path", "int", lambda d: d.session.save_html(5)),
+    Row("Result.save_html", "path", "int", lambda d: d.run.result().save_html(5)),
+    Row("Comparison.save_html", "path", "int", lambda d: _comparison().save_html(5)),
+    Row("notebook.save_html", "path", "int", lambda d: _save_html(d.session, 5)),
     Row("Session.import_jsonl", "path", "int", lambda d: sn.Session.import_jsonl(5, ":memory:", agent=d.agent)),
     Row("Run.wait", "timeout", "str", lambda d: d.run.wait(timeout="1")),
     Row("Run.result", "timeout", "str", lambda d: d.run.result(timeout="1")),

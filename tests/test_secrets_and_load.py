@@ -57,6 +57,7 @@ def test_a_planted_key_appears_nowhere(tmp_path: Path, caplog: pytest.LogCapture
         *(json.dumps(x.to_dict()) for x in session.llm.exchanges),
     ]
     places += _widget_states(session)
+    places += _saved_files(session, ok, tmp_path)
     leaks = [p[:80] for p in places if KEY in p]
     assert leaks == []
 
@@ -76,6 +77,24 @@ def _widget_states(session: sn.Session) -> list[str]:
     assert "Bearer ***" in states[TABS.index("wire")]
     widget.close()
     return states
+
+
+def _saved_files(session: sn.Session, result: sn.Result, tmp_path: Path) -> list[str]:
+    """The files `save_html` writes of the session and of a result, as written and unpacked
+    (their saved panes are compressed), and a view's static output in a notebook."""
+    from sagents_nb.notebook import view
+    from sagents_nb.notebook._offline import read_saved
+
+    pages = [
+        session.save_html(tmp_path / "session.html").read_text(encoding="utf-8"),
+        result.save_html(tmp_path / "result.html").read_text(encoding="utf-8"),
+    ]
+    widget = view(session)
+    pages.append(widget.static_output()["text/html"])
+    widget.close()
+    unpacked = [json.dumps(data, ensure_ascii=False) for page in pages for data in read_saved(page)]
+    assert len(unpacked) == 3 and all("Bearer ***" in text for text in unpacked[::2])
+    return pages + unpacked
 
 
 def test_two_hundred_concurrent_runs_account_for_every_event() -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import html
+import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._base.errors import ConfigurationError
@@ -114,6 +116,15 @@ class Comparison:
         from ..notebook import compare_view
 
         return compare_view(self, agent=agent, item=item)
+
+    def save_html(self, path: str | os.PathLike[str]) -> Path:
+        """Write the comparison (its table, plot and what each variant forgot) and every run's
+        view to one self-contained HTML file anyone can open, each view's tabs working
+        offline (no kernel, no network request). Returns the file's path."""
+        from .._base.checks import check_path
+        from ..notebook import save_html  # the display layer: loaded when a file is written
+
+        return save_html(self, check_path("path", path, where="comparison.save_html()"))
 
     def open(self, variant: str, item: Any = None, **options: Any) -> Session:
         """Reopen a stored run as a live `sn.Session`, set up as its variant was (its agents,

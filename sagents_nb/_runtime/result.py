@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._base.messages import Usage
@@ -152,6 +154,14 @@ class Result:
         from .static import static_bundle  # `html` and its entity table: for HTML only
 
         return static_bundle(self.tree, self.text, self.status)
+
+    def save_html(self, path: str | os.PathLike[str]) -> Path:
+        """Write this run's view to one self-contained HTML file anyone can open, every tab
+        working offline (no kernel, no network request). Returns the file's path."""
+        from .._base.checks import check_path
+        from ..notebook import save_html  # the display layer: loaded when a file is written
+
+        return save_html(self, check_path("path", path, where="result.save_html()"))
 
     def to_json(self) -> str:
         """Text, status, usage and tree as JSON (events excluded)."""

@@ -449,6 +449,14 @@ class Session:
 
         return export_jsonl(self, check_path("path", path, where="session.export_jsonl()"))
 
+    def save_html(self, path: str | os.PathLike[str]) -> Path:
+        """Write this session's view to one self-contained HTML file anyone can open: every
+        tab (tree, transcripts, context and its diff, tool calls, timing, decisions) works
+        offline, with no kernel and no network request. Returns the file's path."""
+        from ..notebook import save_html  # the display layer: loaded when a file is written
+
+        return save_html(self, check_path("path", path, where="session.save_html()"))
+
     def to_test(
         self, path: str | os.PathLike[str], *, agents: str, overwrite: bool = False
     ) -> Path:

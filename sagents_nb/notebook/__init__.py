@@ -7,6 +7,7 @@ from ._compare_view import ComparisonView, compare_view
 from ._display import display_live, view
 from ._magics import load_ipython_extension
 from ._progress import sweep_progress
+from ._save import save_html
 from ._token_rollup import token_rollup
 from ._waterfall import NodeTokens
 from ._widget import LiveView
@@ -18,6 +19,7 @@ __all__ = [
     "compare_view",
     "display_live",
     "load_ipython_extension",
+    "save_html",
     "sweep_progress",
     "token_rollup",
     "view",

@@ -191,7 +191,7 @@ def _refresh(*_args: Any) -> None:
         if getattr(view, "_closed", False) or view.comm is None:
             _shown.discard(view)
             continue
-        static = static_view(view)
+        static = view.static_output()
         if static["text/html"] != view.published:
             view.published = static["text/html"]
             update_display(static, raw=True, display_id=view.display_id)

@@ -18,7 +18,8 @@ from .. import kinds
 from .._base.loop import call_soon, run_sync
 from .._runtime.preprocess import preprocessor_name
 from ._controls import handle_message
-from ._export import show, static_view
+from ._export import show
+from ._offline import static_output
 from ._panes import Focus, pane_state
 from ._projector import Projector
 from ._render import tree_state
@@ -129,7 +130,7 @@ class LiveView(anywidget.AnyWidget):
             return None
         data, metadata = bundle
         # Front ends without widgets (nbviewer, GitHub, consoles) pick the static rendering.
-        return {**data, **static_view(self)}, metadata
+        return {**data, **static_output(self)}, metadata
 
     def _ipython_display_(self) -> None:
         # Under a display id, so that the static rendering saved with the notebook can be
@@ -192,6 +193,11 @@ class LiveView(anywidget.AnyWidget):
         session = self.target.session
         had = session.preprocessors if session is not None else {}
         return {"none": None, **had, **self.preprocessors}
+
+    def static_output(self) -> dict[str, str]:
+        """What a notebook keeps of this view for readers without widgets: the static text,
+        and as HTML the offline viewer over it (`_offline.static_output`)."""
+        return static_output(self)
 
     def close(self) -> None:
         """Stop following the session and close the widget and its layout."""

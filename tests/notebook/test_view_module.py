@@ -11,11 +11,16 @@ from pathlib import Path
 
 import pytest
 
+from sagents_nb.notebook._offline import _code as offline_code
 from sagents_nb.notebook._view_module import LIT, MARK, STATIC, view_module, view_modules
 from sagents_nb.notebook._widget import LiveView
 
 NOTEBOOK = STATIC.parent
-SOURCES = sorted(p.relative_to(STATIC).as_posix() for p in STATIC.rglob("*.js") if p.name != LIT)
+OFFLINE = "offline.js"
+"""The saved file's model (`_offline`), joined after the view's module in a saved page only."""
+SOURCES = sorted(
+    p.relative_to(STATIC).as_posix() for p in STATIC.rglob("*.js") if p.name not in (LIT, OFFLINE)
+)
 
 
 def inlined(esm: str) -> list[str]:
@@ -30,6 +35,22 @@ def test_the_widget_inlines_every_module_once_and_the_shell_last() -> None:
     assert len(SOURCES) >= 12  # the shell and a module per pane
 
 
+def test_a_saved_page_joins_the_offline_model_after_the_view() -> None:
+    code = offline_code()
+    assert inlined(code) == [*inlined(LiveView._esm), OFFLINE]
+    assert "export default" not in code and "const VIEW = { render };" in code
+    assert not re.search(r"""\bimport\s*\(""", code)
+    assert re.findall(r"^import\b", code, re.MULTILINE) == ["import"]  # lit-html's, vendored
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs node to parse the module")
+def test_a_saved_pages_code_parses_as_one_es_module(tmp_path: Path) -> None:
+    path = tmp_path / "saved.mjs"
+    path.write_text(offline_code(), encoding="utf-8")
+    checked = subprocess.run(["node", "--check", str(path)], capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stderr
+
+
 def test_the_inlined_module_loads_nothing_over_the_network() -> None:
     esm = LiveView._esm
     assert not re.search(r"""\bimport\b[^;]*?\bfrom\s*["'](?:https?:|//)""", esm)
@@ -40,7 +61,7 @@ def test_the_inlined_module_loads_nothing_over_the_network() -> None:
 
 
 def test_each_pane_module_names_the_python_that_builds_its_state() -> None:
-    for name in SOURCES:
+    for name in [*SOURCES, OFFLINE]:
         if name == "view.js":
             continue
         text = (STATIC / name).read_text(encoding="utf-8")
