@@ -351,3 +351,35 @@ def test_a_base_exception_raised_by_a_tool_is_answered_and_the_sweep_goes_on(rai
     failed = [e for e in first.events if e.type == "tool_call_finished"]
     assert failed[0].status == "error"
     assert f"tool lookup failed: {type(RAISED_BY_TOOL[0]).__name__}" in failed[0].result
+
+
+def test_a_stored_sweep_creates_its_runs_off_the_loop_with_their_fingerprints(
+    tmp_path, monkeypatch
+) -> None:
+    """Each run's record (with its fingerprint) is created by the store thread in one write:
+    the library loop never waits for the store's lock (issue 32)."""
+    import threading
+
+    from sagents_nb._store.sqlite.store import SQLiteStore
+
+    made: list[tuple[str, list[str]]] = []
+    create = SQLiteStore.create
+
+    def spied(self, rows):
+        made.append((threading.current_thread().name, [n.part for n in rows.nodes]))
+        return create(self, rows)
+
+    monkeypatch.setattr(SQLiteStore, "create", spied)
+    agent = sn.Agent("solver", does="answers")
+    store = tmp_path / "runs.db"
+    cmp = sn.sweep(
+        agent, ["a", "b", "c"], llm=lambda: sn.mock_llm(echo), store=store, progress=False
+    )
+    assert [r["status"] for r in cmp.rows] == ["done"] * 3
+    assert len(made) == 3
+    assert all(name != "sagents_nb-loop" for name, _ in made), made
+    assert all(parts == ["state", "fingerprint"] for _, parts in made), made
+    again = sn.sweep(
+        agent, ["a", "b", "c"], llm=lambda: sn.mock_llm(echo), store=store, progress=False
+    )
+    assert [r["reused"] for r in again.rows] == [True] * 3

@@ -70,6 +70,8 @@ def canonical(value: Any, path: frozenset[int] = frozenset(), depth: int = 0) ->
         return value
     if isinstance(value, float):
         return value if math.isfinite(value) else repr(value)
+    if type(value) is list and all(type(item) is str for item in value):
+        return value  # prompts: no need to ask what else a list might be
     if id(value) in path or depth > _DEPTH:
         return {"seen": _name(type(value))}
     path, depth = path | {id(value)}, depth + 1

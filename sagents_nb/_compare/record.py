@@ -10,7 +10,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .._runtime.costs import NodeSpend, spend
+from .._runtime.journal import Journal
 from .._runtime.session import Session
+from .._store.protocol import NodeRow
+from .._store.resolve import resolve_store
 from ..events import ContextBuilt, Event, Fold, RunFinished
 from .fingerprint import PART, run_fingerprint
 from .variants import tree_endpoints
@@ -19,7 +22,6 @@ if TYPE_CHECKING:
     from .._base.prices import PriceBook
     from .._endpoints.openai import LLM
     from .._runtime.agent import Agent
-    from .._store.protocol import Store
     from .variants import Endpoint, Variant
 
 FINAL = frozenset({"done", "incomplete", "pending"})
@@ -153,10 +155,16 @@ async def run_session(
     try:
         tree, endpoint, options = variant.build(agent, llm)
         endpoints = [endpoint, *tree_endpoints(tree)]
-        session = Session(tree, llm=endpoint, store=store, session_id=session_id, **options)
-        if session.store is not None:
-            fingerprint = run_fingerprint(variant, prompts)
-            await keep_fingerprint(session.store, session.id, session.root.path, fingerprint)
+        session = Session(tree, llm=endpoint, session_id=session_id, **options)
+        if store is not None:
+            fingerprint = json.dumps(run_fingerprint(variant, prompts))
+            session.journal = Journal(
+                session,
+                resolve_store(store, create=True),
+                durability=session.durability,
+                nodes=[NodeRow(session.root.path, PART, 0, fingerprint)],
+                create_later=True,  # on the store thread: the loop never waits for its lock
+            )
         for prompt in prompts:
             run = await session.send_async(prompt)
             if await run.wait_async() == "paused":
@@ -189,16 +197,6 @@ async def run_session(
         record.prices = session.prices
         record.session_id = session.id if session.journal is not None else None
     return record, session
-
-
-async def keep_fingerprint(
-    store: Store, session_id: str, root: str, fingerprint: dict[str, str]
-) -> None:
-    """Store a run's fingerprint with it: a node row of its root, at seq 0."""
-    from .._store.protocol import NodeRow, Step
-
-    step = Step(0, nodes=[NodeRow(root, PART, 0, json.dumps(fingerprint))])
-    await asyncio.to_thread(store.commit, session_id, [step])
 
 
 async def _settle(run: Any) -> None:

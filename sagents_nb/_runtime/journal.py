@@ -109,6 +109,10 @@ class Journal:
         rows: the session's stored record when it was reopened or forked; None for a new one.
         durability: `turn`, `async` or `exit` (see `DURABILITY`).
         node_states: `stored_parts(rows)`, when the caller has read them already.
+        nodes: more node rows for a new session's record (a sweep's fingerprint).
+        create_later: a new session's record is created by the store thread before its first
+            step (a sweep's runs: the library loop does not wait for the store's lock; a taken
+            id is then logged, not raised).
 
     A new session's record is created before the constructor returns (a taken id raises
     `StoreError` here).
@@ -122,6 +126,8 @@ class Journal:
         rows: SessionRows | None = None,
         durability: str = "async",
         node_states: dict[tuple[str, str], Any] | None = None,
+        nodes: Sequence[NodeRow] = (),
+        create_later: bool = False,
     ):
         if durability not in DURABILITY:
             raise ConfigurationError(
@@ -161,18 +167,20 @@ class Journal:
         self._step = PendingStep(0, [], [], self._numbering, report=self._repaired)
         self._rescuing = False
         self._rescue_seen = 0
+        created = None
         if rows is None:
             root = session.root
             state = NodeSnapshot.of(root)
             self._states[root.path] = state
             self._state_seqs[root.path] = 0
-            store.create(
-                SessionRows(
-                    StoredSession(session.id, session.agent.name, time.time()),
-                    nodes=[NodeRow(root.path, "state", 0, dump_json(state.row()))],
-                )
+            created = SessionRows(
+                StoredSession(session.id, session.agent.name, time.time()),
+                nodes=[NodeRow(root.path, "state", 0, dump_json(state.row())), *nodes],
             )
-        self._writer = StepWriter(store, session.id, cut=self._end_step)
+            if not create_later:
+                store.create(created)
+                created = None
+        self._writer = StepWriter(store, session.id, cut=self._end_step, create=created)
         if rows is not None:
             merged = node_states if node_states is not None else stored_parts(rows)
             for (path, part), data in merged.items():
