@@ -15,7 +15,10 @@ from sagents_nb.notebook._view_module import LIT, MARK, STATIC, view_module, vie
 from sagents_nb.notebook._widget import LiveView
 
 NOTEBOOK = STATIC.parent
-SOURCES = sorted(p.relative_to(STATIC).as_posix() for p in STATIC.rglob("*.js") if p.name != LIT)
+BROWSER = "browse.js"  # the store browser's shell: a widget of its own (notebook/_browse.py)
+SOURCES = sorted(
+    p.relative_to(STATIC).as_posix() for p in STATIC.rglob("*.js") if p.name not in (LIT, BROWSER)
+)
 
 
 def inlined(esm: str) -> list[str]:
