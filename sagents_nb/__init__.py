@@ -130,6 +130,7 @@ _LAZY = {
     "TreeNode": "._runtime.result",
     "Usage": "._base.messages",
     "call": "._endpoints.mock",
+    "browse": ".notebook._browse",
     "compare": "._compare.sweep",
     "diff": "._compare.session_diff",
     "SessionDiff": "._compare.session_diff",

@@ -9,10 +9,11 @@ stood after that event (what reopening and forking read).
 `MemoryStore` is the reference: the semantics every store keeps (retired rows, one live
 task row per key, merged partial node states, all-or-nothing commits) in plain Python, held
 to the same contract tests as `SQLiteStore`. To put sessions elsewhere, implement the five
-methods of `Store` the way `MemoryStore` does and pass the object as `store=`. Two more are
+methods of `Store` the way `MemoryStore` does and pass the object as `store=`. Three more are
 optional, each named by a protocol a store satisfies by having the method: `ForkingStore`
-(`fork`, a fork copied where the rows are) and `PlainCommitStore` (`commit_plain`, steps taken
-as plain tuples: `PlainStep` in `_store/protocol.py`); `PostgresStore`
+(`fork`, a fork copied where the rows are), `PlainCommitStore` (`commit_plain`, steps taken
+as plain tuples: `PlainStep` in `_store/protocol.py`) and `SkimmingStore` (`skim`, a few
+fields of some events of every session in one pass, which `sn.browse` lists); `PostgresStore`
 (the `postgres` extra) is such a store, for a database many processes and machines share.
 """
 
@@ -30,6 +31,7 @@ from ._store.protocol import (
     NodeRow,
     PlainCommitStore,
     SessionRows,
+    SkimmingStore,
     Step,
     Store,
     StoredSession,
@@ -51,6 +53,7 @@ __all__ = [
     "PostgresStore",
     "SQLiteStore",
     "SessionRows",
+    "SkimmingStore",
     "Step",
     "Store",
     "StoreError",

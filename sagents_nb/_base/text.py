@@ -13,6 +13,13 @@ import re
 import string
 import unicodedata
 
+
+def counted(count: int | str, one: str, many: str | None = None) -> str:
+    """`count` and its noun, singular for exactly one: `1 turn`, `2 turns`, `0 turns` (the
+    view's rule: `notebook/_words.py`)."""
+    return f"{count} {one if str(count) == '1' else many or one + 's'}"
+
+
 _PUNCTUATION_ONLY = str.maketrans("", "", string.ascii_letters + string.digits + " \t\n\r")
 """Deletes ASCII letters, digits and spaces: what is left of ASCII text is its punctuation."""
 

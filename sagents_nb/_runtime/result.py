@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._base.messages import Usage
+from .._base.text import counted
 from .costs import Cost, priced, spend, subtree
 
 if TYPE_CHECKING:
@@ -77,8 +78,8 @@ class TreeNode:
             extra += f", refused {len(node.refused)}" if node.refused else ""
             extra += f" · ${node.cost_usd:.4f} reported" if node.cost_usd is not None else ""
             lines.append(
-                f"{prefix}{branch}{node.id} [{node.kind}] {node.status} · {node.turns} turns · "
-                f"{node.usage.total_tokens} tokens{extra}"
+                f"{prefix}{branch}{node.id} [{node.kind}] {node.status} · "
+                f"{counted(node.turns, 'turn')} · {counted(node.usage.total_tokens, 'token')}{extra}"
             )
             inner = prefix if root else prefix + ("   " if last else "│  ")
             for i, child in enumerate(node.children):

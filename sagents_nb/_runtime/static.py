@@ -5,6 +5,8 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING, Any
 
+from .._base.text import counted
+
 if TYPE_CHECKING:
     from .result import TreeNode
 
@@ -34,8 +36,9 @@ def static_bundle(tree: TreeNode, text: str, status: str) -> dict[str, Any]:
             f"<b>{html.escape(node.id)}</b> "
             f'<span style="border:1px solid #ccc;border-radius:3px;padding:0 3px">'
             f"{html.escape(node.kind)}</span> "
-            f'<span style="color:{colour}">{html.escape(node.status)}</span> · {node.turns} turns · '
-            f"{node.usage.total_tokens} tokens {label}{extra}</div>"
+            f'<span style="color:{colour}">{html.escape(node.status)}</span> · '
+            f"{counted(node.turns, 'turn')} · {counted(node.usage.total_tokens, 'token')} "
+            f"{label}{extra}</div>"
         )
     body = (
         '<div class="sagents-static" style="font-family:monospace;font-size:12px">'

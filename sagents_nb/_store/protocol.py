@@ -300,6 +300,19 @@ class ForkingStore(Store, Protocol):
 
 
 @runtime_checkable
+class SkimmingStore(Store, Protocol):
+    """A `Store` that reads a few fields of some events of every session in one pass
+    (optional; see `Store`): what a listing of a large store needs, without loading whole
+    sessions."""
+
+    def skim(self, types: Sequence[str], fields: dict[str, str]) -> dict[str, list[EventRow]]:
+        """Each session's events of `types`, by `seq`, keyed by session id (sessions without
+        one are absent). Each row's `body` is a JSON object of `fields` (name to a JSON path
+        such as `$.usage` or `$.event.type`), null where an event has no such field.
+        """
+
+
+@runtime_checkable
 class PlainCommitStore(Store, Protocol):
     """A `Store` that takes steps as plain data (optional; see `Store`)."""
 

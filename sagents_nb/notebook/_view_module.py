@@ -42,18 +42,21 @@ class Module:
     """What it imports from lit-html, as written (`render as paint`)."""
 
 
-def view_module(static: Path = STATIC) -> str:
-    """The view's ES module: lit-html's import, then every module, each after its imports."""
-    modules = view_modules(static)
-    lit = base64.b64encode((static / LIT).read_bytes()).decode("ascii")
+def view_module(static: Path = STATIC, shell: str = SHELL) -> str:
+    """The view's ES module (or another widget's, from its own `shell` under `static/`):
+    lit-html's import when a module uses it, then every module, each after its imports."""
+    modules = view_modules(static, shell)
     names = _lit_names(modules)
     _check_declared_once(modules)
-    parts = [f'import {{ {", ".join(names)} }} from "data:text/javascript;base64,{lit}";\n']
+    parts = []
+    if names:
+        lit = base64.b64encode((static / LIT).read_bytes()).decode("ascii")
+        parts.append(f'import {{ {", ".join(names)} }} from "data:text/javascript;base64,{lit}";\n')
     parts += [f"{MARK}{module.name}\n{module.text}" for module in modules]
     return "\n".join(parts)
 
 
-def view_modules(static: Path = STATIC) -> list[Module]:
+def view_modules(static: Path = STATIC, shell: str = SHELL) -> list[Module]:
     """The shell and the modules it imports, directly or not, each after those it imports."""
     order: list[Module] = []
     exports: dict[str, set[str]] = {}
@@ -94,7 +97,7 @@ def view_modules(static: Path = STATIC) -> list[Module]:
             )
         exports[name] = set(_EXPORTED.findall(body))
         body = _EXPORT.sub("", body)
-        if name != SHELL and re.search(r"^export\b", body, re.MULTILINE):
+        if name != shell and re.search(r"^export\b", body, re.MULTILINE):
             raise RuntimeError(
                 f"static/{name}: only `export function` and `export const` can be inlined "
                 "(`export default` is the shell's)"
@@ -102,7 +105,7 @@ def view_modules(static: Path = STATIC) -> list[Module]:
         order.append(Module(name, re.sub(r"\n{3,}", "\n\n", body).strip() + "\n", tuple(lit)))
         visiting.pop()
 
-    visit(SHELL)
+    visit(shell)
     return order
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from .._base import text
+
 
 def counted(count: int | str, one: str, many: str | None = None) -> str:
     """`count` and its noun, singular for exactly one: `1 node`, `2 nodes`, `0 nodes`.
@@ -11,4 +13,4 @@ def counted(count: int | str, one: str, many: str | None = None) -> str:
         one: the noun for one.
         many: the noun for any other count (`one` with an `s` by default).
     """
-    return f"{count} {one if str(count) == '1' else many or one + 's'}"
+    return text.counted(count, one, many)

@@ -130,7 +130,7 @@ def test_the_clis_run_facts_reach_the_tree_and_the_transcript(fake_cli) -> None:
     result = session.send("go").result()
     (child,) = result.tree.children
     assert child.cost_usd == 0.0123 and result.tree.cost_usd is None
-    assert "boss/coder.1 [native] done · 1 turns" in result.tree.render()
+    assert "boss/coder.1 [native] done · 1 turn" in result.tree.render()
     assert "$0.0123 reported" in result.tree.render()
     assert result.tree.to_dict()["children"][0]["cost_usd"] == 0.0123
     projector = Projector()

@@ -18,8 +18,11 @@ from sagents_nb.notebook._widget import LiveView
 NOTEBOOK = STATIC.parent
 OFFLINE = "offline.js"
 """The saved file's model (`_offline`), joined after the view's module in a saved page only."""
+BROWSER = "browse.js"  # the store browser's shell: a widget of its own (notebook/_browse.py)
 SOURCES = sorted(
-    p.relative_to(STATIC).as_posix() for p in STATIC.rglob("*.js") if p.name not in (LIT, OFFLINE)
+    p.relative_to(STATIC).as_posix()
+    for p in STATIC.rglob("*.js")
+    if p.name not in (LIT, OFFLINE, BROWSER)
 )
 
 
