@@ -23,7 +23,7 @@ from sagents_nb.kinds import BaseKind, Child, CompactionReport, View
 from sagents_nb.notebook._context_pane import context_pane
 from sagents_nb.notebook._panes import Focus, pane_state
 from sagents_nb.notebook._projector import Projector
-from sagents_nb.notebook._render import tree_state
+from sagents_nb.notebook._tree import tree_state
 
 pytestmark = pytest.mark.timeout(60)
 

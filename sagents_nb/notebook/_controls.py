@@ -16,6 +16,7 @@ from ._paging import PAGE
 from ._panes import TABS, Focus
 from ._render import ROWS
 from ._search import QUERY_LIMIT, event_index
+from ._tree import TREE_CHILDREN
 
 if TYPE_CHECKING:
     from .._runtime.pausing import PendingAction
@@ -31,6 +32,8 @@ def handle_message(view: LiveView, message: dict[str, Any]) -> None:
             _focus(view, message)
         case "search":
             _search(view, message)
+        case "tree":
+            _tree(view, message)
         case "step" if message.get("pause_id") is not None:  # a pause's own Step
             _decide(view, action, message)
         case "step" | "resume" | "cancel":
@@ -78,6 +81,19 @@ def _focus(view: LiveView, message: dict[str, Any]) -> None:
             focus.at = None
         if "seq" in message:
             _go_to_event(view, message["seq"], choose="node" not in message)
+    view.refresh(now=True)
+
+
+def _tree(view: LiveView, message: dict[str, Any]) -> None:
+    """The tree's filter, or more children of a node listed (its aggregate row opened)."""
+    focus = view.focus
+    with view.projector.lock:
+        if isinstance(message.get("filter"), str):
+            focus.tree_filter = message["filter"][:500]
+        path, listed = message.get("more"), message.get("listed")
+        if isinstance(path, str) and path in view.projector.nodes:
+            if isinstance(listed, int) and not isinstance(listed, bool):
+                focus.tree_more[path] = max(TREE_CHILDREN, listed)
     view.refresh(now=True)
 
 

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from ._context_pane import context_pane
 from ._decision_pane import decision_lines
-from ._render import clip, tree_state
+from ._render import clip
+from ._tree import more_words, tree_state
 from ._waterfall import NodeTokens, token_rollup
 from ._words import counted
 
@@ -54,6 +55,12 @@ def static_view(view: LiveView) -> dict[str, str]:
     if later:
         lines.append(f"({later['text']})")
     for depth, node in _walk(tree):
+        if "words" in node:  # an aggregate row: the children not listed, by status
+            lines.append("  " * depth + node["words"])
+            rows.append(
+                f'<div style="margin-left:{depth * 1.2}em"><i>{_e(node["words"])}</i></div>'
+            )
+            continue
         label = f"{node['id'].rpartition('/')[2]} [{node['kind']}] {node['status']}"
         label += f" · {counted(node['turns'], 'turn')} · {counted(node['tokens'], 'token')}"
         if node.get("prompt"):
@@ -216,6 +223,8 @@ def _walk(node: dict[str, Any], depth: int = 0) -> Any:
     yield depth, node
     for child in node.get("children", ()):
         yield from _walk(child, depth + 1)
+    if "more" in node:
+        yield depth + 1, {"words": more_words(node["more"])}
 
 
 def _e(text: Any) -> str:

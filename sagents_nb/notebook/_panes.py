@@ -59,6 +59,10 @@ class Focus:
     """What the search box looks for (`_search.search_state`)."""
     found_start: int | None = None
     """Where the page of search results begins; None: the first page."""
+    tree_more: dict[str, int] = field(default_factory=dict)
+    """Children the tree lists, by node, where the person opened an aggregate row."""
+    tree_filter: str = ""
+    """The tree's filter (`_tree.TreeAsk.filter`)."""
 
     def key(self) -> tuple[Any, ...]:
         return (

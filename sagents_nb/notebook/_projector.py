@@ -125,6 +125,13 @@ class Projector:
             self.catch_up()
             self._fold([event])
 
+    def fold_all(self, events: list[Event]) -> None:
+        """Add `events` to the view state in one batch (after any still in the inbox): a
+        replay of a stored session's log."""
+        with self.lock:
+            self.catch_up()
+            self._fold(events)
+
     def catch_up(self) -> None:
         """Fold every event in the inbox."""
         inbox = self.inbox

@@ -1,4 +1,4 @@
-"""Shared pieces of the JSON the front end draws, and the delegation tree."""
+"""Shared pieces of the JSON the front end draws (the delegation tree's are in `_tree`)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,8 @@ from collections.abc import Iterable
 from typing import Any, assert_never
 
 from .._base.messages import Message, ToolCall
-from .._runtime.costs import priced
 from ..events import RunStarted, TaskSpawned, ToolCallFinished
-from ._projector import Projector
-from ._state import NodeState, Stored
+from ._state import Stored
 
 # Text goes out raw (the front end inserts it as text, never as HTML) and clipped, so one update
 # stays small however long a run gets.
@@ -68,58 +66,3 @@ def message_state(item: Stored, mark: str | None = None) -> dict[str, Any]:
 def calls_state(calls: Iterable[ToolCall]) -> list[dict[str, Any]]:
     """Tool calls a model asked for."""
     return [{"id": c.id, "name": c.name, "arguments": clip(c.arguments, 4000)} for c in calls]
-
-
-def tree_state(projector: Projector) -> dict[str, Any]:
-    """The delegation tree, nested, with tokens rolled up from the children."""
-    if projector.root is None:
-        return {}
-    tree = _tree_node(projector, projector.nodes[projector.root])
-    tree.pop("_spends")
-    return tree
-
-
-def _tree_node(projector: Projector, node: NodeState) -> dict[str, Any]:
-    children = [_tree_node(projector, projector.nodes[path]) for path in node.children]
-    spends = [node.spend, *(s for c in children for s in c.pop("_spends"))]
-    cost = priced(spends, projector.prices)
-    return {
-        "id": node.path,
-        "agent": node.agent,
-        "kind": node.kind,
-        "status": node.status,
-        "detail": clip(node.detail, 500),
-        "turns": node.turns,
-        "tokens": node.tokens + sum(child["tokens"] for child in children),
-        "prompt_tokens": node.prompt_tokens + sum(c["prompt_tokens"] for c in children),
-        "completion_tokens": node.completion_tokens + sum(c["completion_tokens"] for c in children),
-        "display_text": node.display_text,
-        "prompt": _one_line(node.prompt or node.display_text),
-        "descendants": sum(1 + child["descendants"] for child in children),
-        "reattached": node.reattached,
-        "refused": [clip(reason, 500) for reason in node.refused],
-        "calls": _call_words(node),
-        "cost": {
-            "estimated_usd": cost.estimated_usd,
-            "reported_usd": cost.reported_usd,
-            "text": str(cost) if cost.usd is not None or cost.unpriced else "",
-        },
-        "children": children,
-        "_spends": spends,
-    }
-
-
-def _call_words(node: NodeState) -> str:
-    """The node's tool names and their calls' statuses (and `refused`), for the tree filter."""
-    words = {word for card in node.cards.values() for word in (card.name, card.status)}
-    if node.refused:
-        words.add("refused")
-    return " ".join(sorted(words))
-
-
-def _one_line(text: str | None, limit: int = 160) -> str | None:
-    """The first line of `text`, clipped: a label for a tree row."""
-    if not text:
-        return None
-    line = text.strip().split("\n", 1)[0]
-    return line if len(line) <= limit else f"{line[:limit]}…"

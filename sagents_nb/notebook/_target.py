@@ -82,8 +82,7 @@ class Target:
         the runtime emits, so no event is missed or counted twice.
         """
         if self.result is not None:
-            for event in self.result.events:
-                projector.fold(event)
+            projector.fold_all(list(self.result.events))
             projector.apply_tree(self.result.tree)
             return
         session = self.session
@@ -97,8 +96,7 @@ class Target:
                 on_change()
 
         def start() -> None:
-            for event in list(session.events):
-                projector.fold(event)
+            projector.fold_all(list(session.events))
             projector.apply_tree(session.tree)
             self._settle_cut_runs(projector)
             self._unsubscribe = session.bus.subscribe(listen)  # on the loop, as it folds

@@ -22,12 +22,12 @@ from ._export import show
 from ._offline import static_output
 from ._panes import Focus, pane_state
 from ._projector import Projector
-from ._render import tree_state
 from ._search import SearchIndex, search_state
 from ._state import PendingState
 from ._target import Target
 from ._throttle import Throttle
 from ._timing_pane import TimingStamp
+from ._tree import Tree, TreeAsk
 from ._view_module import STATIC, view_module
 
 if TYPE_CHECKING:
@@ -66,7 +66,8 @@ class LiveView(anywidget.AnyWidget):
     header = traitlets.Dict().tag(sync=True)
     """The title, the controlled run, pending pauses, selector options and the latest notice."""
     tree = traitlets.Dict().tag(sync=True)
-    """The delegation tree, nested."""
+    """The delegation tree's rows, nested (`_tree.Tree.state`): a node with many children lists
+    a page of them and an aggregate row for the rest."""
     found = traitlets.Dict().tag(sync=True)
     """What the search box found (`_search.search_state`): a page of matching events."""
     pane = traitlets.Unicode("{}").tag(sync=True)
@@ -102,7 +103,8 @@ class LiveView(anywidget.AnyWidget):
         self._notice: dict[str, Any] = {"id": 0, "text": "", "error": False}
         self._json_cache: dict[int, str] = {}
         self._pane_stamp: tuple[Any, ...] | None = None
-        self._tree: tuple[int, dict[str, Any]] = (-1, {})
+        self._tree: tuple[tuple[Any, ...], dict[str, Any]] = ((), {})
+        self._tree_rows = Tree()
         self._search = SearchIndex()
         self._found: tuple[tuple[Any, ...], dict[str, Any]] = ((), {})
         self._timing_stamp = TimingStamp()
@@ -253,8 +255,13 @@ class LiveView(anywidget.AnyWidget):
                 state = pane_state(projector, self.focus, exchanges, self._json_cache)
                 pane = json.dumps(state, ensure_ascii=False, separators=(",", ":"))
                 self._pane_stamp = stamp
-            if self._tree[0] != projector.version:  # a click or a search changes no node
-                self._tree = (projector.version, tree_state(projector))
+            focus = self.focus
+            pinned = focus.node if focus.node in projector.nodes else projector.followed()
+            more = tuple(sorted(focus.tree_more.items()))
+            tree_stamp = (projector.version, pinned, focus.tree_filter, more)
+            if self._tree[0] != tree_stamp:  # a tab or a search changes no row
+                ask = TreeAsk(pinned, dict(more), focus.tree_filter)
+                self._tree = (tree_stamp, self._tree_rows.state(projector, ask))
             return self._header(), self._tree[1], pane, self._found_state()
 
     def _found_state(self) -> dict[str, Any]:

@@ -11,7 +11,7 @@ import sagents_nb as sn
 from sagents_nb.events import HarnessEventOccurred
 from sagents_nb.notebook._panes import Focus, pane_state
 from sagents_nb.notebook._projector import Projector
-from sagents_nb.notebook._render import tree_state
+from sagents_nb.notebook._tree import tree_state
 
 USAGE = {"prompt_tokens": 1000, "completion_tokens": 100, "total_tokens": 1100}
 

@@ -9,7 +9,7 @@ import sagents_nb as sn
 from sagents_nb.notebook._context_pane import context_pane
 from sagents_nb.notebook._panes import Focus, pane_state
 from sagents_nb.notebook._projector import Projector
-from sagents_nb.notebook._render import tree_state
+from sagents_nb.notebook._tree import tree_state
 
 from .conftest import read_file, wait_until
 

@@ -1,30 +1,28 @@
 // The delegation tree: its filter, summary, kind selectors and rows (the WAI-ARIA tree pattern).
-// Its state: notebook/_render.py, tree_state().
+// Its state: notebook/_tree.py, Tree.state(): a node with many children lists a page of them and
+// an aggregate row for the rest.
 
 import { html, nothing, repeat } from "../lit-html.js";
-import { amount, pill, shown, status, walk } from "./parts.js";
+import { amount, pill, shown, status } from "./parts.js";
 import { counted } from "./words.js";
 
 const SUMMARY = ["running", "waiting", "paused", "queued", "done", "incomplete", "error", "cancelled"];
 
 export function tree(view, head, pane, live) {
-  const { model, ui, focus, schedule } = view;
+  const { model, ui, focus, schedule, send } = view;
   const state = model.get("tree") || {};
   if (!state.id) return html`<div class="sn-tree"><div class="sn-empty">no runs yet</div></div>`;
   const selected = ui.node || pane.node || state.id;
-  const counts = {};
-  let total = 0;
-  walk(state, (node) => {
-    const label = shown(node.status);
-    counts[label] = (counts[label] || 0) + 1;
-    total += 1;
-  });
-  const summary = SUMMARY.filter((name) => counts[name] || ["running", "queued", "done"].includes(name))
-    .map((name) => `${counts[name] || 0} ${name}`)
+  // every node by status, from the kernel: the rows listed are a part of them
+  const summed = (state.summary && state.summary.statuses) || {};
+  const total = (state.summary && state.summary.nodes) || 0;
+  const summary = SUMMARY.filter((name) => summed[name] || ["running", "queued", "done"].includes(name))
+    .map((name) => `${summed[name] || 0} ${name}`)
     .join(" · ");
-  const visible = matching(state, plain(ui.filter.trim()));
-  const following = ui.node === null;
-  ui.rows = visible === null || visible.has(state.id) ? treeRows(view, state, visible) : [];
+  // the kernel filters (it looks through every node, listed or not) and says what for
+  const filtered = Boolean((state.filter || "").trim());
+  const none = filtered && state.matched === 0;
+  ui.rows = none ? [] : treeRows(view, state, filtered);
   const cursor = ui.rows.some((row) => row.id === ui.cursor) ? ui.cursor : selected;
   return html`<div class="sn-tree">
     <div class="sn-tree-tools">
@@ -36,58 +34,45 @@ export function tree(view, head, pane, live) {
         .value=${ui.filter}
         @input=${(e) => {
           ui.filter = e.target.value;
+          send({ action: "tree", filter: ui.filter });
           schedule();
         }}
       />
       <button
         class="sn-link sn-follow"
         title="select the paused or newest active node as the run goes"
-        ?disabled=${following || !!ui.dead}
+        ?disabled=${ui.node === null || !!ui.dead}
         @click=${() => focus({ node: null })}
       >
-        ${following ? "following the run" : "follow the run"}
+        ${ui.node === null ? "following the run" : "follow the run"}
       </button>
     </div>
     <div class="sn-tree-summary">${counted(total, "node")} · ${summary}</div>
     ${live ? kindSelectors(view, head) : nothing}
     <div class="sn-tree-rows" role="tree" aria-label="delegation tree" @keydown=${(event) => treeKeys(view, event)}>
-      ${visible === null || visible.has(state.id)
-        ? treeNode(view, state, 0, selected, head, visible, 1, 1, cursor)
-        : html`<div class="sn-empty">no node matches “${ui.filter}”</div>`}
+      ${none
+        ? html`<div class="sn-empty">no node matches “${state.filter}”</div>`
+        : treeNode(view, state, 0, selected, filtered, 1, 1, cursor)}
     </div>
   </div>`;
 }
 
-// Text as the filter compares it: accents dropped, case and width folded (as _search.fold).
-function plain(text) {
-  return text
-    .normalize("NFKD")
-    .replace(/[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f\ufe0e\ufe0f]/g, "")
-    .normalize("NFKC")
-    .toLowerCase();
+// An aggregate row's words: "87 more children: 80 done, 7 error".
+function moreWords(more) {
+  const statuses = more.statuses.map(([name, count]) => `${count} ${shown(name)}`).join(", ");
+  return `${counted(more.count, "more child", "more children")}: ${statuses}`;
 }
 
-// The ids to show for a filter: matching nodes and their ancestors (null: no filter); a node
-// matches by its name, kind, status, prompt, tools called and their calls' statuses.
-function matching(root, text) {
-  if (!text) return null;
-  const keep = new Set();
-  const visit = (node, trail) => {
-    const haystack = plain(
-      [node.id, node.agent, node.kind, shown(node.status), node.prompt || "", node.calls || ""].join(" "),
-    );
-    const path = [...trail, node.id];
-    if (haystack.includes(text)) for (const id of path) keep.add(id);
-    for (const child of node.children || []) visit(child, path);
-  };
-  visit(root, []);
-  return keep;
+// Opening an aggregate row lists a page more of the node's children (the kernel sends them).
+function openMore(view, id, more) {
+  view.send({ action: "tree", more: id, listed: more.listed + more.page });
 }
 
-function treeNode(view, node, depth, selected, state, visible, position, siblings, cursor) {
+function treeNode(view, node, depth, selected, filtered, position, siblings, cursor) {
   const { ui, focus, schedule } = view;
-  const children = (node.children || []).filter((child) => visible === null || visible.has(child.id));
-  const collapsed = ui.collapsed.has(node.id) && visible === null;
+  const children = node.children || [];
+  const more = node.more || null;
+  const collapsed = ui.collapsed.has(node.id) && !filtered;
   const name = depth === 0 ? node.agent : node.id.slice(node.id.lastIndexOf("/") + 1);
   const toggle = (event) => {
     event.stopPropagation();
@@ -103,14 +88,14 @@ function treeNode(view, node, depth, selected, state, visible, position, sibling
       role="treeitem"
       aria-level=${depth + 1}
       aria-selected=${node.id === selected ? "true" : "false"}
-      aria-expanded=${children.length ? (collapsed ? "false" : "true") : nothing}
+      aria-expanded=${children.length || more ? (collapsed ? "false" : "true") : nothing}
       aria-posinset=${position}
       aria-setsize=${siblings}
       tabindex=${node.id === cursor ? "0" : "-1"}
       title=${[node.id, node.display_text, node.detail].filter(Boolean).join("\n")}
       @click=${() => focus({ node: node.id })}
     >
-      ${children.length
+      ${children.length || more
         ? html`<button
             class="sn-twist"
             title=${collapsed ? "expand" : "collapse"}
@@ -145,27 +130,52 @@ function treeNode(view, node, depth, selected, state, visible, position, sibling
     ${(node.refused || []).map(
       (reason) => html`<div class="sn-refused-row">${pill("refused", "refused")} ${reason}</div>`,
     )}
-    ${collapsed || !children.length
+    ${collapsed || !(children.length || more)
       ? nothing
       : html`<div class="sn-children" role="group">
           ${repeat(
             children,
             (child) => child.id,
-            (child, i) => treeNode(view, child, depth + 1, selected, state, visible, i + 1, children.length, cursor),
+            (child, i) =>
+              treeNode(view, child, depth + 1, selected, filtered, i + 1, children.length + (more ? 1 : 0), cursor),
           )}
+          ${more ? moreRow(view, node.id, more, depth + 1, children.length + 1, cursor) : nothing}
         </div>`}
   </div>`;
 }
 
-// The rows on screen, in order (collapsed branches and filtered-out nodes left out).
-function treeRows(view, root, visible) {
+// The children a node does not list, counted by status; Enter or a click lists a page more.
+function moreRow(view, id, more, depth, position, cursor) {
+  const key = `${id}\u0000more`;
+  const words = moreWords(more);
+  return html`<div
+    class="sn-more-row"
+    data-more=${id}
+    data-path=${key}
+    role="treeitem"
+    aria-level=${depth + 1}
+    aria-posinset=${position}
+    aria-setsize=${position}
+    tabindex=${key === cursor ? "0" : "-1"}
+    title=${`list ${counted(Math.min(more.page, more.count), "more child", "more children")}`}
+    @click=${() => openMore(view, id, more)}
+  >
+    <span class="sn-twist-space"></span><span class="sn-more-words">${words}</span>
+  </div>`;
+}
+
+// The rows on screen, in order (collapsed branches left out; an aggregate row last among its
+// siblings).
+function treeRows(view, root, filtered) {
   const { ui } = view;
   const found = [];
   const visit = (node, parent) => {
-    const children = (node.children || []).filter((child) => visible === null || visible.has(child.id));
-    const collapsed = ui.collapsed.has(node.id) && visible === null;
-    found.push({ id: node.id, parent, expandable: children.length > 0, collapsed });
-    if (!collapsed) for (const child of children) visit(child, node.id);
+    const children = node.children || [];
+    const collapsed = ui.collapsed.has(node.id) && !filtered;
+    found.push({ id: node.id, parent, expandable: children.length > 0 || !!node.more, collapsed });
+    if (collapsed) return;
+    for (const child of children) visit(child, node.id);
+    if (node.more) found.push({ id: `${node.id}\u0000more`, parent: node.id, more: node.more, of: node.id });
   };
   visit(root, null);
   return found;
@@ -194,7 +204,8 @@ function treeKeys(view, event) {
       next = rows[rows.length - 1];
       break;
     case "ArrowRight":
-      if (row.expandable && row.collapsed) ui.collapsed.delete(row.id);
+      if (row.more) openMore(view, row.of, row.more);
+      else if (row.expandable && row.collapsed) ui.collapsed.delete(row.id);
       else if (row.expandable) next = rows[at + 1];
       break;
     case "ArrowLeft":
@@ -203,7 +214,8 @@ function treeKeys(view, event) {
       break;
     case "Enter":
     case " ":
-      focus({ node: row.id });
+      if (row.more) openMore(view, row.of, row.more);
+      else focus({ node: row.id });
       break;
     default:
       return;
