@@ -30,7 +30,8 @@ from ._export import static_view
 from ._log_panes import event_row
 from ._paging import PAGE
 from ._panes import TABS, Focus, pane_state
-from ._render import clip, tree_state
+from ._render import clip
+from ._tree import TreeAsk, tree_state
 from ._view_module import MARK, STATIC, view_module
 
 if TYPE_CHECKING:
@@ -91,7 +92,8 @@ def snapshot(view: LiveView, turns: int = CONTEXT_TURNS) -> dict[str, Any]:
         projector.catch_up()
         exchanges = view.target.exchanges()
         header = view._header()
-        tree = tree_state(projector)
+        # a file has no kernel to list more of a node's children: every one is listed
+        tree = tree_state(projector, TreeAsk(more=dict.fromkeys(projector.nodes, 1 << 30)))
         for key, focus in _foci(view, turns):
             state = pane_state(projector, focus, exchanges, cache)
             path = state.pop("node", None)
