@@ -6,8 +6,8 @@ message), the mock serialises the reply and the runtime parses it.
 
 Scenarios:
 - `fanout`: `parent.run_sync(...)` delegating N times; the headline.
-- `fanout-breakpoint`: the same with a predicate breakpoint (`sn.when(path=..., args=...)`)
-  that never fires, tested at every model, tool, task and reply gate.
+- `fanout-breakpoint`: the same with a predicate breakpoint that never fires
+  (`pause_on=sn.when(path="x/never/*", action="tool")`).
 - `fanout-session` / `fanout-view`: the same run through `sn.Session(...).send(...).result()`,
   without and with `sagents_nb.notebook.view(session)` attached (no front end).
 - `fanout-store`: `run_sync(..., store=store)`: each run a new durable session in one SQLite
@@ -111,8 +111,8 @@ def fanout(n: int, pause_on: Any = ()) -> Clock:
     return _clock
 
 
-NEVER = sn.when(path="**/nobody.*", args=lambda arguments: False)
-"""A predicate breakpoint that never fires (`fanout-breakpoint`), tested at every gate."""
+NEVER = sn.when(path="x/never/*", action="tool")
+"""A predicate breakpoint that never fires (`fanout-breakpoint`, issue 28's cost target)."""
 
 
 def fanout_session(view: bool) -> Callable[[int], Clock]:

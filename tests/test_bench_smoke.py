@@ -13,6 +13,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 FANOUT_10 = "41 calls / 30 tools"  # 4N+1 model calls, 3N tool calls
+PREDICATE = "sagents_nb + never-firing predicate"
 
 
 def test_smoke_benchmark_prints_the_table_with_the_expected_work(tmp_path: Path) -> None:
@@ -27,20 +28,22 @@ def test_smoke_benchmark_prints_the_table_with_the_expected_work(tmp_path: Path)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     lines = done.stdout.splitlines()
     assert any(line.startswith("| framework | fanout 10 µs/turn |") for line in lines), done.stdout
-    for label in ("floor", "sagents_nb"):
+    for label in ("floor", "sagents_nb", PREDICATE):
         row = next((line for line in lines if line.startswith(f"| {label} |")), None)
         assert row is not None, done.stdout
         assert FANOUT_10 in row, row
     assert any(line.startswith("Targets:") for line in lines)
-    assert any("sagents_nb <= 2x floor" in line for line in lines)
+    assert any("sagents_nb <= 1.3x floor" in line for line in lines)
+    assert any("never-firing predicate attached <= 1.05x" in line for line in lines)
+    assert any("first run_sync <= 1.5x import httpx" in line for line in lines)
 
     data = json.loads(out.read_text())
     assert data["mode"] == "smoke"
     rows = {row["label"]: row for row in data["results"]}
-    assert set(rows) == {"floor", "sagents_nb"}
+    assert set(rows) == {"floor", "sagents_nb", PREDICATE}
     for row in rows.values():
         assert not row.get("error"), row
-        assert (row["scenario"], row["n"]) == ("fanout", 10)
+        assert row["scenario"].startswith("fanout") and row["n"] == 10
         assert (row["model_calls"], row["tool_calls"]) == (41, 30)
         assert row["runs"] >= 1 and row["us_per_turn"] > 0
     assert "sagents_nb" in data["imports"]

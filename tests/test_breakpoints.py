@@ -261,3 +261,17 @@ def test_a_fork_after_a_decision_applies_it_and_keeps_the_step_mode(tmp_path: Pa
     assert [n.id for n in fork.tree.walk()] == ["boss", "boss/mid.1", "boss/mid.1/audit.1"]
     run.resume()
     run.result(timeout=10)
+
+
+def test_a_when_that_cannot_match_is_ruled_out_by_its_fields() -> None:
+    """The gate skips building a `PendingAction` (and a model call its `PendingRequest`) for a
+    `When` whose action, tool or path rules the action out; one that could match is asked."""
+    from sagents_nb._runtime.breakpoints import could_fire
+
+    never = sn.when(path="x/never/*", action="tool")
+    assert not could_fire(never, "model", "lead")
+    assert not could_fire(never, "tool", "lead/worker.1")
+    assert could_fire(never, "tool", "x/never/w.1")
+    assert not could_fire(sn.when(tool="send"), "tool", "lead", "other")
+    assert could_fire(sn.when(tool="send", args=lambda a: False), "tool", "lead", "send")
+    assert could_fire(lambda pending: False, "model", "lead")

@@ -53,6 +53,15 @@ class When:
             return pending.arguments is not None and bool(self.args(pending.arguments))
         return True
 
+    def could_match(self, action: str, path: str, name: str | None = None) -> bool:
+        """Whether a pending `action` at `path` (a call of `name`) could match, before any
+        `args` test: a gate that none could match builds no `PendingAction`."""
+        if self.action is not None and action != self.action:
+            return False
+        if self.tool is not None and (action not in ("tool", "task") or name != self.tool):
+            return False
+        return self.path is None or path_matches(self.path, path)
+
     def __repr__(self) -> str:
         given = [f"{k}={getattr(self, k)!r}" for k in ("path", "action", "tool")]
         fields = [g for g in given if not g.endswith("=None")]
@@ -102,6 +111,12 @@ def split(breakpoints: Iterable[Any]) -> tuple[frozenset[str], tuple[Breakpoint,
         else:
             tests.append(item)
     return frozenset(actions), tuple(tests)
+
+
+def could_fire(test: Breakpoint, action: str, path: str, name: str | None = None) -> bool:
+    """Whether `test` could match an `action` at `path`: a `When` by its declarative fields,
+    any other callable always (it is asked with the whole `PendingAction`)."""
+    return not isinstance(test, When) or test.could_match(action, path, name)
 
 
 def fires(test: Breakpoint, pending: PendingAction) -> bool:

@@ -15,7 +15,7 @@ from .._base.errors import ConfigurationError, RunPaused, SagentsError
 from .._base.loop import POLL_SECONDS, call_soon, on_library_thread, settle
 from .._base.messages import Message
 from ..events import Paused, PausedRequest, Resumed
-from .breakpoints import Breakpoint, When, fires, restored, split, stored
+from .breakpoints import Breakpoint, When, could_fire, fires, restored, split, stored
 from .decisions import pause_key
 from .pausing import (
     APPROVE,
@@ -369,8 +369,29 @@ class Run:
         tests = self._tests + agent.pause_tests + self.until
         if not tests:
             return False
+        path, name = node.path, (details or {}).get("name")
+        tests = tuple(test for test in tests if could_fire(test, action, path, name))
+        if not tests:
+            return False
         pending = PendingAction(0, action, node.path, **(details or {}))
         return any(fires(test, pending) for test in tests)
+
+    def may_pause(self, node: Node, action: str) -> bool:
+        """Whether the gate of `action` at `node` could pause (or apply a stored decision);
+        False lets the caller skip building what only a pause shows (the model request)."""
+        if self._decided or self._awaiting:
+            return True
+        mode = self.mode
+        if mode == "free":
+            return False
+        if mode == "step" and action != "reply":
+            return True
+        agent = node.agent
+        if action in self._actions or action in agent.pause_on:
+            return True
+        path = node.path
+        tests = self._tests + agent.pause_tests + self.until
+        return any(could_fire(test, action, path) for test in tests)
 
     async def pause(
         self,

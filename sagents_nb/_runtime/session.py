@@ -688,6 +688,11 @@ class Session:
             return APPROVE
         return await run.gate(node, action, details)
 
+    def may_pause(self, node: Node, action: str) -> bool:
+        """Whether the current run's gate of `action` at `node` could pause (see `Run.may_pause`)."""
+        run = self.current_run
+        return run is not None and run.may_pause(node, action)
+
     def child_slots(self, parent: Node) -> asyncio.Semaphore:
         """The semaphore capping how many children of `parent` run at once."""
         slots = self._slots.get(parent.path)

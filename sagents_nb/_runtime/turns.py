@@ -26,7 +26,7 @@ from ..kinds import View, kind_name
 from .delegation import team_tools
 from .limits import LimitReached, before_model_call
 from .overflow import fit_view, shrink
-from .pausing import PendingRequest
+from .pausing import APPROVE, PendingRequest
 
 if TYPE_CHECKING:
     from ..kinds import ChildKind
@@ -305,16 +305,18 @@ async def call_model(
     llm, model = endpoint_for(node)
     wire_tools = [t.to_wire() for t in tools]
     measured = _measure(view, node.token_count)
-    request = PendingRequest(
-        messages=view,
-        tools=wire_tools,
-        model=model,
-        tool_choice=tool_choice,
-        endpoint=llm.redact(llm.label),
-        tokens=measured[0],
-        stream=stream,
-    )
-    decision: Decision = await node.session.gate(node, "model", messages=view, request=request)
+    decision: Decision = APPROVE
+    if node.session.may_pause(node, "model"):  # the whole request is built only for a pause
+        request = PendingRequest(
+            messages=view,
+            tools=wire_tools,
+            model=model,
+            tool_choice=tool_choice,
+            endpoint=llm.redact(llm.label),
+            tokens=measured[0],
+            stream=stream,
+        )
+        decision = await node.session.gate(node, "model", messages=view, request=request)
     if decision.kind == "reject":
         return None
     if decision.kind != "edit" or "reply" not in decision.changes:
