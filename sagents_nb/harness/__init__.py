@@ -12,16 +12,19 @@ from ._events import (
     HarnessError,
     HarnessEvent,
     HarnessEventAdapter,
+    HarnessModelCall,
     HarnessPermissionDenied,
     HarnessReasoning,
     HarnessRetry,
     HarnessSession,
+    HarnessSubagent,
     HarnessText,
     HarnessToolCall,
+    HarnessToolResult,
     HarnessUsage,
 )
 from ._grok import Grok
-from ._mcp import CallTool, McpInjection, ServedTool, serve_tools
+from ._mcp import CallTool, McpInjection, ServedTool, cli_call_id, serve_tools
 from ._outcome import HarnessOutcome
 from ._permission import PERMISSION_TOOL, ApproveTool
 from ._protocol import (
@@ -51,13 +54,16 @@ __all__ = [
     "HarnessError",
     "HarnessEvent",
     "HarnessEventAdapter",
+    "HarnessModelCall",
     "HarnessOutcome",
     "HarnessPermissionDenied",
     "HarnessReasoning",
     "HarnessRetry",
     "HarnessSession",
+    "HarnessSubagent",
     "HarnessText",
     "HarnessToolCall",
+    "HarnessToolResult",
     "HarnessUsage",
     "McpInjection",
     "NativeHarness",
@@ -65,6 +71,7 @@ __all__ = [
     "ServedTool",
     "ToolAnswer",
     "available",
+    "cli_call_id",
     "run_harness",
     "serve_tools",
 ]

@@ -594,6 +594,12 @@ class Projector:
             card.status = "observed"
             card.notes += ("called by the CLI (its own tool runner)",)
             return
+        if kind == "tool_result":
+            card = node.cards.get(str(data.get("id")))
+            if card is not None and card.status == "observed":  # else the kernel ran it
+                card.status = "error" if data.get("is_error") else "ok"
+                card.result = str(data.get("content") or "")
+            return
         if kind == "text" and data.get("delta"):
             return  # a streamed piece: the whole message follows as its own event
         node.transcript.append(event)
