@@ -195,3 +195,18 @@ def test_a_sub_agent_is_an_agent_span_below_its_cli_child(fake_cli) -> None:
     assert sub.attributes["gen_ai.usage.input_tokens"] == 31422
     tool = next(s for s in spans if s.name == "execute_tool lookup")
     assert tool.parent is not None and tool.parent.span_id == sub.context.span_id
+
+
+def test_a_sub_agents_tool_call_pauses_on_its_node_and_the_tree_waits_above(fake_cli) -> None:
+    calls = {"call_3": ["lookup", {"key": "beta"}]}
+    session = run(fake_cli, FOREGROUND, calls)
+    run_ = session.send("go", pause_on=[sn.when(tool="lookup")])
+    assert run_.wait() == "paused"
+    (pending,) = run_.pending
+    assert (pending.path, pending.name) == (SUB, "lookup")
+    statuses = {node.id: node.status for node in session.tree.walk()}
+    assert (statuses[CODER], statuses[SUB]) == ("waiting", "paused")
+    run_.reject("not today")
+    result = run_.result()
+    finished = [e for e in result.events if e.type == "tool_call_finished" and e.name == "lookup"]
+    assert [(e.path, e.status) for e in finished] == [(SUB, "denied")]
