@@ -5,6 +5,7 @@ from it).
 """
 
 from ._claude_code import ClaudeCode
+from ._cli_call import cli_call_id
 from ._codex import Codex
 from ._cursor_agent import CursorAgent
 from ._events import (
@@ -24,7 +25,7 @@ from ._events import (
     HarnessUsage,
 )
 from ._grok import Grok
-from ._mcp import CallTool, McpInjection, ServedTool, cli_call_id, serve_tools
+from ._mcp import CallTool, McpInjection, ServedTool, serve_tools
 from ._outcome import HarnessOutcome
 from ._permission import PERMISSION_TOOL, ApproveTool
 from ._protocol import (

@@ -9,7 +9,6 @@ import shutil
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -19,17 +18,6 @@ from ._tool_answer import ToolAnswer
 
 CallTool = Callable[[str, dict[str, Any]], Awaitable[str | ToolAnswer]]
 """Runs one tool call from the CLI; returns its text, or a `ToolAnswer` to mark an error."""
-
-
-CLI_CALL_ID: ContextVar[str | None] = ContextVar("sagents_nb_cli_call_id", default=None)
-"""Set while a call from the CLI runs: the CLI's own id for it (`cli_call_id`)."""
-
-
-def cli_call_id() -> str | None:
-    """Inside a `call_tool` or `approve_tool` the runtime is running: the CLI's own id for the
-    call, when it names one (Claude Code sends its tool-use id with each MCP call, and with each
-    permission question), else None. It tells which of the CLI's sub-agents made the call."""
-    return CLI_CALL_ID.get()
 
 
 SERVED = "a tool (with name, description and parameters, as an sn.tool has)"

@@ -17,7 +17,7 @@ from mcp.server.lowlevel import Server
 from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ._mcp import CLI_CALL_ID
+from ._cli_call import CLI_CALL_ID
 from ._protocol import MCP_SERVER_NAME
 from ._tool_answer import ToolAnswer
 

@@ -7,7 +7,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._mcp import CLI_CALL_ID, CallTool, ServedTool
+from ._cli_call import CLI_CALL_ID
+from ._mcp import CallTool, ServedTool
 from ._tool_answer import ToolAnswer
 
 PERMISSION_TOOL = "approve_tool_use"

@@ -595,10 +595,10 @@ class Projector:
             card.notes += ("called by the CLI (its own tool runner)",)
             return
         if kind == "tool_result":
-            card = node.cards.get(str(data.get("id")))
-            if card is not None and card.status == "observed":  # else the kernel ran it
-                card.status = "error" if data.get("is_error") else "ok"
-                card.result = str(data.get("content") or "")
+            observed = node.cards.get(str(data.get("id")))
+            if observed is not None and observed.status == "observed":  # else the kernel ran it
+                observed.status = "error" if data.get("is_error") else "ok"
+                observed.result = str(data.get("content") or "")
             return
         if kind == "text" and data.get("delta"):
             return  # a streamed piece: the whole message follows as its own event
