@@ -42,6 +42,9 @@ class _Agent:
     messages: set[str] = field(default_factory=set)
     """The CLI's ids of the model messages counted (a message may come as several lines)."""
     ended: HarnessSubagent | None = None
+    """How the CLI said it ended (its node is ended once the call's result is read)."""
+    finished: bool = False
+    """Its node's task is ended."""
     turns: int = 0
     spent: Usage = field(default_factory=Usage)
 
@@ -120,7 +123,7 @@ class SubagentTree:
         if self.ending is not None:
             self._end(self.ending)
         for agent in reversed(list({id(a): a for a in self.agents.values()}.values())):
-            if agent.ended is None and agent.node.status == "running":
+            if not agent.finished:
                 self._finish(agent, Outcome(status, text))
 
     def _owner(self, subagent: str | None) -> Child:
@@ -158,12 +161,13 @@ class SubagentTree:
         if self.ending is agent:
             self.ending = None
         ended = agent.ended
-        if ended is not None and agent.node.status == "running":
+        if ended is not None and not agent.finished:
             self._finish(agent, Outcome(ended.status, ended.text))
 
     def _finish(self, agent: _Agent, outcome: Outcome) -> None:
         from ..harness import HarnessDone, HarnessError, HarnessUsage
 
+        agent.finished = True
         node, usage = agent.node, agent.spent
         if outcome.status == "done":
             spent = HarnessUsage(

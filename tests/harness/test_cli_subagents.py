@@ -210,3 +210,15 @@ def test_a_sub_agents_tool_call_pauses_on_its_node_and_the_tree_waits_above(fake
     result = run_.result()
     finished = [e for e in result.events if e.type == "tool_call_finished" and e.name == "lookup"]
     assert [(e.path, e.status) for e in finished] == [(SUB, "denied")]
+
+
+def test_cancelling_the_run_at_a_sub_agents_pause_ends_it_cancelled(fake_cli) -> None:
+    calls = {"call_3": ["lookup", {"key": "beta"}]}
+    session = run(fake_cli, FOREGROUND, calls)
+    run_ = session.send("go", pause_on=[sn.when(tool="lookup")])
+    assert run_.wait() == "paused"
+    run_.cancel()
+    assert run_.wait() == "cancelled"
+    ended = [e for e in session.events if e.type == "task_finished" and e.child == SUB]
+    assert [(e.path, e.status) for e in ended] == [(CODER, "cancelled")]
+    assert session.tree.find(SUB).status == "cancelled"
