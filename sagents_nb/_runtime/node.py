@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._base.messages import Message, Usage, estimate_tokens, system, tool_message, user
 from .._base.outcome import Outcome
-from ..events import Event, StatusChanged, TaskFinished, TaskSpawned
+from ..events import Event, StatusChanged, TaskSpawned
 from ..kinds import kind_name
+from .delegation import task_finished
 from .result import TreeNode
 from .tasks import QueuedInput, TaskEntry
 from .toolcalls import execute_call
@@ -401,16 +402,7 @@ class Node:
         child.append(Message(role="assistant", content=outcome.text))
         child.last_outcome = outcome
         child.set_status(outcome.status)
-        self.emit(
-            TaskFinished(
-                child=child.path,
-                agent=child.agent.name,
-                status=outcome.status,
-                text=outcome.text,
-                turns=child.task_turns,
-                usage=child.usage,
-            )
-        )
+        self.emit(task_finished(child, outcome))
 
     async def run_task(self, message: Message | None, *, resume: bool = False) -> Outcome:
         """Run one task on this node through the turn loop (`resume`: go on from storage)."""

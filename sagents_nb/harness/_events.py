@@ -18,38 +18,36 @@ class HarnessUsage(BaseModel):
     """Tokens the model wrote, reasoning included where the CLI counts it."""
 
 
-class HarnessText(BaseModel):
-    """Assistant text for the user: a whole message, or a streamed piece of one."""
+class _Placed(BaseModel):
+    """An event that tells which of the CLI's agents it comes from."""
 
     model_config = ConfigDict(frozen=True)
+
+    subagent: str | None = None
+    """The CLI's id for the sub-agent it comes from (`HarnessSubagent.id`); None for the CLI's
+    main thread."""
+
+
+class HarnessText(_Placed):
+    """Assistant text for the user: a whole message, or a streamed piece of one."""
 
     type: Literal["text"] = "text"
     text: str
     """The text exactly as the CLI reported it."""
     delta: bool = False
     """A streamed piece of a message whose whole text also follows as a `text` event."""
-    subagent: str | None = None
-    """The CLI's id for the sub-agent this came from (`HarnessSubagent.id`); None for the CLI's
-    main thread."""
 
 
-class HarnessReasoning(BaseModel):
+class HarnessReasoning(_Placed):
     """Thinking the CLI chose to show (reasoning summaries, thinking blocks)."""
-
-    model_config = ConfigDict(frozen=True)
 
     type: Literal["reasoning"] = "reasoning"
     text: str
     """The reasoning text, whole or a streamed piece."""
-    subagent: str | None = None
-    """The CLI's id for the sub-agent this came from (`HarnessSubagent.id`); None for the CLI's
-    main thread."""
 
 
-class HarnessToolCall(BaseModel):
+class HarnessToolCall(_Placed):
     """The CLI called a tool. For observability only: the CLI runs its own tools."""
-
-    model_config = ConfigDict(frozen=True)
 
     type: Literal["tool_call"] = "tool_call"
     name: str
@@ -58,15 +56,10 @@ class HarnessToolCall(BaseModel):
     """The arguments the CLI passed, as JSON."""
     id: str | None = None
     """The CLI's id for the call, when it reports one."""
-    subagent: str | None = None
-    """The CLI's id for the sub-agent this came from (`HarnessSubagent.id`); None for the CLI's
-    main thread."""
 
 
-class HarnessToolResult(BaseModel):
+class HarnessToolResult(_Placed):
     """What one of the CLI's tool calls returned, as the CLI reported it to its model."""
-
-    model_config = ConfigDict(frozen=True)
 
     type: Literal["tool_result"] = "tool_result"
     id: str
@@ -78,16 +71,11 @@ class HarnessToolResult(BaseModel):
     usage: HarnessUsage | None = None
     """For a call that ran a sub-agent in the foreground: its last model request's tokens
     (Claude Code reports that request nowhere else)."""
-    subagent: str | None = None
-    """The CLI's id for the sub-agent that made the call (`HarnessSubagent.id`); None for the
-    CLI's main thread."""
 
 
-class HarnessModelCall(BaseModel):
+class HarnessModelCall(_Placed):
     """A model request of one of the CLI's sub-agents (the main thread's tokens come whole with
     `done`). A request the CLI writes as several lines is reported once per line: `id` tells."""
-
-    model_config = ConfigDict(frozen=True)
 
     type: Literal["model_call"] = "model_call"
     id: str
@@ -95,9 +83,6 @@ class HarnessModelCall(BaseModel):
     usage: HarnessUsage = Field(default_factory=HarnessUsage)
     """Its tokens as the CLI reports them with the message (Claude Code: every prompt token,
     and the output tokens counted when the message began, not its final count)."""
-    subagent: str | None = None
-    """The CLI's id for the sub-agent this came from (`HarnessSubagent.id`); None for the CLI's
-    main thread."""
 
 
 class HarnessSubagent(BaseModel):
