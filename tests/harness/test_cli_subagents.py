@@ -36,16 +36,19 @@ def delegate_once(req: sn.ChatRequest):
     return "parent is done"
 
 
-def replaying(fake_cli, stream: Path, calls: dict | None = None, **options) -> sn.Agent:
+def replaying(fake_cli, stream: Path, calls: dict | None = None, gate: bool = False) -> sn.Agent:
     env = fake_cli.env(
         "replay", FAKE_CLI_REPLAY=str(stream), FAKE_CLI_CALLS=json.dumps(calls or {})
     )
-    kind = sn.kinds.Native(sn.harness.ClaudeCode(executable=fake_cli.path), env=env, **options)
+    driver = sn.harness.ClaudeCode(executable=fake_cli.path, gate_builtin_tools=gate)
+    kind = sn.kinds.Native(driver, env=env)
     return sn.Agent("coder", does="looks things up", tools=[lookup], kind=kind)
 
 
-def run(fake_cli, stream: Path, calls: dict | None = None, **session) -> sn.Session:
-    boss = sn.Agent("boss", team=[replaying(fake_cli, stream, calls)])
+def run(
+    fake_cli, stream: Path, calls: dict | None = None, gate: bool = False, **session
+) -> sn.Session:
+    boss = sn.Agent("boss", team=[replaying(fake_cli, stream, calls, gate)])
     return sn.Session(boss, llm=sn.mock_llm(delegate_once), **session)
 
 
@@ -222,3 +225,19 @@ def test_cancelling_the_run_at_a_sub_agents_pause_ends_it_cancelled(fake_cli) ->
     ended = [e for e in session.events if e.type == "task_finished" and e.child == SUB]
     assert [(e.path, e.status) for e in ended] == [(CODER, "cancelled")]
     assert session.tree.find(SUB).status == "cancelled"
+
+
+def test_a_permission_question_about_a_sub_agents_own_tool_is_asked_on_its_node(fake_cli) -> None:
+    """With `gate_builtin_tools=True` Claude Code asks the injected server before a sub-agent's
+    Bash runs, naming the call (seen with the real CLI): the gate is the sub-agent's."""
+    seen: list[str] = []
+
+    class Audit:
+        def before_tool(self, call: sn.ToolCallInfo):
+            seen.append(f"{call.path}:{call.name}")
+
+    question = {"tool_name": "Bash", "input": {"command": "ls"}, "tool_use_id": "call_3"}
+    calls = {"call_3": [sn.harness.PERMISSION_TOOL, question]}
+    result = run(fake_cli, FOREGROUND, calls, gate=True, hooks=[Audit()]).send("go").result()
+    assert result.status == "done"
+    assert seen[1:] == [f"{SUB}:Bash"]
