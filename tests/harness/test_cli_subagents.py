@@ -109,6 +109,12 @@ def test_a_foreground_sub_agent_is_a_grandchild_with_its_text_tools_and_tokens(f
     card = projector.nodes[CODER].cards["call_1"]
     assert card.child == SUB and card.status == "ok" and "sub says" in (card.result or "")
     assert projector.nodes[SUB].cards["call_3"].result == "value of beta: 42"
+    said = [(e.type, getattr(e, "prompt", None)) for e in projector.nodes[SUB].transcript]
+    assert said == [
+        ("task_spawned", "SUB: look up beta"),
+        ("tool_call_finished", None),  # the lookup the kernel ran for it
+        ("harness_event", None),  # its answer
+    ]
     rows = {row.path: row for row in token_rollup(result)}
     assert (rows[SUB].prompt_tokens, rows[SUB].completion_tokens) == (31422, 7)
     assert rows[CODER].subtree_prompt_tokens == coder.usage.prompt_tokens
