@@ -136,7 +136,8 @@ def test_equal_messages_compare_equal_whatever_their_caches() -> None:
 
 def test_the_ports_plugins_are_written_against_are_these_members() -> None:
     # A kind sees its node as `sn.kinds.Child` and a CLI driver is an `sn.harness.NativeHarness`:
-    # a member added or dropped changes what every plugin may rely on (issue 27 items 1, 7).
+    # a member added or dropped changes what every plugin may rely on (issue 27 items 1, 7;
+    # `record_child`, `record_finished`: issue 31 item 6).
     def members(protocol: type) -> list[str]:
         own = set(vars(protocol)) | set(vars(protocol).get("__annotations__", {}))
         return sorted(name for name in own if not name.startswith("_"))
@@ -145,7 +146,8 @@ def test_the_ports_plugins_are_written_against_are_these_members() -> None:
         *("add_usage", "agent", "append", "busy", "context_tokens", "cost_usd", "count_turn"),
         *("emit", "execute_tools", "forget", "history", "history_tokens", "inbox"),
         *("input_index", "input_text", "kind", "kind_state", "notices", "parent", "path"),
-        *("persistent", "release_inbox", "replace_history", "set_status", "state_changed"),
+        *("persistent", "record_child", "record_finished", "release_inbox", "replace_history"),
+        *("set_status", "state_changed"),
         *("state_of", "status", "stop_tasks_of", "summarise", "system_messages"),
         *("token_count", "tool_map"),
     ]

@@ -193,18 +193,22 @@ async def delegate(parent: Node, agent: Agent, prompt: str, call_id: str | None)
     entry.task = asyncio.get_running_loop().create_task(_run_child(parent, child, prompt))
     outcome, replaced = await _reviewed(child, await _settled(entry), call_id)
     entry.outcome = outcome
-    parent.emit(
-        TaskFinished(
-            child=child.path,
-            agent=agent.name,
-            status=outcome.status,
-            text=outcome.text,
-            turns=child.task_turns,
-            usage=child.usage,
-            replaced=replaced,
-        )
-    )
+    parent.emit(task_finished(child, outcome, replaced))
     return outcome
+
+
+def task_finished(child: Node, outcome: Outcome, replaced: str | None = None) -> TaskFinished:
+    """The `task_finished` event (emitted at its parent) of `child`'s task ended with `outcome`;
+    `replaced`: the child's own answer when the user edited it."""
+    return TaskFinished(
+        child=child.path,
+        agent=child.agent.name,
+        status=outcome.status,
+        text=outcome.text,
+        turns=child.task_turns,
+        usage=child.usage,
+        replaced=replaced,
+    )
 
 
 async def _reviewed(
@@ -338,17 +342,7 @@ async def continue_restored(parent: Node, entry: TaskEntry, call_id: str | None)
     )
     outcome, replaced = await _reviewed(child, await entry.task, call_id)
     entry.outcome = outcome
-    parent.emit(
-        TaskFinished(
-            child=child.path,
-            agent=child.agent.name,
-            status=outcome.status,
-            text=outcome.text,
-            turns=child.task_turns,
-            usage=child.usage,
-            replaced=replaced,
-        )
-    )
+    parent.emit(task_finished(child, outcome, replaced))
     return outcome
 
 

@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._base.messages import Message, Usage, estimate_tokens, system, tool_message, user
 from .._base.outcome import Outcome
-from ..events import Event, StatusChanged
+from ..events import Event, StatusChanged, TaskSpawned
 from ..kinds import kind_name
+from .delegation import task_finished
 from .result import TreeNode
 from .tasks import QueuedInput, TaskEntry
 from .toolcalls import execute_call
@@ -354,6 +355,54 @@ class Node:
         child.display_text = agent.running_label
         self.order.append(child)
         return child
+
+    def record_child(
+        self,
+        agent: str,
+        prompt: str,
+        kind: ChildKind,
+        *,
+        call_id: str | None = None,
+        label: str | None = None,
+    ) -> Node:
+        """A child whose task runs elsewhere and is only recorded here (`kinds.Child`)."""
+        mine = self.agent
+        spec = type(mine)(
+            agent,
+            does=label or f"{self.path}'s own sub-agent",
+            tools=mine.tools,
+            kind=kind,
+            hooks=mine.hooks,
+            pause_on=mine.pause_on,
+        )
+        child = self.spawn(spec, kind)
+        if label:
+            child.display_text = label
+        self.emit(
+            TaskSpawned(
+                child=child.path,
+                agent=agent,
+                prompt=prompt,
+                kind=kind_name(kind),
+                call_id=call_id,
+                display_text=child.display_text,
+            )
+        )
+        child.input_index, child.input_text = len(child.history), prompt
+        child.append(user(prompt))
+        child.set_status("running")
+        return child
+
+    def record_finished(self, child: Child, outcome: Outcome) -> None:
+        """End a recorded child's task (`kinds.Child`)."""
+        if not isinstance(child, Node) or child.parent is not self:
+            raise ValueError(
+                f"{child.path} is not a child of {self.path}: record_finished it there"
+            )
+        child.append(Message(role="assistant", content=outcome.text))
+        child.last_outcome = outcome
+        child.set_status(outcome.status)
+        self.emit(task_finished(child, outcome))
 
     async def run_task(self, message: Message | None, *, resume: bool = False) -> Outcome:
         """Run one task on this node through the turn loop (`resume`: go on from storage)."""

@@ -5,6 +5,7 @@ from it).
 """
 
 from ._claude_code import ClaudeCode
+from ._cli_call import cli_call_id
 from ._codex import Codex
 from ._cursor_agent import CursorAgent
 from ._events import (
@@ -12,12 +13,15 @@ from ._events import (
     HarnessError,
     HarnessEvent,
     HarnessEventAdapter,
+    HarnessModelCall,
     HarnessPermissionDenied,
     HarnessReasoning,
     HarnessRetry,
     HarnessSession,
+    HarnessSubagent,
     HarnessText,
     HarnessToolCall,
+    HarnessToolResult,
     HarnessUsage,
 )
 from ._grok import Grok
@@ -51,13 +55,16 @@ __all__ = [
     "HarnessError",
     "HarnessEvent",
     "HarnessEventAdapter",
+    "HarnessModelCall",
     "HarnessOutcome",
     "HarnessPermissionDenied",
     "HarnessReasoning",
     "HarnessRetry",
     "HarnessSession",
+    "HarnessSubagent",
     "HarnessText",
     "HarnessToolCall",
+    "HarnessToolResult",
     "HarnessUsage",
     "McpInjection",
     "NativeHarness",
@@ -65,6 +72,7 @@ __all__ = [
     "ServedTool",
     "ToolAnswer",
     "available",
+    "cli_call_id",
     "run_harness",
     "serve_tools",
 ]

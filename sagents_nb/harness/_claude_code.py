@@ -8,7 +8,7 @@ from typing import Literal
 from ._events import HarnessEvent, HarnessText
 from ._json_lines import load_object, object_field, text_field
 from ._protocol import MCP_SERVER_NAME, BaseHarness, HarnessConfig
-from ._stream_json import assistant_events, result_events, system_events
+from ._stream_json import assistant_events, result_events, system_events, user_events
 
 PermissionMode = Literal["default", "acceptEdits", "bypassPermissions", "plan", "dontAsk"]
 
@@ -90,13 +90,16 @@ class ClaudeCode(BaseHarness):
         return settings
 
     def parse_line(self, line: str) -> list[HarnessEvent]:
-        """Events from `assistant`, `result`, `system` and (streamed) `stream_event` lines."""
+        """Events from `assistant`, `user` (tool results), `result`, `system` and (streamed)
+        `stream_event` lines; a sub-agent's events name it (`subagent`)."""
         event = load_object(line)
         if event is None:
             return []
         match event.get("type"):
             case "assistant":
                 return assistant_events(event, self.name)
+            case "user":
+                return user_events(event)
             case "result":
                 return result_events(event, self.name)
             case "system":

@@ -18,10 +18,18 @@ class HarnessUsage(BaseModel):
     """Tokens the model wrote, reasoning included where the CLI counts it."""
 
 
-class HarnessText(BaseModel):
-    """Assistant text for the user: a whole message, or a streamed piece of one."""
+class _Placed(BaseModel):
+    """An event that tells which of the CLI's agents it comes from."""
 
     model_config = ConfigDict(frozen=True)
+
+    subagent: str | None = None
+    """The CLI's id for the sub-agent it comes from (`HarnessSubagent.id`); None for the CLI's
+    main thread."""
+
+
+class HarnessText(_Placed):
+    """Assistant text for the user: a whole message, or a streamed piece of one."""
 
     type: Literal["text"] = "text"
     text: str
@@ -30,20 +38,16 @@ class HarnessText(BaseModel):
     """A streamed piece of a message whose whole text also follows as a `text` event."""
 
 
-class HarnessReasoning(BaseModel):
+class HarnessReasoning(_Placed):
     """Thinking the CLI chose to show (reasoning summaries, thinking blocks)."""
-
-    model_config = ConfigDict(frozen=True)
 
     type: Literal["reasoning"] = "reasoning"
     text: str
     """The reasoning text, whole or a streamed piece."""
 
 
-class HarnessToolCall(BaseModel):
+class HarnessToolCall(_Placed):
     """The CLI called a tool. For observability only: the CLI runs its own tools."""
-
-    model_config = ConfigDict(frozen=True)
 
     type: Literal["tool_call"] = "tool_call"
     name: str
@@ -52,6 +56,60 @@ class HarnessToolCall(BaseModel):
     """The arguments the CLI passed, as JSON."""
     id: str | None = None
     """The CLI's id for the call, when it reports one."""
+
+
+class HarnessToolResult(_Placed):
+    """What one of the CLI's tool calls returned, as the CLI reported it to its model."""
+
+    type: Literal["tool_result"] = "tool_result"
+    id: str
+    """The CLI's id for the call (`HarnessToolCall.id`)."""
+    content: str = ""
+    """The result's text."""
+    is_error: bool = False
+    """The CLI reported the call as failed."""
+    usage: HarnessUsage | None = None
+    """For a call that ran a sub-agent in the foreground: its last model request's tokens
+    (Claude Code reports that request nowhere else)."""
+
+
+class HarnessModelCall(_Placed):
+    """A model request of one of the CLI's sub-agents (the main thread's tokens come whole with
+    `done`). A request the CLI writes as several lines is reported once per line: `id` tells."""
+
+    type: Literal["model_call"] = "model_call"
+    id: str
+    """The CLI's id for the model's message."""
+    usage: HarnessUsage = Field(default_factory=HarnessUsage)
+    """Its tokens as the CLI reports them with the message (Claude Code: every prompt token,
+    and the output tokens counted when the message began, not its final count)."""
+
+
+class HarnessSubagent(BaseModel):
+    """The CLI started or ended one of its own sub-agents (Claude Code's Task/Agent tool)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    type: Literal["subagent"] = "subagent"
+    id: str
+    """The CLI's id for the sub-agent (Claude Code's task id): its events carry it as
+    `subagent`."""
+    status: Literal["running", "done", "error", "cancelled"]
+    """`running` when it starts; how it ended otherwise."""
+    call: str | None = None
+    """The CLI's id for the tool call that started it."""
+    parent: str | None = None
+    """The `id` of the sub-agent that started it; None when the main thread did."""
+    agent: str = ""
+    """Its type, as the CLI names it (`general-purpose`)."""
+    description: str = ""
+    """The short description the model gave the task."""
+    prompt: str = ""
+    """The task the model gave it."""
+    background: bool = False
+    """It runs in the background: the call that started it returned at once."""
+    text: str = ""
+    """When it ended: its answer as the CLI reported it, or why it failed."""
 
 
 class HarnessDone(BaseModel):
@@ -63,7 +121,8 @@ class HarnessDone(BaseModel):
     content: str
     """The final answer. Empty when the CLI reports none; the runtime then fills in the text."""
     usage: HarnessUsage = Field(default_factory=HarnessUsage)
-    """Tokens used by the whole run."""
+    """Tokens used by the run; a CLI that reports its sub-agents' tokens apart (Claude Code)
+    counts only its main thread's here."""
     session_id: str | None = None
     """The CLI's id for its conversation (Claude's session, Codex's thread), to resume it."""
     cost_usd: float | None = None
@@ -132,6 +191,9 @@ HarnessEvent = Annotated[
     HarnessText
     | HarnessReasoning
     | HarnessToolCall
+    | HarnessToolResult
+    | HarnessModelCall
+    | HarnessSubagent
     | HarnessDone
     | HarnessError
     | HarnessRetry

@@ -17,6 +17,7 @@ from mcp.server.lowlevel import Server
 from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from ._cli_call import CLI_CALL_ID
 from ._protocol import MCP_SERVER_NAME
 from ._tool_answer import ToolAnswer
 
@@ -68,6 +69,9 @@ async def running_tool_server(
                 await serving
 
 
+_CLAUDE_CODE_CALL_ID = "claudecode/toolUseId"
+"""Where Claude Code names its own id for an MCP call, in the request's `_meta`."""
+
 _TOOLS_TTL_MS = 3_600_000
 """How long a client may keep the tool list: it never changes while a server runs (one per
 CLI process), so an hour; private, as it is answered to one bearer token."""
@@ -98,6 +102,9 @@ def _tool_server(
         spoken(ctx)
         if params.name not in names:
             return _error(f"no tool named {params.name!r}; this server offers {', '.join(names)}")
+        meta = params.meta if isinstance(params.meta, dict) else {}
+        named = meta.get(_CLAUDE_CODE_CALL_ID)
+        CLI_CALL_ID.set(named if isinstance(named, str) else None)  # this request's task only
         try:
             answer = await call_tool(params.name, params.arguments or {})
         except Exception as exc:  # the CLI's model sees the failure and may recover

@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._cli_call import CLI_CALL_ID
 from ._mcp import CallTool, ServedTool
 from ._tool_answer import ToolAnswer
 
@@ -46,6 +47,9 @@ def with_permission_tool(
                 return ToolAnswer(f"no tool named {name!r}", is_error=True)
             return await call_tool(name, arguments)
         tool_input = arguments.get("input")
+        asked_about = arguments.get("tool_use_id")
+        if isinstance(asked_about, str) and asked_about:
+            CLI_CALL_ID.set(asked_about)  # the call asked about, not the question's own
         verdict = await approve(
             str(arguments.get("tool_name") or "a tool"),
             tool_input if isinstance(tool_input, dict) else {},

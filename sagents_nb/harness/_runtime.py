@@ -361,7 +361,8 @@ class _Run:
     async def _accept(self, event: HarnessEvent) -> None:
         """Record `event` and pass it on; terminal events after the first are dropped."""
         if isinstance(event, HarnessText):
-            if not event.delta:  # the whole message follows its streamed pieces
+            # the whole message follows its streamed pieces; a sub-agent's text is not the answer
+            if not event.delta and event.subagent is None:
                 self._texts.append(event.text)
         elif isinstance(event, HarnessRetry):
             self._last_retry = event

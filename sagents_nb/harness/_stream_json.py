@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from ._events import (
     HarnessDone,
     HarnessError,
     HarnessEvent,
+    HarnessModelCall,
     HarnessPermissionDenied,
     HarnessReasoning,
     HarnessRetry,
     HarnessSession,
+    HarnessSubagent,
     HarnessText,
     HarnessToolCall,
+    HarnessToolResult,
     HarnessUsage,
 )
 from ._json_lines import list_field, object_field, text_field, token_count
@@ -24,12 +27,21 @@ _ERROR_HINTS = {
 }
 
 
+_ENDED: dict[str, Literal["done", "error", "cancelled"]] = {
+    "completed": "done",
+    "failed": "error",
+    "killed": "cancelled",
+    "stopped": "cancelled",
+}
+"""A task's ending status in Claude Code's words, as a sub-agent's status."""
+
 # Claude Code writes a failed API call as an assistant message from this "model".
 _SYNTHETIC_MODEL = "<synthetic>"
 
 
 def assistant_events(event: dict[str, Any], cli: str) -> list[HarnessEvent]:
-    """Text, thinking and tool calls from an `assistant` line, in block order.
+    """Text, thinking and tool calls from an `assistant` line, in block order; a sub-agent's
+    line (it names the sub-agent) also reports its model request's tokens, first.
 
     A message the CLI made up itself to report an API error is an error, not the child's text.
     """
@@ -39,12 +51,13 @@ def assistant_events(event: dict[str, Any], cli: str) -> list[HarnessEvent]:
         blocks = content if isinstance(content, list) else [{"text": content}]
         said = " ".join(t for b in blocks if isinstance(b, dict) and (t := text_field(b, "text")))
         return [HarnessError(message=f"{cli}: {said or 'the model request failed'}", fatal=False)]
-    if isinstance(content, str):
-        return [HarnessText(text=content)] if content else []
-    # A sub-agent's messages carry the id of the Task call that spawned it. Their text is not the
-    # answer, so only their tool calls are reported.
-    nested = bool(event.get("parent_tool_use_id"))
+    subagent = subagent_of(event)
     events: list[HarnessEvent] = []
+    if subagent is not None and (message_id := text_field(message, "id")):
+        usage = usage_of(object_field(message, "usage"))
+        events.append(HarnessModelCall(id=message_id, usage=usage, subagent=subagent))
+    if isinstance(content, str):
+        return [*events, HarnessText(text=content, subagent=subagent)] if content else events
     for block in content if isinstance(content, list) else []:
         if not isinstance(block, dict):
             continue
@@ -52,14 +65,66 @@ def assistant_events(event: dict[str, Any], cli: str) -> list[HarnessEvent]:
         if kind == "tool_use" and (name := text_field(block, "name")):
             arguments = object_field(block, "input")
             call_id = text_field(block, "id") or None
-            events.append(HarnessToolCall(name=name, arguments=arguments, id=call_id))
-        elif nested:
-            continue
+            events.append(
+                HarnessToolCall(name=name, arguments=arguments, id=call_id, subagent=subagent)
+            )
         elif kind == "text" and (text := text_field(block, "text")):
-            events.append(HarnessText(text=text))
+            events.append(HarnessText(text=text, subagent=subagent))
         elif kind == "thinking" and (thinking := text_field(block, "thinking")):
-            events.append(HarnessReasoning(text=thinking))
+            events.append(HarnessReasoning(text=thinking, subagent=subagent))
     return events
+
+
+def user_events(event: dict[str, Any]) -> list[HarnessEvent]:
+    """The tool results a `user` line hands the model (the main thread's or a sub-agent's).
+
+    The result of a call that ran a sub-agent in the foreground carries that sub-agent's last
+    model request's tokens (`tool_use_result.usage`), which no other line reports.
+    """
+    content = object_field(event, "message").get("content")
+    results = [
+        block
+        for block in (content if isinstance(content, list) else [])
+        if isinstance(block, dict) and block.get("type") == "tool_result"
+    ]
+    report = object_field(event, "tool_use_result")
+    usage = object_field(report, "usage") if text_field(report, "agentId") else {}
+    subagent = subagent_of(event)
+    return [
+        HarnessToolResult(
+            id=call_id,
+            content=_result_text(block.get("content")),
+            is_error=block.get("is_error") is True,
+            usage=usage_of(usage) if usage and len(results) == 1 else None,
+            subagent=subagent,
+        )
+        for block in results
+        if (call_id := text_field(block, "tool_use_id"))
+    ]
+
+
+def subagent_of(event: dict[str, Any]) -> str | None:
+    """The sub-agent a line comes from: its `agent_id` (the CLI's task id), else the id of the
+    tool call that started it (`parent_tool_use_id`); None for the main thread's lines."""
+    return text_field(event, "agent_id") or text_field(event, "parent_tool_use_id") or None
+
+
+def usage_of(usage: dict[str, Any]) -> HarnessUsage:
+    """Anthropic's usage object as counts; `input_tokens` leaves out cached prompt tokens, so
+    they are counted in too."""
+    return HarnessUsage(
+        input_tokens=token_count(
+            usage, "input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"
+        ),
+        output_tokens=token_count(usage, "output_tokens"),
+    )
+
+
+def _result_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    blocks = content if isinstance(content, list) else []
+    return "\n".join(t for b in blocks if isinstance(b, dict) and (t := text_field(b, "text")))
 
 
 def result_events(event: dict[str, Any], cli: str) -> list[HarnessEvent]:
@@ -72,18 +137,13 @@ def result_events(event: dict[str, Any], cli: str) -> list[HarnessEvent]:
         reason = f" ({subtype})" if subtype.startswith("error") else ""
         message = f"{cli} ended with an error{reason}: {details or 'no details given'}"
         return [HarnessError(message=f"{message}; {hint}" if hint else message)]
-    usage = object_field(event, "usage")
     cost = event.get("total_cost_usd")
     return [
         HarnessDone(
             content=result,
-            usage=HarnessUsage(
-                # Anthropic's `input_tokens` leaves out cached prompt tokens; count them too.
-                input_tokens=token_count(
-                    usage, "input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"
-                ),
-                output_tokens=token_count(usage, "output_tokens"),
-            ),
+            # the main thread's (Claude Code's `modelUsage` adds its sub-agents' requests, which
+            # are reported with them)
+            usage=usage_of(object_field(event, "usage")),
             session_id=text_field(event, "session_id") or None,
             cost_usd=_number(cost),
             turns=_count(event.get("num_turns")),
@@ -96,8 +156,36 @@ def result_events(event: dict[str, Any], cli: str) -> list[HarnessEvent]:
 
 
 def system_events(event: dict[str, Any]) -> list[HarnessEvent]:
-    """The session id from `init`, retries from `api_retry`, refusals from `permission_denied`."""
+    """The session id from `init`, retries from `api_retry`, refusals from `permission_denied`,
+    sub-agents starting and ending from `task_started` / `task_notification`."""
     match event.get("subtype"):
+        case "task_started" if text_field(event, "task_type").endswith("agent"):
+            return [
+                HarnessSubagent(
+                    id=task,
+                    status="running",
+                    call=text_field(event, "tool_use_id") or None,
+                    parent=text_field(event, "parent_task_id") or None,
+                    agent=text_field(event, "subagent_type"),
+                    description=text_field(event, "description"),
+                    prompt=text_field(event, "prompt"),
+                    background=event.get("is_backgrounded") is True,
+                )
+                for task in [text_field(event, "task_id")]
+                if task
+            ]
+        case "task_notification" if task := text_field(event, "task_id"):
+            status = text_field(event, "status")
+            return [
+                HarnessSubagent(
+                    id=task,
+                    status=_ENDED.get(status, "error"),
+                    call=text_field(event, "tool_use_id") or None,
+                    text=text_field(event, "summary")
+                    or text_field(event, "reason")
+                    or f"it ended {status or 'without a status'}",
+                )
+            ]
         case "init" if session := text_field(event, "session_id"):
             return [HarnessSession(session_id=session)]
         case "api_retry":

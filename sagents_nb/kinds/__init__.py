@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from .._base.checks import check_callable, check_str, refuse
 from ._child import Child
+from ._cli_agent import CliAgent
 from ._main import Main
 from ._native import Native
 from ._protocol import (
@@ -95,6 +96,7 @@ __all__ = [
     "BaseKind",
     "Child",
     "ChildKind",
+    "CliAgent",
     "CompactUnsupported",
     "CompactionReport",
     "DisposePolicy",

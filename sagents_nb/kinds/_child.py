@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 from .._base.messages import Message, ToolCall, Usage
+from .._base.outcome import Outcome
 from .._tools.node_tool import NodeTool
 from .._tools.tool import Tool, ToolResult
 from ..events import Event
@@ -151,6 +152,28 @@ class Child(Protocol):
 
     cost_usd: float | None
     """What the child's runs cost, when its endpoint or CLI reports it."""
+
+    # children whose tasks run outside the kernel (a CLI's own sub-agents), only recorded here
+
+    def record_child(
+        self,
+        agent: str,
+        prompt: str,
+        kind: ChildKind,
+        *,
+        call_id: str | None = None,
+        label: str | None = None,
+    ) -> Child:
+        """A new child of this one whose task runs elsewhere and is only recorded here: named
+        like any (`<path>/<agent>.<n>`), announced with `task_spawned` (`call_id`: the call
+        that started it; `label`: what the tree shows for it), its prompt stored, `running`.
+        Its agent has this child's tools, hooks and breakpoints. Report its work through its
+        own `emit`, `count_turn`, `add_usage` and `execute_tools`; end it with
+        `record_finished`."""
+
+    def record_finished(self, child: Child, outcome: Outcome) -> None:
+        """End the task of `child` (a `record_child` of this one) with `outcome`: its answer
+        stored, its status set, `task_finished` emitted here."""
 
     # what a kind's control tools do to the children they manage
 

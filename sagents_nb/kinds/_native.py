@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import os
@@ -22,6 +23,7 @@ from .._base.outcome import Outcome
 from .._tools.node_tool import NodeTool
 from .._tools.tool import ToolResult
 from ..events import HarnessEventOccurred, TextDelta
+from ._cli_agent import SubagentTree
 from ._protocol import BaseKind
 
 if TYPE_CHECKING:
@@ -43,6 +45,10 @@ class Native(BaseKind):
     as tool calls of the child. Every line the CLI prints becomes a `harness_event`, but a
     streamed piece of text, which is a `text_delta` (its whole message follows as a
     `harness_event`).
+
+    The CLI's own sub-agents (Claude Code's Task/Agent tool) are children of the child, of kind
+    `cli_agent` (`<child>/<type>.<n>`, e.g. `boss/coder.1/general-purpose.1`): their lines,
+    tokens and calls of the child's tools are theirs, not the child's.
 
     The CLI does not inherit the kernel's whole environment: it gets the basics (PATH, HOME,
     locale, proxies), the variables its driver reads (`driver.env_vars`), `pass_env` and `env`.
@@ -100,39 +106,58 @@ class Native(BaseKind):
 
     async def run_task(self, child: Child) -> Outcome | None:
         """Run the CLI once on the child's current input and record its answer."""
-        from ..harness import HarnessConfig, HarnessDone, HarnessText, ToolAnswer, run_harness
+        from ..harness import (
+            HarnessConfig,
+            HarnessDone,
+            HarnessText,
+            ToolAnswer,
+            cli_call_id,
+            run_harness,
+        )
 
         agent = child.agent
         child.tool_map = {t.name: t for t in agent.tools}
+        subagents = SubagentTree(child)
+
+        async def caller() -> Child:
+            node = await subagents.caller(cli_call_id())
+            if node is not child and not node.tool_map:
+                node.tool_map = {t.name: t for t in agent.tools}
+            return node
 
         async def call_tool(name: str, arguments: dict[str, Any]) -> ToolAnswer:
+            node = await caller()
             call = ToolCall(
                 id=f"cli_{next(self._call_ids)}", name=name, arguments=json.dumps(arguments)
             )
-            (result,) = await child.execute_tools([call])
+            (result,) = await node.execute_tools([call])
             return ToolAnswer(result.content, is_error=result.status != "ok")
 
         async def approve(name: str, arguments: dict[str, Any]) -> dict[str, Any] | str:
             # The CLI's own tool, gated like the child's tools: it shows as a call of the
-            # child, passes the hooks and pause points, and runs only if they let it.
-            gate = child.tool_map.get(name)
+            # agent that made it, passes the hooks and pause points, and runs only if they let it.
+            node = await caller()
+            gate = node.tool_map.get(name)
             if not isinstance(gate, _CliOwnTool):
                 gate = _CliOwnTool(name if gate is None else f"cli:{name}", self.driver.name)
-                child.tool_map[gate.name] = gate
+                node.tool_map[gate.name] = gate
             call = ToolCall(
                 id=f"cli_{next(self._call_ids)}", name=gate.name, arguments=json.dumps(arguments)
             )
-            (result,) = await child.execute_tools([call])
+            (result,) = await node.execute_tools([call])
             if result.status != "ok":
                 return result.content
             allowed: dict[str, Any] = gate.allowed.pop(call.id, arguments)  # as the hooks left them
             return allowed
 
         def on_event(event: HarnessEvent) -> None:
-            if isinstance(event, HarnessText) and event.delta:
-                child.emit(TextDelta(text=event.text))  # stored with its neighbours as one row
+            node = subagents.place(event)
+            if node is None:
                 return
-            child.emit(HarnessEventOccurred(event=event.model_dump()))
+            if isinstance(event, HarnessText) and event.delta:
+                node.emit(TextDelta(text=event.text))  # stored with its neighbours as one row
+                return
+            node.emit(HarnessEventOccurred(event=event.model_dump()))
             if isinstance(event, HarnessDone):
                 if event.cost_usd is not None:
                     child.cost_usd = (child.cost_usd or 0.0) + event.cost_usd
@@ -149,17 +174,22 @@ class Native(BaseKind):
             extra_args=self.extra_args,
             resume=self._cli_session(child) if self.resume else None,
         )
-        outcome = await run_harness(
-            self.driver,
-            config,
-            tools=agent.tools,
-            call_tool=call_tool,
-            on_event=on_event,
-            env=self.env,
-            pass_env=self.pass_env,
-            approve_tool=approve,
-            inactivity_timeout=self.inactivity_timeout,
-        )
+        try:
+            outcome = await run_harness(
+                self.driver,
+                config,
+                tools=agent.tools,
+                call_tool=call_tool,
+                on_event=on_event,
+                env=self.env,
+                pass_env=self.pass_env,
+                approve_tool=approve,
+                inactivity_timeout=self.inactivity_timeout,
+            )
+        except asyncio.CancelledError:
+            subagents.close("cancelled", f"{child.path}'s CLI was stopped")
+            raise
+        subagents.close("incomplete", f"{self.driver.name} ended before this sub-agent did")
         child.count_turn()
         child.add_usage(
             Usage(

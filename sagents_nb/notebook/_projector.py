@@ -594,6 +594,12 @@ class Projector:
             card.status = "observed"
             card.notes += ("called by the CLI (its own tool runner)",)
             return
+        if kind == "tool_result":
+            observed = node.cards.get(str(data.get("id")))
+            if observed is not None and observed.status == "observed":  # else the kernel ran it
+                observed.status = "error" if data.get("is_error") else "ok"
+                observed.result = str(data.get("content") or "")
+            return
         if kind == "text" and data.get("delta"):
             return  # a streamed piece: the whole message follows as its own event
         node.transcript.append(event)

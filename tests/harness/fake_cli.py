@@ -259,6 +259,39 @@ async def _mcp_round_trip() -> None:
     result(answer)
 
 
+def replay() -> None:
+    """Print the lines of the file FAKE_CLI_REPLAY (a recorded stream); after a line naming a
+    tool call that FAKE_CLI_CALLS lists (`{id: [tool, arguments]}`), make that call over MCP with
+    its id in `_meta`, as Claude Code does."""
+    calls = json.loads(os.environ.get("FAKE_CLI_CALLS", "{}"))
+    with open(os.environ["FAKE_CLI_REPLAY"], encoding="utf-8") as file:
+        lines = file.read().splitlines()
+    for line in lines:
+        print(line, flush=True)
+        content = json.loads(line).get("message", {}).get("content")
+        for block in content if isinstance(content, list) else ():
+            if block.get("type") == "tool_use" and block["id"] in calls:
+                tool, arguments = calls[block["id"]]
+                asyncio.run(_mcp_call(tool, arguments, block["id"]))
+
+
+async def _mcp_call(tool: str, arguments: dict, call_id: str) -> None:
+    import httpx2
+    from mcp.client.session import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    config_path = next(a for a in sys.argv if a.startswith("--mcp-config=")).split("=", 1)[1]
+    with open(config_path) as file:
+        server = json.load(file)["mcpServers"]["sagents"]
+    async with (
+        httpx2.AsyncClient(headers=server["headers"], timeout=60) as http,
+        streamable_http_client(server["url"], http_client=http) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        await session.call_tool(tool, arguments, meta={"claudecode/toolUseId": call_id})
+
+
 MODES = {
     mode.__name__: mode
     for mode in (
@@ -283,6 +316,7 @@ MODES = {
         stubborn,
         orphan_pipe,
         mcp,
+        replay,
     )
 }
 

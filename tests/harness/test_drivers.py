@@ -22,6 +22,7 @@ from sagents_nb.harness import (
     HarnessSession,
     HarnessText,
     HarnessToolCall,
+    HarnessToolResult,
     HarnessUsage,
     NativeHarness,
 )
@@ -231,13 +232,18 @@ CLAUDE_LINES = [
             {"type": "text", "text": "Sub-agent musing."},
             {"type": "tool_use", "id": "toolu_02", "name": "Grep", "input": {"pattern": "foo"}},
         ]}, "parent_tool_use_id": "toolu_01Task", "session_id": SESSION}),
-        [HarnessToolCall(name="Grep", arguments={"pattern": "foo"}, id="toolu_02")],
+        # a sub-agent's line is its own: the Native kind puts it on the sub-agent's node
+        [
+            HarnessText(text="Sub-agent musing.", subagent="toolu_01Task"),
+            HarnessToolCall(name="Grep", arguments={"pattern": "foo"}, id="toolu_02",
+                            subagent="toolu_01Task"),
+        ],
     ),
     (
         _line({"type": "user", "message": {"role": "user", "content": [
             {"tool_use_id": "toolu_01Xy", "type": "tool_result", "content": "1 passed",
              "is_error": False}]}, "parent_tool_use_id": None, "session_id": SESSION}),
-        [],
+        [HarnessToolResult(id="toolu_01Xy", content="1 passed")],
     ),
     (
         _line({"type": "result", "subtype": "success", "is_error": False, "duration_ms": 2650,

@@ -78,8 +78,10 @@ def child(cli: str, server: sn.MockServer, tmp_path, trap, **options) -> sn.Agen
     return sn.Agent("coder", does="looks things up", tools=[lookup], model=model, kind=kind)
 
 
-def harness_events(result: sn.Result) -> list[dict]:
-    return [e.event for e in result.events if e.type == "harness_event"]
+def harness_events(result: sn.Result, path: str | None = None) -> list[dict]:
+    """The CLI's events (those of the node at `path` only, when given)."""
+    events = (e for e in result.events if e.type == "harness_event")
+    return [e.event for e in events if path is None or e.path == path]
 
 
 @pytest.mark.parametrize("cli", CLIS)
@@ -460,3 +462,51 @@ def test_the_cli_round_trips_the_tools_on_the_mcp_revision_it_negotiates(
         result = boss.run_sync("go", llm=sn.mock_llm(parent))
     assert "value of alpha: 42" in result.text
     assert [i.revisions for i in served] == [[MCP_REVISIONS[cli, negotiation]]]
+
+
+def delegating_to_its_agent(key: str):
+    """Claude Code's model: the main thread hands the lookup to a sub-agent (its Agent tool, in
+    the foreground), which calls the injected `lookup`; each reports what it got."""
+
+    def model(req: sn.ChatRequest):
+        sub = any("SUB:" in str(m.get("content")) for m in req.messages if m["role"] == "user")
+        if sub and not req.tool_results:
+            (name,) = [t for t in req.tools if t.endswith("lookup")]
+            return sn.reply(tool_calls=[sn.call(name, key=key)])
+        if sub:
+            return f"sub says: {req.tool_results[-1]}"
+        if not req.tool_results:
+            task = {"description": "look it up", "prompt": f"SUB: look up {key} 🎉"}
+            task |= {"subagent_type": "general-purpose", "run_in_background": False}
+            return sn.reply(tool_calls=[sn.call("Agent", **task)])
+        return "main got: " + req.tool_results[-1]
+
+    return model
+
+
+def test_claudes_own_sub_agent_is_a_grandchild_whose_tool_call_runs_on_it(tmp_path, trap):  # noqa: F811
+    seen: list[str] = []
+
+    class Audit:
+        def before_tool(self, call: sn.ToolCallInfo):
+            seen.append(f"{call.path}:{call.name}")
+
+    with sn.MockServer(sn.mock_llm(delegating_to_its_agent("beta"))) as server:
+        boss = sn.Agent("boss", team=[child("claude", server, tmp_path, trap)])
+        session = sn.Session(boss, llm=sn.mock_llm(parent), hooks=[Audit()])
+        result = session.send("go").result()
+    assert result.status == "done" and "sub says: value of beta: 42" in result.text
+    sub = "boss/coder.1/general-purpose.1"
+    node = session.tree.find(sub)
+    assert node is not None and (node.kind, node.status) == ("cli_agent", "done")
+    assert node.display_text == "look it up" and node.usage.prompt_tokens > 0
+    assert seen[1:] == [f"{sub}:lookup"]
+    finished = [e for e in result.events if e.type == "tool_call_finished" and e.name == "lookup"]
+    assert [(e.path, e.status) for e in finished] == [(sub, "ok")]
+    spawned = [e for e in result.events if e.type == "task_spawned" and e.child == sub]
+    assert [(e.path, e.prompt) for e in spawned] == [("boss/coder.1", "SUB: look up beta 🎉")]
+    said = harness_events(result, sub)
+    assert [e["type"] for e in said] == ["tool_call", "tool_result", "done"]
+    assert said[-1]["content"] == "sub says: value of beta: 42"
+    assert not [e for e in harness_events(result, "boss/coder.1") if e.get("subagent")]
+    assert result.tree.usage.total_tokens == result.usage.total_tokens

@@ -25,6 +25,7 @@ from sagents_nb.harness import (
     HarnessSession,
     HarnessText,
     HarnessToolCall,
+    HarnessToolResult,
     HarnessUsage,
     NativeHarness,
     run_harness,
@@ -83,9 +84,10 @@ async def test_async_on_event_sees_tool_calls_live(fake_cli):
         on_event=on_event,
     )
     assert outcome.text == "There is one file."
-    kinds = [HarnessSession, HarnessText, HarnessToolCall, HarnessText, HarnessDone]
-    assert [type(e) for e in seen] == kinds
+    kinds = [HarnessSession, HarnessText, HarnessToolCall, HarnessToolResult, HarnessText]
+    assert [type(e) for e in seen] == [*kinds, HarnessDone]
     assert seen[2] == HarnessToolCall(name="Bash", arguments={"command": "ls"}, id="toolu_01A")
+    assert seen[3].id == "toolu_01A"
 
 
 async def test_error_result_wins_over_the_exit_code(fake_cli):
