@@ -80,7 +80,12 @@ class Node:
         self.tool_map: dict[str, Any] = {}
         self.last_outcome: Outcome | None = None
         self.endpoint: tuple[Any, Any] | None = None
-        """(the endpoint of its last request, the session's endpoint then)."""
+        """(the endpoint of its last request, the session's endpoint then); after a reopen in
+        another process, (its label, None): the object is not stored."""
+        self.choice: tuple[Any, str | None] | None = None
+        """What its agents chose for its last request (`turns.agent_choice`)."""
+        self.pinned_endpoint: tuple[tuple[Any, str | None], tuple[Any, str | None]] | None = None
+        """(the choice in force at a fork's cut, what its agents chose when it was taken)."""
         self.paused_below: dict[str, str] = {}
         """Descendants waiting at a pause (path -> what they wait before): this node waits too."""
 
