@@ -112,12 +112,10 @@ def test_a_fork_at_random_cuts_equals_the_origin_as_of_the_cut(tmp_path: Path, n
     check_random_cuts(*recorded_run(tmp_path, before, after), name)
 
 
-def check_random_cuts(
-    session: sn.Session, states: dict[int, Any], name: str, *, reopened: bool = True
-) -> None:
+def check_random_cuts(session: sn.Session, states: dict[int, Any], name: str) -> None:
     """Fork at `CUTS` random events (and every pause and swap): each equals the origin then;
-    and so does its reopen (`reopened`: unless a kind's arguments are not JSON, as a Native's
-    driver, which a new process cannot rebuild)."""
+    and so does its reopen (in this process: a kind whose arguments are not stored, as a
+    Native's `env`, is the very object it ran with)."""
     assert any(e.type == "kind_swapped" for e in session.events)
     assert any(e.type == "preprocessor_swapped" for e in session.events)
     opening = pause_openings(list(session.events))
@@ -135,9 +133,8 @@ def check_random_cuts(
         # a node spawned after the cut's last committed step is not in it yet
         assert got["tree"] == want["tree"][: len(got["tree"])], seq
         assert got["kinds"] == {p: want["kinds"][p] for p in got["kinds"]}, seq
-        if reopened:
-            again = sn.Session.open(session.store, fork.id, agent=session.agent)
-            assert state_of(again)["kinds"] == got["kinds"], seq
+        again = sn.Session.open(session.store, fork.id, agent=session.agent)
+        assert state_of(again)["kinds"] == got["kinds"], seq
 
 
 def what_if_model(req: sn.ChatRequest) -> sn.Reply | str:
@@ -202,6 +199,14 @@ def test_a_kinds_arguments_that_may_hold_a_secret_are_not_stored() -> None:
     assert kind_spec(Keyed(window=5))["given"] == [[], {"window": 5}]
     assert kind_spec(Keyed(api_key="x"))["given"] is None
     assert kind_spec(Keyed("sk-proj-4f9a8b7c6d5e4f3a2b1c"))["given"] is None
+    # a CLI driver is stored by its class and fields, unless a field holds a key
+    driver = sn.harness.ClaudeCode(executable="/opt/bin/claude-2026-12")
+    given = kind_spec(sn.kinds.Native(driver, pass_env=["PATH"]))["given"]
+    assert given[0][0]["dataclass"] == "sagents_nb.harness._claude_code:ClaudeCode"
+    assert given[0][0]["fields"]["executable"] == "/opt/bin/claude-2026-12"
+    keyed = sn.harness.ClaudeCode(api_key="sk-ant-4f9a8b7c6d5e4f3a2b1c")
+    assert kind_spec(sn.kinds.Native(keyed))["given"] is None
+    assert kind_spec(sn.kinds.Native(driver, env={"HOME": "/home/é"}))["given"] is None
 
 
 def test_a_reopened_tree_shows_the_kind_each_node_ran_as_and_swaps_with_an_event(

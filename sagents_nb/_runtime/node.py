@@ -11,6 +11,7 @@ from .._base.outcome import Outcome
 from ..events import Event, StatusChanged
 from ..kinds import kind_name
 from .result import TreeNode
+from .snapshot import shown_kind
 from .tasks import QueuedInput, TaskEntry
 from .toolcalls import execute_call
 from .turns import run_task, summarise
@@ -247,7 +248,7 @@ class Node:
         return TreeNode(
             id=self.path,
             agent=self.agent.name,
-            kind=kind_name(self.kind),
+            kind=shown_kind(self.kind),
             status=self.status,
             turns=self.turns,
             usage=self.rolled_usage(),
