@@ -1,6 +1,7 @@
-"""A fork looks like the state it was cut from: at random cuts of a depth-3 run with a kind swap
-and a preprocessor swap in it, the fork's tree, each node's kind (class and arguments), the
-preprocessor and endpoint and the pending pauses are the origin's as of the cut."""
+"""A fork looks like the state it was cut from: at random cuts of a depth-3 run with a kind swap,
+a preprocessor swap and an endpoint swap on a grandchild's agent in it, the fork's tree, each
+node's kind (class and arguments), the preprocessor and endpoint, each node's endpoint and the
+pending pauses are the origin's as of the cut."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 import pytest
 
 import sagents_nb as sn
+from sagents_nb._runtime.turns import agent_choice, node_choice, resolved
 from sagents_nb.kinds import Main, Realtime, Resident, Worker
 
 from .test_store_fork import Shouting
@@ -54,10 +56,19 @@ def kind_of(kind: Any) -> tuple[type, Any]:
     return type(kind), kind._given
 
 
-def state_of(session: sn.Session) -> dict[str, Any]:
-    """What a fork at this point must show: tree, kinds, parts in force, pending pauses."""
+def state_of(session: sn.Session, *, forked: bool = False) -> dict[str, Any]:
+    """What a fork at this point must show: tree, kinds, parts in force, pending pauses, and
+    the endpoint each node is on: the one of its last request (else the one its agents chose
+    when it was spawned); in a fork, the one its next request goes to (`node_choice`)."""
     nodes = list(session.root.walk())
+
+    def endpoint(node: Any) -> Any:
+        if forked:
+            return resolved(node, node_choice(node))[0]
+        return resolved(node, node.choice or agent_choice(node))[0]
+
     return {
+        "endpoints": {n.path: endpoint(n) for n in nodes},
         "tree": [(n.path, n.parent.path if n.parent else None) for n in nodes],
         "kinds": {n.path: kind_of(n.kind) for n in nodes},
         "preprocessor": session.preprocessor,
@@ -85,6 +96,7 @@ def recorded_run(
     lead.kind = aide.kind = after  # a kind swap, and a preprocessor swap, between the messages
     session.preprocessor = Shouting()
     session.llm = sn.mock_llm(model)
+    aide.model = sn.mock_llm(model)  # and the grandchild's own endpoint: the agents are shared
     run = session.send("deux — 二", pause_on={"model"})
     while run.wait(timeout=20) == "paused":
         run.approve()
@@ -124,7 +136,7 @@ def check_random_cuts(session: sn.Session, states: dict[int, Any], name: str) ->
     cuts += [e.seq for e in session.events if e.type in ("paused", "preprocessor_swapped")]
     for seq in sorted(set(cuts)):
         fork = session.fork(at=seq)
-        want, got = states[seq], state_of(fork)
+        want, got = states[seq], state_of(fork, forked=True)
         assert got["preprocessor"] is want["preprocessor"], seq
         assert got["llm"] is want["llm"], seq
         assert got["pending"] == want["pending"], seq
@@ -133,6 +145,7 @@ def check_random_cuts(session: sn.Session, states: dict[int, Any], name: str) ->
         # a node spawned after the cut's last committed step is not in it yet
         assert got["tree"] == want["tree"][: len(got["tree"])], seq
         assert got["kinds"] == {p: want["kinds"][p] for p in got["kinds"]}, seq
+        assert got["endpoints"] == {p: want["endpoints"][p] for p in got["endpoints"]}, seq
         again = sn.Session.open(session.store, fork.id, agent=session.agent)
         assert state_of(again)["kinds"] == got["kinds"], seq
 

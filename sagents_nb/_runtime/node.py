@@ -14,7 +14,7 @@ from .result import TreeNode
 from .snapshot import shown_kind
 from .tasks import QueuedInput, TaskEntry
 from .toolcalls import execute_call
-from .turns import run_task, summarise
+from .turns import agent_choice, note_choice, run_task, summarise
 
 if TYPE_CHECKING:
     from .._tools.tool import ToolResult
@@ -359,6 +359,7 @@ class Node:
         child = Node(self.session, agent, kind, path=self.next_child_path(agent.name), parent=self)
         child.display_text = agent.running_label
         self.order.append(child)
+        note_choice(child, agent_choice(child), self.session.bus.last_seq)
         return child
 
     async def run_task(self, message: Message | None, *, resume: bool = False) -> Outcome:

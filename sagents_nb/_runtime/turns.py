@@ -299,21 +299,28 @@ def _note_endpoint(node: Node, llm: Any, choice: tuple[Any, str | None]) -> None
     """Record an endpoint set on the node's agent (or an ancestor's) since its last request,
     `agent.model = ...` mid-run, as an `llm_swapped` at its path; a swap of the session's own
     endpoint has its event already. The node's choice is kept in `session.endpoint_choices`
-    at each change, so that a fork takes the one in force at its event."""
+    at each change (`note_choice`)."""
     session = node.session
     session_llm = session.llm
     last = node.endpoint
     node.endpoint = (llm, session_llm)
+    changed = node.choice is None or not same_choice(node.choice, choice)
+    node.choice = choice
     event = None
     if last is not None and last[0] is not llm and not (last[0] is last[1] and llm is session_llm):
         # a reopen in a new process knows only the label of the one it last used
         old = last[0] if isinstance(last[0], str) else last[0].label
         if old != llm.label or not isinstance(last[0], str):
             event = node.emit(LLMSwapped(old=old, new=llm.label))
-    if node.choice is None or not same_choice(node.choice, choice):
-        node.choice = choice
-        seq = event.seq if event is not None else session.bus.last_seq
-        session.endpoint_choices.append((seq, node.path, choice))
+    if changed:
+        note_choice(node, choice, event.seq if event is not None else session.bus.last_seq)
+
+
+def note_choice(node: Node, choice: tuple[Any, str | None], seq: int) -> None:
+    """Keep what `node`'s agents chose as in force from event `seq` on (when it is spawned, and
+    at each request that changes it), so that a fork takes the one in force at its event."""
+    node.choice = choice
+    node.session.endpoint_choices.append((seq, node.path, choice))
 
 
 async def call_model(
