@@ -13,6 +13,8 @@ import pytest
 
 import sagents_nb as sn
 
+from .test_fork_faithful import note
+
 pytestmark = pytest.mark.timeout(60)
 
 CALLS: dict[str, Counter[str]] = {}
@@ -54,15 +56,6 @@ def tree(first: Any, second: Any) -> tuple[sn.Agent, sn.Agent]:
         """
         aide.model = second
         return f"swapped: {text}"
-
-    @sn.tool
-    def note(text: str) -> str:
-        """Keep a note.
-
-        Args:
-            text: the note.
-        """
-        return f"noté : {text}"
 
     aide.tools = [swap, note]
     return sn.Agent("chef", team=[aide]), aide
