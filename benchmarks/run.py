@@ -697,6 +697,42 @@ def update_readme(text: str) -> None:
     README.write_text(current)
 
 
+DIFF_LINE = re.compile(r"^sn\.diff (.+?): (\d+) vs (\d+) events, .*: ([\d.]+) s \(")
+
+
+def diff_target(turns: int) -> dict[str, Any]:
+    """Issue 28's `sn.diff` target: `session_diff.py` (three comparisons of a session of
+    `turns` tool turns, ~6 events each) as one row, its slowest case measured."""
+    name = "sn.diff of two long sessions <= 1 s"
+    try:
+        done = subprocess.run(
+            [sys.executable, str(HERE / "session_diff.py"), "--turns", str(turns)],
+            capture_output=True,
+            text=True,
+            timeout=900,
+            cwd=HERE,
+        )
+    except subprocess.TimeoutExpired:
+        return _target(name, "did not finish within 900 s", False)
+    cases = [m.groups() for m in map(DIFF_LINE.match, done.stdout.splitlines()) if m]
+    if done.returncode not in (0, 1) or len(cases) != 3:
+        return _target(name, f"exited {done.returncode}", False, done.stderr[-300:])
+    slowest = max(float(seconds) for *_, seconds in cases)
+    events = max(int(a) for _, a, _, _ in cases)
+    detail = "; ".join(f"{label}: {float(seconds):.3f} s" for label, _, _, seconds in cases)
+    name = f"sn.diff of two {events:,}-event sessions <= 1 s"
+    return _target(name, f"{slowest:.3f} s", slowest <= 1.0, detail)
+
+
+def _target(name: str, measured: str, ok: bool, detail: str = "") -> dict[str, Any]:
+    return {
+        "target": name,
+        "measured": measured,
+        "status": "PASS" if ok else "FAIL",
+        "detail": detail,
+    }
+
+
 def view_overhead_note() -> str | None:
     """If the notebook engineer's `view_overhead.py` exists, run it and quote its last line."""
     script = HERE / "view_overhead.py"
@@ -756,6 +792,8 @@ def main() -> int:
         "notes": notes,
     }
     result["targets"] = targets(rows, imports, peers)
+    log("sn.diff of two long sessions (session_diff.py)")
+    result["targets"].append(diff_target(40 if args.smoke else 4000))
     result["duration_s"] = time.monotonic() - started
     result["load_average_end"] = load_average()
     text = report(result)

@@ -7,6 +7,7 @@ work are asserted; timings are measured by the benchmark, never asserted here.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -36,6 +37,10 @@ def test_smoke_benchmark_prints_the_table_with_the_expected_work(tmp_path: Path)
     assert any("sagents_nb <= 1.3x floor" in line for line in lines)
     assert any("never-firing predicate attached <= 1.05x" in line for line in lines)
     assert any("first run_sync <= 1.5x import httpx" in line for line in lines)
+    assert any(
+        re.match(r"- (PASS|FAIL): sn\.diff of two [\d,]+-event sessions <= 1 s: [\d.]+ s", line)
+        for line in lines
+    ), done.stdout
 
     data = json.loads(out.read_text())
     assert data["mode"] == "smoke"

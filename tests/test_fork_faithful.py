@@ -1,6 +1,7 @@
-"""A fork looks like the state it was cut from: at random cuts of a depth-3 run with a kind swap
-and a preprocessor swap in it, the fork's tree, each node's kind (class and arguments), the
-preprocessor and endpoint and the pending pauses are the origin's as of the cut."""
+"""A fork looks like the state it was cut from: at random cuts of a depth-3 run with a kind swap,
+a preprocessor swap and an endpoint swap on a grandchild's agent in it, the fork's tree, each
+node's kind (class and arguments), the preprocessor and endpoint, each node's endpoint and the
+pending pauses are the origin's as of the cut."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 import pytest
 
 import sagents_nb as sn
+from sagents_nb._runtime.turns import agent_choice, node_choice, resolved
 from sagents_nb.kinds import Main, Realtime, Resident, Worker
 
 from .test_store_fork import Shouting
@@ -54,10 +56,19 @@ def kind_of(kind: Any) -> tuple[type, Any]:
     return type(kind), kind._given
 
 
-def state_of(session: sn.Session) -> dict[str, Any]:
-    """What a fork at this point must show: tree, kinds, parts in force, pending pauses."""
+def state_of(session: sn.Session, *, forked: bool = False) -> dict[str, Any]:
+    """What a fork at this point must show: tree, kinds, parts in force, pending pauses, and
+    the endpoint each node is on: the one of its last request (else the one its agents chose
+    when it was spawned); in a fork, the one its next request goes to (`node_choice`)."""
     nodes = list(session.root.walk())
+
+    def endpoint(node: Any) -> Any:
+        if forked:
+            return resolved(node, node_choice(node))[0]
+        return resolved(node, node.choice or agent_choice(node))[0]
+
     return {
+        "endpoints": {n.path: endpoint(n) for n in nodes},
         "tree": [(n.path, n.parent.path if n.parent else None) for n in nodes],
         "kinds": {n.path: kind_of(n.kind) for n in nodes},
         "preprocessor": session.preprocessor,
@@ -85,6 +96,7 @@ def recorded_run(
     lead.kind = aide.kind = after  # a kind swap, and a preprocessor swap, between the messages
     session.preprocessor = Shouting()
     session.llm = sn.mock_llm(model)
+    aide.model = sn.mock_llm(model)  # and the grandchild's own endpoint: the agents are shared
     run = session.send("deux — 二", pause_on={"model"})
     while run.wait(timeout=20) == "paused":
         run.approve()
@@ -112,12 +124,10 @@ def test_a_fork_at_random_cuts_equals_the_origin_as_of_the_cut(tmp_path: Path, n
     check_random_cuts(*recorded_run(tmp_path, before, after), name)
 
 
-def check_random_cuts(
-    session: sn.Session, states: dict[int, Any], name: str, *, reopened: bool = True
-) -> None:
+def check_random_cuts(session: sn.Session, states: dict[int, Any], name: str) -> None:
     """Fork at `CUTS` random events (and every pause and swap): each equals the origin then;
-    and so does its reopen (`reopened`: unless a kind's arguments are not JSON, as a Native's
-    driver, which a new process cannot rebuild)."""
+    and so does its reopen (in this process: a kind whose arguments are not stored, as a
+    Native's `env`, is the very object it ran with)."""
     assert any(e.type == "kind_swapped" for e in session.events)
     assert any(e.type == "preprocessor_swapped" for e in session.events)
     opening = pause_openings(list(session.events))
@@ -126,7 +136,7 @@ def check_random_cuts(
     cuts += [e.seq for e in session.events if e.type in ("paused", "preprocessor_swapped")]
     for seq in sorted(set(cuts)):
         fork = session.fork(at=seq)
-        want, got = states[seq], state_of(fork)
+        want, got = states[seq], state_of(fork, forked=True)
         assert got["preprocessor"] is want["preprocessor"], seq
         assert got["llm"] is want["llm"], seq
         assert got["pending"] == want["pending"], seq
@@ -135,9 +145,9 @@ def check_random_cuts(
         # a node spawned after the cut's last committed step is not in it yet
         assert got["tree"] == want["tree"][: len(got["tree"])], seq
         assert got["kinds"] == {p: want["kinds"][p] for p in got["kinds"]}, seq
-        if reopened:
-            again = sn.Session.open(session.store, fork.id, agent=session.agent)
-            assert state_of(again)["kinds"] == got["kinds"], seq
+        assert got["endpoints"] == {p: want["endpoints"][p] for p in got["endpoints"]}, seq
+        again = sn.Session.open(session.store, fork.id, agent=session.agent)
+        assert state_of(again)["kinds"] == got["kinds"], seq
 
 
 def what_if_model(req: sn.ChatRequest) -> sn.Reply | str:
@@ -202,6 +212,14 @@ def test_a_kinds_arguments_that_may_hold_a_secret_are_not_stored() -> None:
     assert kind_spec(Keyed(window=5))["given"] == [[], {"window": 5}]
     assert kind_spec(Keyed(api_key="x"))["given"] is None
     assert kind_spec(Keyed("sk-proj-4f9a8b7c6d5e4f3a2b1c"))["given"] is None
+    # a CLI driver is stored by its class and fields, unless a field holds a key
+    driver = sn.harness.ClaudeCode(executable="/opt/bin/claude-2026-12")
+    given = kind_spec(sn.kinds.Native(driver, pass_env=["PATH"]))["given"]
+    assert given[0][0]["dataclass"] == "sagents_nb.harness._claude_code:ClaudeCode"
+    assert given[0][0]["fields"]["executable"] == "/opt/bin/claude-2026-12"
+    keyed = sn.harness.ClaudeCode(api_key="sk-ant-4f9a8b7c6d5e4f3a2b1c")
+    assert kind_spec(sn.kinds.Native(keyed))["given"] is None
+    assert kind_spec(sn.kinds.Native(driver, env={"HOME": "/home/é"}))["given"] is None
 
 
 def test_a_reopened_tree_shows_the_kind_each_node_ran_as_and_swaps_with_an_event(

@@ -12,9 +12,10 @@ from ..events import Event, StatusChanged, TaskSpawned
 from ..kinds import kind_name
 from .delegation import task_finished
 from .result import TreeNode
+from .snapshot import shown_kind
 from .tasks import QueuedInput, TaskEntry
 from .toolcalls import execute_call
-from .turns import run_task, summarise
+from .turns import agent_choice, note_choice, run_task, summarise
 
 if TYPE_CHECKING:
     from .._tools.tool import ToolResult
@@ -81,7 +82,12 @@ class Node:
         self.tool_map: dict[str, Any] = {}
         self.last_outcome: Outcome | None = None
         self.endpoint: tuple[Any, Any] | None = None
-        """(the endpoint of its last request, the session's endpoint then)."""
+        """(the endpoint of its last request, the session's endpoint then); after a reopen in
+        another process, (its label, None): the object is not stored."""
+        self.choice: tuple[Any, str | None] | None = None
+        """What its agents chose for its last request (`turns.agent_choice`)."""
+        self.pinned_endpoint: tuple[tuple[Any, str | None], tuple[Any, str | None]] | None = None
+        """(the choice in force at a fork's cut, what its agents chose when it was taken)."""
         self.paused_below: dict[str, str] = {}
         """Descendants waiting at a pause (path -> what they wait before): this node waits too."""
 
@@ -243,7 +249,7 @@ class Node:
         return TreeNode(
             id=self.path,
             agent=self.agent.name,
-            kind=kind_name(self.kind),
+            kind=shown_kind(self.kind),
             status=self.status,
             turns=self.turns,
             usage=self.rolled_usage(),
@@ -354,6 +360,7 @@ class Node:
         child = Node(self.session, agent, kind, path=self.next_child_path(agent.name), parent=self)
         child.display_text = agent.running_label
         self.order.append(child)
+        note_choice(child, agent_choice(child), self.session.bus.last_seq)
         return child
 
     def record_child(

@@ -29,6 +29,7 @@ from .._store.resolve import resolve_store
 from ..events import (
     Event,
     Fold,
+    LLMSwapped,
     ModelRequest,
     ModelResponse,
     RunFinished,
@@ -45,6 +46,7 @@ from .result import Result
 from .run import Run
 from .snapshot import NodeSnapshot, kind_as_ran, load_kind_state, stored_parts
 from .tasks import TaskEntry
+from .turns import agent_choice, resolved, same_choice
 
 if TYPE_CHECKING:
     from ..kinds import ChildKind
@@ -66,13 +68,25 @@ ACTIVE = frozenset({"running", "paused", "waiting", "spawned"})
 
 
 def open_session(
-    cls: type[Session], store: object, session_id: str, agent: Agent, options: dict[str, Any]
+    cls: type[Session],
+    store: object,
+    session_id: str,
+    agent: Agent,
+    options: dict[str, Any],
+    live: Session | None = None,
 ) -> Session:
-    """`Session.open`: load `session_id` from `store` and rebuild it around `agent`."""
+    """`Session.open`: load `session_id` from `store` and rebuild it around `agent`; `live`:
+    the session of that id this process ran, if it ran one with this very `agent` (the kind
+    and endpoint objects each node ran with, which no store keeps)."""
     backend = resolve_store(store, create=False)
     with collector_paused():
         rows = backend.load(session_id)
-        return restore(cls(agent, session_id=session_id, **options), backend, rows)
+        session = cls(agent, session_id=session_id, **options)
+        if live is not None:
+            last = rows.info.last_seq
+            session.endpoint_choices = [c for c in live.endpoint_choices if c[0] <= last]
+            session.kinds_ran = dict(live.kinds_ran)
+        return restore(session, backend, rows)
 
 
 @contextmanager
@@ -165,6 +179,7 @@ def _branch(session: Session, branch_id: str, seq: int) -> Session:
     forked.default_worker = session.default_worker
     forked.swaps = [swap for swap in session.swaps if swap[0] <= seq]
     forked.kinds_ran = dict(session.kinds_ran)
+    forked.endpoint_choices = [c for c in session.endpoint_choices if c[0] <= seq]
     for name, preprocessor in session.preprocessors.items():  # the selector offers them all
         forked._preprocessors.setdefault(name, preprocessor)
     if session.agent.kind is None:
@@ -197,6 +212,7 @@ def restore(
     try:
         stored = _Stored(rows, held)
         stored.restore_node(root)
+        _endpoints_as_of_cut(session, stored.swapped_to)
         root.display = stored.transcript(root.path, "display")
         events = stored.events()
         statuses = stored.statuses()
@@ -272,6 +288,8 @@ class _Stored:
         """Each node's newest `status_changed` row, the newest last."""
         self.finished = True
         """Whether the last run ended (the events end in a `run_finished`)."""
+        self.swapped_to: dict[str, str] = {}
+        """The label of the endpoint each node's newest `llm_swapped` names."""
         """The `paused` rows of the last run no `resumed` row answered, by pause id."""
         scan_of = SCAN.for_type
         for row in rows.events:
@@ -402,6 +420,11 @@ def _status_changed(stored: _Stored, row: EventRow) -> None:
     stored.last_status[row.path] = row
 
 
+@SCAN.handles(LLMSwapped)
+def _llm_swapped(stored: _Stored, row: EventRow) -> None:
+    stored.swapped_to[row.path] = json.loads(row.body)["new"]
+
+
 @SCAN.handles(RunStarted)
 def _run_started(stored: _Stored, row: EventRow) -> None:
     stored.finished = False
@@ -426,6 +449,25 @@ def _request_view(stored: _Stored, data: dict[str, Any]) -> None:
 @DECODE.handles(ModelResponse)
 def _reply(stored: _Stored, data: dict[str, Any]) -> None:
     data["message"] = stored._message(data["message"], data["seq"])
+
+
+def _endpoints_as_of_cut(session: Session, swapped_to: dict[str, str]) -> None:
+    """Each node's endpoint as in force at the cut: the choice its agents made then, where
+    this process knows it (`session.endpoint_choices`), kept while they choose as they do now
+    (the shared agents may have been given another endpoint since: the origin's, not the
+    fork's); else the label its stored `llm_swapped` names: if its next request goes to an
+    endpoint of another label (the object is not stored), that request records the swap."""
+    chosen = {path: choice for _, path, choice in session.endpoint_choices}
+    for node in session.root.walk():
+        choice = chosen.get(node.path)
+        if choice is not None:
+            now = agent_choice(node)
+            if not same_choice(choice, now):
+                node.pinned_endpoint = (choice, now)
+            node.choice = choice
+            node.endpoint = (resolved(node, choice)[0], session.llm)
+        elif node.path in swapped_to:
+            node.endpoint = (swapped_to[node.path], None)
 
 
 def _team_member(parent: Agent, name: str) -> Agent:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import os
+import weakref
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -57,6 +58,10 @@ if TYPE_CHECKING:
 
 
 WHERE = "sn.Session(...)"
+
+_LIVE: weakref.WeakValueDictionary[str, Session] = weakref.WeakValueDictionary()
+"""The sessions of this process by id, the newest of each: a reopen takes from the one that
+ran what it reopens the objects no store keeps (each node's kind and endpoint)."""
 A_DICT = "a dict or None"
 
 
@@ -214,12 +219,17 @@ class Session:
         self.swaps: list[tuple[int, str, Any, Any]] = []
         """(seq, "preprocessor" or "llm", old, new) of each swap of the session's own parts, so
         that a fork takes the ones in force at its event."""
+        self.endpoint_choices: list[tuple[int, str, tuple[Any, str | None]]] = []
+        """(seq, node path, (endpoint or None, model name or None)) each time what a node's
+        agents chose for its requests changed (`agent.model = ...` on a shared agent), so that
+        a fork gives each node the one in force at its event."""
         self.stored_queue: list[dict[str, Any]] = []
         self.stored_pauses: StoredPauses | None = None
         """What a reopened session's cut run had pending and decided; `resume()` takes it."""
         """Inputs a reopened session found queued behind its interrupted run (the store's
         `queue` row); `resume()` runs them after it."""
         self._slots: dict[str, asyncio.Semaphore] = {}
+        _LIVE[self.id] = self
         if store is not None:
             self.journal = Journal(self, resolve_store(store, create=True), durability=durability)
 
@@ -401,6 +411,10 @@ class Session:
         endpoint (needed only to send or resume); `options` are the other `Session` arguments.
         A run the interruption cut short shows as `incomplete`; a node it left at a pause reads
         `paused` and `session.pending` names the decision; `session.resume()` continues it.
+        Each node keeps the endpoint it was on, as a fork does, when this process ran the
+        session with this very `agent`; else (another process: an endpoint object is not
+        stored) it uses what its agents give now, and where that is not the endpoint its last
+        `llm_swapped` named, its next request records the swap.
 
         Raises:
             StoreError: no such file, not a sagents_nb store, an unknown id (the error lists the
@@ -411,7 +425,9 @@ class Session:
 
         checked_session_id(session_id)
         options["llm"] = reopening_endpoint(llm)
-        return open_session(cls, store, session_id, agent, options)
+        live = _LIVE.get(session_id)
+        ran_here = live if live is not None and live.agent is agent else None
+        return open_session(cls, store, session_id, agent, options, ran_here)
 
     @staticmethod
     def list_stored(store: Any) -> list[StoredSession]:
@@ -503,7 +519,9 @@ class Session:
 
         The fork holds the state as of that event: transcripts, node state, each node's kind
         as it ran (an agent whose kind changed since swaps at its next turn, with a
-        `kind_swapped` event), the preprocessor and endpoint in force then, and the pauses
+        `kind_swapped` event), the session's preprocessor and endpoint in force then, each node's
+        endpoint in force then (an `agent.model = ...` made after the cut is not the fork's,
+        until its agents are given another endpoint after the fork), and the pauses
         pending then (`fork.pending`; a node stopped at one reads `paused`); this session is
         untouched. A fork taken mid-run continues with `fork.resume()`, which asks those
         pauses again first and applies the decisions made before the cut; until then its run, and every other node the cut left in flight,

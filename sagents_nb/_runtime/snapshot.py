@@ -3,6 +3,8 @@ what its kind keeps (`dump_state` / `load_state`)."""
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
 import re
 import sys
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
@@ -12,11 +14,11 @@ import pydantic_core
 from .._base.errors import StoreError
 from .._base.messages import Usage
 from .._base.outcome import Outcome
-from ..kinds import registry
+from ..kinds import BaseKind, kind_name, registry
 
 if TYPE_CHECKING:
     from .._store.protocol import SessionRows
-    from ..kinds import ChildKind
+    from ..kinds import Child, ChildKind
     from .node import Node
 
 
@@ -162,34 +164,64 @@ def kind_state(node: Node) -> str:
 
 def kind_spec(kind: ChildKind) -> dict[str, Any]:
     """What names a kind object's configuration: its class and the arguments it was built with
-    (None when they are not JSON, or may hold a secret: such a kind is not rebuilt on a reopen)."""
+    (None when they are not JSON, or may hold a secret: such a kind is not rebuilt on a reopen).
+    An argument that is a dataclass (a CLI driver) is its class and its fields."""
+    if isinstance(kind, NotRebuilt):
+        return kind.spec
     cls = type(kind)
     given = getattr(kind, "_given", None)
     try:
-        stored = pydantic_core.to_jsonable_python(given) if given is not None else None
+        stored = pydantic_core.to_jsonable_python(_described(given)) if given is not None else None
     except pydantic_core.PydanticSerializationError:
         stored = None
     if stored is not None and _may_hold_a_secret(stored):
         stored = None
-    return {"class": f"{cls.__module__}:{cls.__qualname__}", "given": stored}
+    return {"class": class_path(cls), "given": stored}
+
+
+def class_path(cls: type) -> str:
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+DATACLASS = "dataclass"
+"""The key naming a dataclass argument's class in a kind's stored arguments."""
+
+
+def _described(value: Any) -> Any:
+    """`value` with each dataclass instance in it as `{DATACLASS: its class, "fields": ...}`."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(value) if f.init}
+        return {DATACLASS: class_path(type(value)), "fields": _described(fields)}
+    if isinstance(value, dict):
+        return {name: _described(item) for name, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_described(item) for item in value]
+    return value
 
 
 _SECRET_NAMES = re.compile(
-    r"(^|_)(api_?key|key|token|secret|passw(or)?d|auth\w*|credentials?|env|headers)$", re.I
+    r"(^|_)(api_?key|key|token|secret|passw(or)?d|auth\w*|credentials?|headers)$|^env$", re.I
 )
+"""Argument names whose values may be secrets (`env`, variables and their values, but not
+`pass_env`, the names of variables to pass on)."""
 _SECRET_SHAPED = re.compile(r"(?=.*\d)(?=.*[A-Za-z])[A-Za-z0-9_.~+/=-]{20,}")
+_PATHS = ("/", "./", "../", "~/")
+"""How a file path starts (a CLI's `executable=`): shaped like a key, but not one."""
 
 
 def _may_hold_a_secret(value: Any) -> bool:
     """Whether JSON data has a key named like a secret or a string shaped like a key."""
     if isinstance(value, dict):
         return any(
-            _SECRET_NAMES.search(str(name)) or _may_hold_a_secret(item)
+            (_SECRET_NAMES.search(str(name)) and item not in (None, "", {}, []))
+            or _may_hold_a_secret(item)
             for name, item in value.items()
         )
     if isinstance(value, list):
         return any(map(_may_hold_a_secret, value))
-    return isinstance(value, str) and _SECRET_SHAPED.fullmatch(value) is not None
+    if not isinstance(value, str) or value.startswith(_PATHS):
+        return False
+    return _SECRET_SHAPED.fullmatch(value) is not None
 
 
 def kind_as_ran(
@@ -198,8 +230,8 @@ def kind_as_ran(
     """The kind a node ran as, from its `kind` row (`stored`) and its state row's kind `name`:
     `now` (the kind its agent has now) when it is the same configuration, else `ran` (the
     object the node ran with, known in this process) if it is, else one rebuilt from its class
-    (only a class already imported) and arguments, else the registered kind of that name;
-    `now` when none can be had."""
+    and arguments, else the registered kind of that name, else (arguments not stored, or a
+    class not imported) a `NotRebuilt` standing for it; `now` when nothing was stored."""
     if stored is not None and "class" in stored:
         wanted = {"class": stored["class"], "given": stored["given"]}
         if kind_spec(now) == wanted:
@@ -212,21 +244,74 @@ def kind_as_ran(
     if getattr(now, "name", None) == name:
         return now
     factory = registry().get(name)
-    return factory() if factory is not None else now
+    if factory is not None:
+        return factory()
+    return NotRebuilt(name, stored) if stored is not None else now
+
+
+class NotRebuilt(BaseKind):
+    """Stands for the kind a node ran as when this process cannot build it again (its
+    arguments were not stored: not JSON, or they may hold a secret; or its class is not
+    imported). The tree shows its name, marked "(not rebuilt)"; it keeps the stored row as it
+    was, and it never runs: at the node's next turn its agent's kind takes over, with a
+    `kind_swapped` event."""
+
+    def __init__(self, name: str, stored: dict[str, Any]) -> None:
+        self.name = name
+        self.spec = {"class": stored.get("class", ""), "given": stored.get("given")}
+        self.stored_state = stored.get("state")
+
+    def dump_state(self, child: Child) -> Any:
+        return self.stored_state
+
+    def __repr__(self) -> str:
+        return (
+            f"NotRebuilt({self.name!r}: ran as {self.spec['class'] or self.name}, whose "
+            "arguments were not stored; its agent's kind takes over at the node's next turn)"
+        )
+
+
+def shown_kind(kind: ChildKind) -> str:
+    """A kind's name as the tree shows it: one a reopen could not build again is marked."""
+    name = kind_name(kind)
+    return f"{name} (not rebuilt)" if isinstance(kind, NotRebuilt) else name
 
 
 def _rebuilt(class_path: str, given: Any) -> ChildKind | None:
-    module_name, _, qualname = class_path.partition(":")
-    found: Any = sys.modules.get(module_name)  # never an import a store names
-    for part in qualname.split("."):
-        found = getattr(found, part, None)
+    found = _imported(class_path)
     if not isinstance(found, type) or given is None:
         return None
-    args, kwargs = given
     try:
+        args, kwargs = _built(given)
         return cast("ChildKind", found(*args, **kwargs))
     except Exception:  # a constructor that refuses what it was given once: not rebuilt
         return None
+
+
+def _imported(class_path: str) -> Any:
+    """The class `module:qualname` names: from a module already imported, or one of
+    sagents_nb's own (a CLI driver's): never another import a store names."""
+    module_name, _, qualname = class_path.partition(":")
+    found: Any = sys.modules.get(module_name)
+    if found is None and module_name.startswith("sagents_nb."):
+        found = importlib.import_module(module_name)
+    for part in qualname.split("."):
+        found = getattr(found, part, None)
+    return found
+
+
+def _built(value: Any) -> Any:
+    """Stored arguments back as values: each dataclass built again from its fields."""
+    if isinstance(value, dict):
+        if DATACLASS in value:
+            cls = _imported(value[DATACLASS])
+            if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
+                raise LookupError(f"{value[DATACLASS]} is not an imported dataclass")
+            return cls(**_built(value["fields"]))
+        return {name: _built(item) for name, item in value.items()}
+    if isinstance(value, list):
+        return [_built(item) for item in value]
+    return value
 
 
 def load_kind_state(node: Node, stored: dict[str, Any]) -> None:

@@ -254,10 +254,10 @@ def _unique_call_ids(message: Message) -> Message:
     return message.model_copy(update={"tool_calls": tuple(fixed)})
 
 
-def endpoint_for(node: Node) -> tuple[Any, str]:
-    """The endpoint and model name for `node`'s requests: its agent's `model`, else its nearest
-    ancestor's, else the session's endpoint and its default model. A `model` may be a name or
-    an endpoint (which brings its own default model)."""
+def agent_choice(node: Node) -> tuple[Any, str | None]:
+    """What the agents choose for `node`'s requests: the endpoint of its agent's `model`, else
+    its nearest ancestor's (None: the session's), and the model name likewise (None: the
+    endpoint's default). A `model` may be a name or an endpoint (which brings its own)."""
     llm: Any = None
     model: str | None = None
     current: Node | None = node
@@ -269,22 +269,58 @@ def endpoint_for(node: Node) -> tuple[Any, str]:
             llm = chosen
             model = model or chosen.model
         current = current.parent
-    llm = llm if llm is not None else node.session.llm
-    return llm, model or llm.model
+    return llm, model
 
 
-def _note_endpoint(node: Node, llm: Any) -> None:
+def same_choice(a: tuple[Any, str | None], b: tuple[Any, str | None]) -> bool:
+    return a[0] is b[0] and a[1] == b[1]
+
+
+def node_choice(node: Node) -> tuple[Any, str | None]:
+    """`agent_choice`, or the one a fork (or a reopen) pinned as in force at its cut, for as
+    long as the agents choose what they chose when it was taken."""
+    choice = agent_choice(node)
+    pin = node.pinned_endpoint
+    if pin is not None:
+        if same_choice(choice, pin[1]):
+            return pin[0]
+        node.pinned_endpoint = None  # its agents were given another endpoint since: theirs now
+    return choice
+
+
+def resolved(node: Node, choice: tuple[Any, str | None]) -> tuple[Any, str]:
+    """The endpoint and model name of a choice: the session's endpoint and its default model
+    where the agents chose none."""
+    llm = choice[0] if choice[0] is not None else node.session.llm
+    return llm, choice[1] or llm.model
+
+
+def _note_endpoint(node: Node, llm: Any, choice: tuple[Any, str | None]) -> None:
     """Record an endpoint set on the node's agent (or an ancestor's) since its last request,
     `agent.model = ...` mid-run, as an `llm_swapped` at its path; a swap of the session's own
-    endpoint has its event already."""
-    session_llm = node.session.llm
+    endpoint has its event already. The node's choice is kept in `session.endpoint_choices`
+    at each change (`note_choice`)."""
+    session = node.session
+    session_llm = session.llm
     last = node.endpoint
     node.endpoint = (llm, session_llm)
-    if last is None or last[0] is llm:
-        return
-    if last[0] is last[1] and llm is session_llm:  # it follows the session's endpoint
-        return
-    node.emit(LLMSwapped(old=last[0].label, new=llm.label))
+    changed = node.choice is None or not same_choice(node.choice, choice)
+    node.choice = choice
+    event = None
+    if last is not None and last[0] is not llm and not (last[0] is last[1] and llm is session_llm):
+        # a reopen in a new process knows only the label of the one it last used
+        old = last[0] if isinstance(last[0], str) else last[0].label
+        if old != llm.label or not isinstance(last[0], str):
+            event = node.emit(LLMSwapped(old=old, new=llm.label))
+    if changed:
+        note_choice(node, choice, event.seq if event is not None else session.bus.last_seq)
+
+
+def note_choice(node: Node, choice: tuple[Any, str | None], seq: int) -> None:
+    """Keep what `node`'s agents chose as in force from event `seq` on (when it is spawned, and
+    at each request that changes it), so that a fork takes the one in force at its event."""
+    node.choice = choice
+    node.session.endpoint_choices.append((seq, node.path, choice))
 
 
 async def call_model(
@@ -302,7 +338,9 @@ async def call_model(
     replace its messages, or answer it with a reply instead of calling the model.
     """
     view = View.of(view)
-    llm, model = endpoint_for(node)
+    choice = node_choice(node)
+    llm, model = resolved(node, choice)
+    _note_endpoint(node, llm, choice)  # before the gate: a pause there shows it in force
     wire_tools = [t.to_wire() for t in tools]
     measured = _measure(view, node.token_count)
     decision: Decision = APPROVE
@@ -323,7 +361,6 @@ async def call_model(
         before_model_call(node)
     edited = decision.kind == "edit" and "messages" in decision.changes
     shown = View(decision.changes["messages"]) if edited else view
-    _note_endpoint(node, llm)
     body: dict[str, Any] = {"model": model, "messages": list(map(Message.to_wire, shown))}
     if tools:
         body["tools"] = wire_tools

@@ -36,6 +36,11 @@ def test_notebook_05_runs_in_lab_and_its_views_show_the_lesson(page: Any, lab: L
     first, parallel, forked, whole = (views.nth(i) for i in range(4))
     first.locator(".sn-answer", has_text="needs a second signature").wait_for()
     assert first.locator(".sn-pending .sn-decision").count() == 0  # decided in the next cell
+    first.locator(".sn-tab[data-tab='decisions']").click()
+    entries = first.locator(".sn-pane .sn-decision-entry")
+    wait_until(lambda: entries.count() == 1, what="run 1's decision on its view's timeline")
+    assert "rejected" in entries.first.inner_text()
+    assert "over 100 € needs a second signature" in entries.first.inner_text()
 
     parallel.locator(".sn-answer", has_text="paid 75 € to Carol").wait_for()
     assert parallel.locator(".sn-pending .sn-decision").count() == 0  # both decided

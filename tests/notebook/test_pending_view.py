@@ -92,3 +92,28 @@ def test_an_edit_of_the_messages_shows_which_messages_changed_in_decisions() -> 
     assert again.result(timeout=10).text == "à la main"
     entry = decisions_pane(_projected(session).decisions)["decisions"][-1]
     assert (entry["reply"], entry["messages_diff"]) == ("à la main", None)
+
+
+def test_a_live_model_pauses_card_sends_edited_messages() -> None:
+    """The card of a pause in a live run edits the request's messages as a stored pause's does
+    (the same card, `_widget._pending`): the model gets them, Decisions diffs them."""
+    session = sn.Session(
+        sn.Agent("boss", instructions="bref"), llm=sn.mock_llm(lambda r: f"vu {r.last_user}")
+    )
+    run = session.send("<b>avant</b> 東京", pause_on={"model"})
+    widget = view(session)
+    wait_until(lambda: len(widget.header["pending"]) == 1, what="the live card")
+    [card] = widget.header["pending"]
+    assert not card["stored"] and [m["index"] for m in card["messages"]] == [0, 1]
+    assert json.loads(card["messages"][1]["text"]) == {
+        "role": "user",
+        "content": "<b>avant</b> 東京",
+    }
+    edited = json.dumps({"role": "user", "content": "après ✍ 🎉"}, ensure_ascii=False)
+    click(widget, action="edit", pause_id=card["pause_id"], messages=[{"index": 1, "text": edited}])
+    assert run.result(timeout=10).text == "vu après ✍ 🎉"
+    [entry] = decisions_pane(_projected(session).decisions)["decisions"]
+    assert entry["messages_diff"] == [
+        ["#2", "changed", "user: <b>avant</b> 東京", "user: après ✍ 🎉"]
+    ]
+    widget.close()
