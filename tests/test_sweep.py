@@ -369,7 +369,16 @@ def test_a_stored_sweep_creates_its_runs_off_the_loop_with_their_fingerprints(
         made.append((threading.current_thread().name, [n.part for n in rows.nodes]))
         return create(self, rows)
 
+    group = SQLiteStore.commit_group
+
+    def spied_group(self, writes):
+        for rows, _, _ in writes:
+            if rows is not None:
+                made.append((threading.current_thread().name, [n.part for n in rows.nodes]))
+        return group(self, writes)
+
     monkeypatch.setattr(SQLiteStore, "create", spied)
+    monkeypatch.setattr(SQLiteStore, "commit_group", spied_group)
     agent = sn.Agent("solver", does="answers")
     store = tmp_path / "runs.db"
     cmp = sn.sweep(

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from .._base.errors import ConfigurationError
 from .._endpoints.openai import LLM
 from .._runtime.agent import Agent
+from .._store.writer import StepWriter
 from .record import RunRecord, run_session
 from .variants import Endpoint, Variant, copy_tree, fresh_models
 
@@ -70,8 +71,9 @@ class RayRunner:
             return RunRecord(
                 item.id, variant.name, item.prompts, "error", error=f"{type(exc).__name__}: {exc}"
             )
-        if rows is not None and self.store is not None:
-            await asyncio.to_thread(self.store.create, rows)
+        if rows is not None and self.store is not None:  # in the store thread's group commit
+            writer = StepWriter(self.store, rows.info.id, create=rows)
+            await asyncio.wrap_future(writer.settle())
             record.session_id = rows.info.id
         return record
 

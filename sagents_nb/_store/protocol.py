@@ -337,3 +337,17 @@ class GroupCommitStore(PlainCommitStore, Protocol):
         """For each write in order, `create` of its record (when given) then `commit_plain` of
         its steps, all in one transaction: everything is written, or (a `StoreError`, the
         refusal of any one of them) nothing."""
+
+
+def supports(store: Any, protocol: Any) -> bool:
+    """`isinstance(store, protocol)` for the store protocols (their methods are a class's),
+    answered once per class: a runtime protocol's check walks its members each time, and a
+    sweep makes a writer per run."""
+    key = (type(store), protocol)
+    found = _supported.get(key)
+    if found is None:
+        found = _supported[key] = isinstance(store, protocol)
+    return found
+
+
+_supported: dict[tuple[type, Any], bool] = {}

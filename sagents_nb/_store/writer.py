@@ -23,10 +23,10 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, cast
 
 from .._base.errors import StoreError
-from .protocol import GroupCommitStore, PlainCommitStore
+from .protocol import GroupCommitStore, PlainCommitStore, supports
 
 if TYPE_CHECKING:
     from .protocol import PlainStep, SessionRows, Step, Store
@@ -108,9 +108,9 @@ class StepWriter:
         create: SessionRows | None = None,
     ) -> None:
         self.store = store
-        self._plain = store if isinstance(store, PlainCommitStore) else None
+        self._plain = cast(PlainCommitStore, store) if supports(store, PlainCommitStore) else None
         """The store, if it takes steps as plain data (`PlainCommitStore`)."""
-        self._group = store if isinstance(store, GroupCommitStore) else None
+        self._group = cast(GroupCommitStore, store) if supports(store, GroupCommitStore) else None
         """The store, if it commits several sessions' writes at once (`GroupCommitStore`)."""
         self.session_id = session_id
         self._cut = cut
