@@ -400,7 +400,7 @@ def test_young_collections_are_rarer_while_a_sweep_runs_and_as_before_after() ->
     higher one of the process's own is kept."""
     import gc
 
-    from sagents_nb._compare.sweep import YOUNG_THRESHOLD
+    from sagents_nb._compare.record import YOUNG_THRESHOLD
 
     seen: list[int] = []
 

@@ -13,7 +13,7 @@ from .._base.errors import ConfigurationError
 from .._endpoints.openai import LLM
 from .._runtime.agent import Agent
 from .._store.writer import StepWriter
-from .record import RunRecord, run_session
+from .record import RunRecord, rarer_young_collections, run_session
 from .variants import Endpoint, Variant, copy_tree, fresh_models
 
 if TYPE_CHECKING:
@@ -106,22 +106,23 @@ def run_remote(
     from .._store.memory import MemoryStore
 
     agent, llm = shared
-    record, session = run_sync(
-        run_session(
-            variant,
-            agent,
-            llm,
-            prompts,
-            item=item,
-            store=MemoryStore() if keep_rows else None,
-            session_id=session_id,
-        ),
-        what="a Ray task",
-    )
-    rows = None
-    if session is not None and session.store is not None:
-        session.flush()
-        rows = session.store.load(session.id)
+    with rarer_young_collections():
+        record, session = run_sync(
+            run_session(
+                variant,
+                agent,
+                llm,
+                prompts,
+                item=item,
+                store=MemoryStore() if keep_rows else None,
+                session_id=session_id,
+            ),
+            what="a Ray task",
+        )
+        rows = None
+        if session is not None and session.store is not None:
+            session.flush()
+            rows = session.store.load(session.id)
     return record, rows
 
 

@@ -4,9 +4,7 @@ bounded concurrency, resumable through a store."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import gc
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .._base.checks import check_instance
@@ -18,7 +16,7 @@ from .comparison import Comparison
 from .fingerprint import run_fingerprint
 from .items import Item, conversation, sweep_items
 from .progress import Progress, progress_for
-from .record import RunRecord, run_variant
+from .record import RunRecord, rarer_young_collections, run_variant
 from .resume import Previous, attempt_id, previous_runs, run_id
 from .variants import Endpoint, Variant, check_variants
 
@@ -128,29 +126,6 @@ def sweep(
     return _execute(agent, items, checked, llm, concurrency, target, retries, progress, runner)
 
 
-YOUNG_THRESHOLD = 20_000
-"""The cycle collector's first threshold while a sweep runs (Python's is 700). A run in flight
-lives across many young collections, so its session's cyclic garbage (~180 objects) reached
-the oldest generation, which only full collections free, each scanning every record the sweep
-keeps: a third of a long sweep's CPU. With young collections rarer, most of it is freed young
-(benchmarks/README.md, "Sweeps at eval scale")."""
-
-
-@contextlib.contextmanager
-def _rarer_young_collections() -> Iterator[None]:
-    """Raise the collector's first threshold to `YOUNG_THRESHOLD` (not lower it) for the
-    block; put it back after, unless someone changed it meanwhile."""
-    threshold = gc.get_threshold()
-    raised = threshold[0] < YOUNG_THRESHOLD
-    if raised:
-        gc.set_threshold(YOUNG_THRESHOLD, *threshold[1:])
-    try:
-        yield
-    finally:
-        if raised and gc.get_threshold()[0] == YOUNG_THRESHOLD:
-            gc.set_threshold(*threshold)
-
-
 def _execute(
     agent: Agent,
     items: list[Item],
@@ -162,7 +137,7 @@ def _execute(
     progress: bool | Progress,
     runner: Runner | None,
 ) -> Comparison:
-    with _rarer_young_collections():
+    with rarer_young_collections():
         job = _Job(agent, items, variants, llm, concurrency, target, retries, runner)
         job.previous = job.stored_runs()  # read here, not on the loop
         job.progress = progress_for(progress)
