@@ -4,11 +4,13 @@ It builds each peer's venv under `benchmarks/.envs/` (pip, bounded in time), the
 scenarios on the floor, on sagents_nb and on every peer, each scenario in its own subprocess in
 the framework's venv (the scenario files print one JSON line), and prints one table: medians over
 several runs, µs per model turn, the ratio to the floor, long-run growth, peak RSS and import time,
-followed by the targets as PASS/FAIL lines. The results go to `benchmarks/results/latest.json` and
-the table into `benchmarks/README.md`.
+followed by the targets as PASS/FAIL lines. Then `sweep_scale.py`: `sn.sweep` of 10,000 items
+in process and on a local Ray cluster, beside Inspect AI (its venv built like a peer's) at 1,000
+and 10,000 samples. The results go to `benchmarks/results/latest.json` and the table into
+`benchmarks/README.md`.
 
-`--smoke` runs only sagents_nb and the floor at N = 10 (and the import check), quickly; it writes
-JSON only where `--out` says.
+`--smoke` runs only sagents_nb and the floor at N = 10 (and the import check, and a sweep of 500
+items in process), quickly; it writes JSON only where `--out` says.
 """
 
 from __future__ import annotations
@@ -74,6 +76,8 @@ PEERS = [
     Framework("smolagents", "peer_smolagents.py", "smolagents", ["smolagents==1.26.0"]),
     Framework("openai-agents", "peer_openai_agents.py", "agents", ["openai-agents==0.24.0"]),
 ]
+INSPECT = Framework("inspect-ai", "peer_inspect.py", "inspect_ai", ["inspect-ai==0.3.285"])
+"""Inspect AI, the peer of the eval-scale sweep (`sweep_scale.py`), not of the fanout."""
 FLOOR = Framework("floor", "floor.py", "httpx", peer=False)
 SAGENTS = Framework("sagents_nb", "sagents.py", "sagents_nb", peer=False)
 PREDICATE = "sagents_nb + never-firing predicate"
@@ -677,7 +681,7 @@ def report(result: dict[str, Any]) -> str:
         parts += ["Not measured:", *problems, ""]
     parts.append("Targets:")
     for t in result["targets"]:
-        detail = f" ({t['detail']})" if t["detail"] else ""
+        detail = f" ({t['detail']})" if t.get("detail") else ""
         parts.append(f"- {t['status']}: {t['target']}: {t['measured']}{detail}")
     for note in result.get("notes", []):
         parts.append(f"- note: {note}")
@@ -733,6 +737,39 @@ def _target(name: str, measured: str, ok: bool, detail: str = "") -> dict[str, A
     }
 
 
+def sweep_scale(smoke: bool, inspect: Framework | None) -> dict[str, Any]:
+    """Run `sweep_scale.py` (issue 32 item 2): 10,000 items locally, on local Ray and beside
+    Inspect AI at 1,000 and 10,000 samples; `--smoke`, 500 items locally only. Its progress
+    line goes to this stderr; its rows and targets come back."""
+    command = [sys.executable, str(HERE / "sweep_scale.py")]
+    if smoke:
+        command.append("--items=500")
+    else:
+        command += ["--items=10000", "--ray"]
+        if inspect is not None and not inspect.unavailable:
+            command += [f"--inspect={inspect.python}", "--inspect-items=1000,10000"]
+    try:
+        done = subprocess.run(
+            command, stdout=subprocess.PIPE, text=True, timeout=3600, cwd=HERE, env=scenario_env()
+        )
+    except subprocess.TimeoutExpired:
+        return {"error": "sweep_scale.py did not finish within 3600 s"}
+    for line in done.stdout.splitlines():
+        if line.startswith(MARK):
+            found: dict[str, Any] = json.loads(line[len(MARK) :])
+            if not smoke and (inspect is None or inspect.unavailable):
+                reason = inspect.unavailable if inspect else "not asked for (--peers)"
+                found["targets"].append(
+                    {
+                        "status": "n/a",
+                        "target": "sn.sweep faster than Inspect AI",
+                        "measured": reason,
+                    }
+                )
+            return found
+    return {"error": f"sweep_scale.py exited {done.returncode} without its rows"}
+
+
 def view_overhead_note() -> str | None:
     """If the notebook engineer's `view_overhead.py` exists, run it and quote its last line."""
     script = HERE / "view_overhead.py"
@@ -754,7 +791,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--smoke", action="store_true", help="sagents_nb and the floor, N=10")
     parser.add_argument("--out", type=Path, help="JSON results (default: results/latest.json)")
-    parser.add_argument("--peers", default=",".join(p.name for p in PEERS), help="comma list")
+    parser.add_argument(
+        "--peers", default=",".join(p.name for p in [*PEERS, INSPECT]), help="comma list"
+    )
     parser.add_argument("--no-install", action="store_true", help="use existing peer venvs")
     parser.add_argument("--install-timeout", type=float, default=600.0)
     parser.add_argument("--runs", type=int, default=7, help="runs per process, fanout N=10")
@@ -766,7 +805,8 @@ def main() -> int:
     host = machine()
     wanted = {p.strip() for p in args.peers.split(",") if p.strip()}
     peers = [] if args.smoke else [p for p in PEERS if p.name in wanted]
-    build_envs(peers, args.install_timeout, install=not args.no_install)
+    inspect = INSPECT if not args.smoke and INSPECT.name in wanted else None
+    build_envs([*peers, *([inspect] if inspect else [])], args.install_timeout, not args.no_install)
 
     imports: dict[str, Any] = {}
     for fw in [SAGENTS, FLOOR, *peers]:
@@ -779,6 +819,8 @@ def main() -> int:
     imports["first use"] = first_use(3 if args.smoke else 9)
 
     rows = execute(plan(args.smoke, peers, args.runs, args.rounds))
+    log("sweep at eval scale: sweep_scale.py")
+    sweep = sweep_scale(args.smoke, inspect)
     notes = []
     if not args.smoke:
         note = view_overhead_note()
@@ -789,11 +831,15 @@ def main() -> int:
         "machine": host,
         "imports": imports,
         "results": rows,
+        "sweep": sweep,
         "notes": notes,
     }
     result["targets"] = targets(rows, imports, peers)
     log("sn.diff of two long sessions (session_diff.py)")
     result["targets"].append(diff_target(40 if args.smoke else 4000))
+    result["targets"] += sweep.get("targets") or [
+        {"status": "FAIL", "target": "sweep_scale.py ran", "measured": sweep.get("error", "?")}
+    ]
     result["duration_s"] = time.monotonic() - started
     result["load_average_end"] = load_average()
     text = report(result)

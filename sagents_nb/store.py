@@ -9,10 +9,11 @@ stood after that event (what reopening and forking read).
 `MemoryStore` is the reference: the semantics every store keeps (retired rows, one live
 task row per key, merged partial node states, all-or-nothing commits) in plain Python, held
 to the same contract tests as `SQLiteStore`. To put sessions elsewhere, implement the five
-methods of `Store` the way `MemoryStore` does and pass the object as `store=`. Three more are
+methods of `Store` the way `MemoryStore` does and pass the object as `store=`. Four more are
 optional, each named by a protocol a store satisfies by having the method: `ForkingStore`
 (`fork`, a fork copied where the rows are), `PlainCommitStore` (`commit_plain`, steps taken
-as plain tuples: `PlainStep` in `_store/protocol.py`) and `SkimmingStore` (`skim`, a few
+as plain tuples: `PlainStep` in `_store/protocol.py`), `GroupCommitStore` (`commit_group`,
+several sessions' writes in one transaction) and `SkimmingStore` (`skim`, a few
 fields of some events of every session in one pass, which `sn.browse` lists); `PostgresStore`
 (the `postgres` extra) is such a store, for a database many processes and machines share.
 """
@@ -26,6 +27,7 @@ from ._store.memory import MemoryStore
 from ._store.protocol import (
     EventRow,
     ForkingStore,
+    GroupCommitStore,
     MessageRow,
     MessageWrite,
     NodeRow,
@@ -45,6 +47,7 @@ if TYPE_CHECKING:
 __all__ = [
     "EventRow",
     "ForkingStore",
+    "GroupCommitStore",
     "MemoryStore",
     "MessageRow",
     "MessageWrite",

@@ -252,6 +252,7 @@ NOT_DOORS = {
             "sn.store.Store",
             "sn.store.ForkingStore",
             "sn.store.PlainCommitStore",
+            "sn.store.GroupCommitStore",
             "sn.store.SkimmingStore",
             "sn.harness.NativeHarness",
             "sn.harness.ServedTool",

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from sagents_nb.store import (
     EventRow,
     ForkingStore,
+    GroupCommitStore,
     MemoryStore,
     MessageRow,
     MessageWrite,
@@ -525,6 +526,41 @@ def test_commit_plain_keeps_what_commit_keeps(store: Store) -> None:
     assert json.loads(store.load("s1").events[1].body) == fields
     with pytest.raises(StoreError, match="already has events"):
         store.commit_plain("s1", plain[:1])  # type: ignore[arg-type]
+    assert shape(store.load("s1")) == shape(reference.load("s1"))
+
+
+def test_commit_group_keeps_what_create_and_commit_keep(store: Store) -> None:
+    """The optional `commit_group` of several sessions' creations and steps keeps what `create`
+    and `commit_plain` of each keep; a refusal of any one of them writes none of them."""
+    if not isinstance(store, GroupCommitStore):
+        pytest.skip("commit_group is optional (GroupCommitStore)")
+    first = ([(1, 1, "model_request", "boss", event(1).body)], [], [], [task(1).values()], [])
+    answer = "La réponse est 42 : 答案 🤖 " * 40  # long: kept once in a file store's texts
+    then = (
+        [(2, 1, "run_finished", "boss", body(type="run_finished", text=answer))],
+        [("boss", "llm", 2, [(1, body(role="assistant", content=answer))], False)],
+        [("boss", "state", 2, node(2, status="done").body)],
+        [],
+        [],
+    )
+    fresh = SessionRows(
+        StoredSession("s2", "boss", 2.0), nodes=[node(0, status="new")], events=[event(0)]
+    )
+    reference = MemoryStore()
+    for target in (store, reference):
+        new(target)
+    store.commit_group([(None, "s1", [first, then]), (fresh, "s2", [first])])  # type: ignore[list-item]
+    reference.commit("s1", [Step.from_plain(1, first), Step.from_plain(2, then)])  # type: ignore[arg-type]
+    reference.create(fresh)
+    reference.commit("s2", [Step.from_plain(1, first)])  # type: ignore[arg-type]
+    for sid in ("s1", "s2"):
+        assert shape(store.load(sid)) == shape(reference.load(sid))
+    assert [s.id for s in store.sessions()] == ["s1", "s2"]
+
+    refused = SessionRows(StoredSession("s3", "boss", 3.0))
+    with pytest.raises(StoreError, match="already has events"):
+        store.commit_group([(refused, "s3", [first]), (None, "s1", [first])])  # type: ignore[list-item]
+    assert [s.id for s in store.sessions()] == ["s1", "s2"]
     assert shape(store.load("s1")) == shape(reference.load("s1"))
 
 

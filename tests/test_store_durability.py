@@ -225,3 +225,72 @@ def test_a_message_queued_behind_a_run_survives_a_kill_and_resume_runs_it(
     with pytest.raises(sn.ConfigurationError, match="no interrupted run"):
         again.resume()
     session.store.close()
+
+
+# Many sessions on one store at once, each awaited on the library loop (a sweep's way: their
+# steps are committed by the store thread, in groups); each run is reported once `await run`
+# returns, and the process kills itself after `stop` reports, the others still in flight.
+GROUP_SCRIPT = """
+import asyncio, json, os, signal, sys
+import sagents_nb as sn
+from sagents_nb._base.loop import block_on, submit
+from sagents_nb.store import SQLiteStore
+
+path, stop = sys.argv[1], int(sys.argv[2])
+real = SQLiteStore.commit_group
+
+
+def counted(self, writes):
+    real(self, writes)
+    sys.stdout.write(json.dumps({"group": len(writes)}) + "\\n")
+
+
+SQLiteStore.commit_group = counted
+
+
+async def handler(req):
+    await asyncio.sleep(0.001 * (len(req.messages[-1].content) % 7))
+    return "réponse ✓ " + req.messages[-1].content
+
+
+reported = 0
+
+
+async def one(i):
+    global reported
+    session = sn.Session(sn.Agent("a"), llm=sn.mock_llm(handler), store=path, session_id=f"s{i}")
+    result = await session.send_async(f"question {i} 質問")
+    result = await result
+    sys.stdout.write(json.dumps({"id": session.id, "seq": result.events[-1].seq, "text": result.text}) + "\\n")
+    sys.stdout.flush()
+    reported += 1
+    if reported == stop:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+async def every():
+    await asyncio.gather(*(one(i) for i in range(60)))
+
+
+block_on(submit(every()), what="the script")
+"""
+
+
+@pytest.mark.parametrize("stop", [5, 20, 40])
+def test_a_kill_amid_group_commits_keeps_every_run_reported(tmp_path: Path, stop: int) -> None:
+    script = tmp_path / "group.py"
+    script.write_text(GROUP_SCRIPT)
+    path = tmp_path / "runs.db"
+    done = subprocess.run(
+        [sys.executable, str(script), str(path), str(stop)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == -9, done.stderr
+    lines = [json.loads(line) for line in done.stdout.strip().splitlines()]
+    reports = [line for line in lines if "id" in line]
+    assert len(reports) == stop
+    assert max(line["group"] for line in lines if "group" in line) > 1  # commits were grouped
+    for report in reports:
+        _check(path, report["id"], report)

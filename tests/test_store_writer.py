@@ -5,6 +5,7 @@ with its store, and sessions given one path share one store."""
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import sqlite3
 import threading
@@ -15,6 +16,7 @@ from typing import Any
 import pytest
 
 import sagents_nb as sn
+from sagents_nb._base.loop import block_on, submit
 from sagents_nb._store import writer
 from sagents_nb._store.sqlite import store as _store_sqlite
 from sagents_nb.store import MemoryStore
@@ -228,3 +230,99 @@ def test_a_store_thread_ends_when_its_store_has_nothing_to_commit(tmp_path: Path
     assert session.send("y").result().text  # a new one starts for the next step
     session.flush()
     assert [e.type for e in session.store.load(session.id).events].count("run_finished") == 2
+
+
+def held_turns(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+    """A new store thread takes no turn until the returned event is set."""
+    go = threading.Event()
+    real = writer._next_turn
+
+    def held(lane: Any) -> Any:
+        assert go.wait(20), "the test never let the store thread go"
+        return real(lane)
+
+    monkeypatch.setattr(writer, "_next_turn", held)
+    return go
+
+
+def ran(runs: list[sn.Run]) -> None:
+    """Wait until every run has ended (without waiting for its commit) and handed its steps
+    over to the store thread."""
+    deadline = time.monotonic() + 20
+    while not all(run.done for run in runs):
+        assert time.monotonic() < deadline, "the runs did not end"
+        time.sleep(0.01)
+    time.sleep(writer.MAX_DELAY_SECONDS * 4)
+
+
+def awaited(runs: list[sn.Run]) -> list[sn.Result | BaseException]:
+    """Each run's result as `await run` gives it on the library loop (a sweep's way: the
+    store thread commits; `run.result()` would commit on this thread), or what it raised."""
+
+    async def each() -> list[sn.Result | BaseException]:
+        return await asyncio.gather(*runs, return_exceptions=True)
+
+    return block_on(submit(each()), what="the test")
+
+
+def test_sessions_handed_over_together_commit_in_one_transaction(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store thread commits what many sessions handed over in one transaction (a sweep's
+    runs), not one transaction per session."""
+    db = tmp_path / "runs.db"
+    store = sn.SQLiteStore(db)
+    sessions = [sn.Session(BOSS, llm=sn.mock_llm(boss_handler), store=store) for _ in range(20)]
+    transactions: list[int] = []
+    real = _store_sqlite.transaction
+
+    def counted(con: sqlite3.Connection) -> Any:
+        transactions.append(1)
+        return real(con)
+
+    monkeypatch.setattr(_store_sqlite, "transaction", counted)
+    go = held_turns(monkeypatch)
+    runs = [session.send(f"tâche {i} 任务") for i, session in enumerate(sessions)]
+    ran(runs)
+    go.set()
+    assert all(isinstance(result, sn.Result) for result in awaited(runs))
+    assert len(transactions) == 1, f"{len(transactions)} transactions for 20 sessions"
+    for session in sessions:
+        assert stored(session, db) == stored(session, None)
+    store.close()
+
+
+def test_a_session_refused_in_a_group_holds_up_no_other(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A group that one session's rows fail is committed again session by session: the others
+    are kept, the refused one's call says why, and its rows go first with its next step."""
+    db = tmp_path / "runs.db"
+    store = sn.SQLiteStore(db)
+    sessions = [sn.Session(BOSS, llm=sn.mock_llm(boss_handler), store=store) for _ in range(4)]
+    refused = sessions[1].id
+    real = _store_sqlite.write_steps
+    failed: list[str] = []
+
+    def refuses_twice(con: sqlite3.Connection, sid: str, steps: Any) -> None:
+        if sid == refused and len(failed) < 2:  # in the group, then alone
+            failed.append(sid)
+            raise sqlite3.OperationalError("disk I/O error")
+        real(con, sid, steps)
+
+    monkeypatch.setattr(_store_sqlite, "write_steps", refuses_twice)
+    go = held_turns(monkeypatch)
+    runs = [session.send("go ✓") for session in sessions]
+    ran(runs)
+    go.set()
+    results = awaited(runs)
+    for session, result in zip(sessions, results, strict=True):
+        if session.id == refused:
+            assert isinstance(result, sn.StoreError) and "disk I/O error" in str(result)
+        else:
+            assert isinstance(result, sn.Result)
+    assert failed == [refused, refused]
+    sessions[1].send("encore").result(timeout=10)
+    for session in sessions:
+        assert stored(session, db) == stored(session, None)
+    store.close()

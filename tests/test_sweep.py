@@ -369,7 +369,16 @@ def test_a_stored_sweep_creates_its_runs_off_the_loop_with_their_fingerprints(
         made.append((threading.current_thread().name, [n.part for n in rows.nodes]))
         return create(self, rows)
 
+    group = SQLiteStore.commit_group
+
+    def spied_group(self, writes):
+        for rows, _, _ in writes:
+            if rows is not None:
+                made.append((threading.current_thread().name, [n.part for n in rows.nodes]))
+        return group(self, writes)
+
     monkeypatch.setattr(SQLiteStore, "create", spied)
+    monkeypatch.setattr(SQLiteStore, "commit_group", spied_group)
     agent = sn.Agent("solver", does="answers")
     store = tmp_path / "runs.db"
     cmp = sn.sweep(
@@ -383,3 +392,30 @@ def test_a_stored_sweep_creates_its_runs_off_the_loop_with_their_fingerprints(
         agent, ["a", "b", "c"], llm=lambda: sn.mock_llm(echo), store=store, progress=False
     )
     assert [r["reused"] for r in again.rows] == [True] * 3
+
+
+def test_young_collections_are_rarer_while_a_sweep_runs_and_as_before_after() -> None:
+    """A sweep raises the collector's first threshold while it runs (a run's cyclic garbage is
+    then freed young rather than by full collections) and puts the process's back after; a
+    higher one of the process's own is kept."""
+    import gc
+
+    from sagents_nb._compare.record import YOUNG_THRESHOLD
+
+    seen: list[int] = []
+
+    def model(req: sn.ChatRequest) -> str:
+        seen.append(gc.get_threshold()[0])
+        return "42 ✓"
+
+    before = gc.get_threshold()
+    try:
+        gc.set_threshold(700, *before[1:])
+        sn.sweep(sn.Agent("a"), ["un", "二"], llm=lambda: sn.mock_llm(model), progress=False)
+        assert seen == [YOUNG_THRESHOLD] * 2
+        assert gc.get_threshold() == (700, *before[1:])
+        gc.set_threshold(YOUNG_THRESHOLD * 2, *before[1:])
+        sn.sweep(sn.Agent("a"), ["trois"], llm=lambda: sn.mock_llm(model), progress=False)
+        assert seen[-1] == YOUNG_THRESHOLD * 2 == gc.get_threshold()[0]
+    finally:
+        gc.set_threshold(*before)

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 from .._base.errors import ConfigurationError
 from .._endpoints.openai import LLM
 from .._runtime.agent import Agent
-from .record import RunRecord, run_session
+from .._store.writer import StepWriter
+from .record import RunRecord, rarer_young_collections, run_session
 from .variants import Endpoint, Variant, copy_tree, fresh_models
 
 if TYPE_CHECKING:
@@ -70,8 +71,9 @@ class RayRunner:
             return RunRecord(
                 item.id, variant.name, item.prompts, "error", error=f"{type(exc).__name__}: {exc}"
             )
-        if rows is not None and self.store is not None:
-            await asyncio.to_thread(self.store.create, rows)
+        if rows is not None and self.store is not None:  # in the store thread's group commit
+            writer = StepWriter(self.store, rows.info.id, create=rows)
+            await asyncio.wrap_future(writer.settle())
             record.session_id = rows.info.id
         return record
 
@@ -104,22 +106,23 @@ def run_remote(
     from .._store.memory import MemoryStore
 
     agent, llm = shared
-    record, session = run_sync(
-        run_session(
-            variant,
-            agent,
-            llm,
-            prompts,
-            item=item,
-            store=MemoryStore() if keep_rows else None,
-            session_id=session_id,
-        ),
-        what="a Ray task",
-    )
-    rows = None
-    if session is not None and session.store is not None:
-        session.flush()
-        rows = session.store.load(session.id)
+    with rarer_young_collections():
+        record, session = run_sync(
+            run_session(
+                variant,
+                agent,
+                llm,
+                prompts,
+                item=item,
+                store=MemoryStore() if keep_rows else None,
+                session_id=session_id,
+            ),
+            what="a Ray task",
+        )
+        rows = None
+        if session is not None and session.store is not None:
+            session.flush()
+            rows = session.store.load(session.id)
     return record, rows
 
 

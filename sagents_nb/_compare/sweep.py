@@ -16,7 +16,7 @@ from .comparison import Comparison
 from .fingerprint import run_fingerprint
 from .items import Item, conversation, sweep_items
 from .progress import Progress, progress_for
-from .record import RunRecord, run_variant
+from .record import RunRecord, rarer_young_collections, run_variant
 from .resume import Previous, attempt_id, previous_runs, run_id
 from .variants import Endpoint, Variant, check_variants
 
@@ -137,27 +137,28 @@ def _execute(
     progress: bool | Progress,
     runner: Runner | None,
 ) -> Comparison:
-    job = _Job(agent, items, variants, llm, concurrency, target, retries, runner)
-    job.previous = job.stored_runs()  # read here, not on the loop
-    job.progress = progress_for(progress)
-    future = submit(job.run())
-    interrupted = False
-    try:
-        records = block_on(future, what="sn.sweep()")
-    except KeyboardInterrupt:
-        if future.done():  # it ended meanwhile, or raised this on the loop: no Ctrl-C of ours
-            records = future.result()
-        else:
-            interrupted = True
-            call_soon(job.cancel)
-            records = block_on(future, what="sn.sweep()")  # cancelling takes a moment
-    if target is not None:
-        from .._store.writer import drain_all
+    with rarer_young_collections():
+        job = _Job(agent, items, variants, llm, concurrency, target, retries, runner)
+        job.previous = job.stored_runs()  # read here, not on the loop
+        job.progress = progress_for(progress)
+        future = submit(job.run())
+        interrupted = False
+        try:
+            records = block_on(future, what="sn.sweep()")
+        except KeyboardInterrupt:
+            if future.done():  # it ended meanwhile, or raised this on the loop: no Ctrl-C of ours
+                records = future.result()
+            else:
+                interrupted = True
+                call_soon(job.cancel)
+                records = block_on(future, what="sn.sweep()")  # cancelling takes a moment
+        if target is not None:
+            from .._store.writer import drain_all
 
-        drain_all(target)  # every stored run committed before the table says so
-    return Comparison(
-        records, agent=agent, variants=variants, store=target, interrupted=interrupted
-    )
+            drain_all(target)  # every stored run committed before the table says so
+        return Comparison(
+            records, agent=agent, variants=variants, store=target, interrupted=interrupted
+        )
 
 
 def _store(store: Any) -> Store | None:

@@ -227,7 +227,7 @@ class Store(Protocol):
     returns. `load` reads a session's whole record; reading part of it (paging) would be a
     further, optional method, so a store with these five keeps working.
 
-    Two methods are optional, each declared by a protocol of its own that a store satisfies by
+    Some methods are optional, each declared by a protocol of its own that a store satisfies by
     having the method (no registration, no base class; the runtime asks `isinstance(store,
     ForkingStore)`, `isinstance(store, PlainCommitStore)`):
 
@@ -237,6 +237,9 @@ class Store(Protocol):
     - `commit_plain(session_id, steps)` (`PlainCommitStore`): the same as `commit` of the
       steps given as plain tuples (`PlainStep`), which the store thread then hands over
       without building the `Step` rows, and with plain events' bodies still as their fields.
+    - `commit_group(writes)` (`GroupCommitStore`): several sessions' `create` and
+      `commit_plain` in one transaction, which the store thread uses to commit what every
+      session of the store handed over at once (a sweep's thousands of short runs).
     """
 
     def create(self, rows: SessionRows) -> None:
@@ -318,3 +321,33 @@ class PlainCommitStore(Store, Protocol):
 
     def commit_plain(self, session_id: str, steps: list[PlainStep]) -> None:
         """`commit` of `steps` given as `PlainStep`s: the same rows, the same refusals."""
+
+
+GroupWrite = tuple[SessionRows | None, str, list[PlainStep]]
+"""One session's part of a group commit: its new record (None for a session already created),
+its id, and its steps as plain data."""
+
+
+@runtime_checkable
+class GroupCommitStore(PlainCommitStore, Protocol):
+    """A `Store` that commits several sessions' writes in one transaction (optional; see
+    `Store`)."""
+
+    def commit_group(self, writes: list[GroupWrite]) -> None:
+        """For each write in order, `create` of its record (when given) then `commit_plain` of
+        its steps, all in one transaction: everything is written, or (a `StoreError`, the
+        refusal of any one of them) nothing."""
+
+
+def supports(store: Any, protocol: Any) -> bool:
+    """`isinstance(store, protocol)` for the store protocols (their methods are a class's),
+    answered once per class: a runtime protocol's check walks its members each time, and a
+    sweep makes a writer per run."""
+    key = (type(store), protocol)
+    found = _supported.get(key)
+    if found is None:
+        found = _supported[key] = isinstance(store, protocol)
+    return found
+
+
+_supported: dict[tuple[type, Any], bool] = {}

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import os
 import re
+from typing import cast
 
 from .._base.errors import StoreError
 from .postgres.conninfo import is_postgres_url
-from .protocol import Store
+from .protocol import Store, supports
 
 ACCEPTS = (
     "store= takes a file path (a str or os.PathLike such as 'runs.db': an SQLite file, created "
@@ -48,8 +49,8 @@ def resolve_store(target: object, *, create: bool) -> Store:
         from .sqlite.store import open_file
 
         return open_file(store_path(target), create=create)
-    if isinstance(target, Store):
-        return target
+    if supports(target, Store):
+        return cast(Store, target)
     missing = [name for name in _STORE_METHODS if name not in dir(target)]  # for the message
     lacks = f" (it has no {', '.join(missing)})" if len(missing) < len(_STORE_METHODS) else ""
     raise StoreError(f"{ACCEPTS}; not a {type(target).__name__}{lacks}")

@@ -2,7 +2,8 @@
 own thread (its store thread), so a stalled disk under one store holds up no other's commits.
 
 A store thread looks every `LOOK_SECONDS` and commits what every session of its store queued
-meanwhile (a group commit); `put(..., at_once=True)` and `drain` commit at once. Waking the
+meanwhile (a group commit: in one transaction where the store takes a group,
+`GroupCommitStore`); `put(..., at_once=True)` and `drain` commit at once. Waking the
 thread for each step would cost the busy library loop a GIL hand-over each time
 (benchmarks/README.md has the measurement). A store thread ends once its store has had nothing
 to commit for `IDLE_SECONDS`; the next step starts another. Chores (`later`) run on a thread of
@@ -22,10 +23,10 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, cast
 
 from .._base.errors import StoreError
-from .protocol import PlainCommitStore
+from .protocol import GroupCommitStore, PlainCommitStore, supports
 
 if TYPE_CHECKING:
     from .protocol import PlainStep, SessionRows, Step, Store
@@ -107,8 +108,10 @@ class StepWriter:
         create: SessionRows | None = None,
     ) -> None:
         self.store = store
-        self._plain = store if isinstance(store, PlainCommitStore) else None
+        self._plain = cast(PlainCommitStore, store) if supports(store, PlainCommitStore) else None
         """The store, if it takes steps as plain data (`PlainCommitStore`)."""
+        self._group = cast(GroupCommitStore, store) if supports(store, GroupCommitStore) else None
+        """The store, if it commits several sessions' writes at once (`GroupCommitStore`)."""
         self.session_id = session_id
         self._cut = cut
         self._create = create
@@ -187,8 +190,8 @@ class StepWriter:
     def _commit(
         self, steps: list[Encodable], promises: list[concurrent.futures.Future[None]]
     ) -> Exception | None:
-        """Encode and commit `steps` (the caller set `_writing`), then settle `promises`; on
-        failure put the steps back first in line."""
+        """Encode and commit `steps` (the caller set `_writing`), then settle `promises`
+        (`_committed`)."""
         error = None
         try:
             if self._create is not None:
@@ -200,6 +203,17 @@ class StepWriter:
                 self.store.commit(self.session_id, [step.encode() for step in steps])
         except Exception as exc:
             error = exc
+        self._committed(steps, promises, error)
+        return error
+
+    def _committed(
+        self,
+        steps: list[Encodable],
+        promises: list[concurrent.futures.Future[None]],
+        error: Exception | None,
+    ) -> None:
+        """After a commit of `steps` (which failed if `error`): clear `_writing`, settle
+        `promises`; on failure put the steps back first in line."""
         with _lock:
             self._writing = False
             if error is not None:
@@ -212,7 +226,6 @@ class StepWriter:
                 promise.set_result(None)
             else:
                 promise.set_exception(self._refused(error))
-        return error
 
 
 def later(chore: Callable[[], None], delay: float = 0.0) -> None:
@@ -303,6 +316,8 @@ def _run(chores: list[Callable[[], None]]) -> None:
 
 
 def _commit_all(batches: list[Batch]) -> None:
+    if len(batches) > 1 and _commit_together(batches):
+        return
     for writer, steps, promises in batches:
         error = writer._commit(steps, promises)
         if error is not None:
@@ -313,6 +328,25 @@ def _commit_all(batches: list[Batch]) -> None:
                 writer.store,
                 error,
             )
+
+
+def _commit_together(batches: list[Batch]) -> bool:
+    """Commit every batch in one transaction if their store takes a group
+    (`GroupCommitStore`). False if it does not, or refused the group: each batch is then
+    committed alone, so that a refusal is its own session's and the others' rows are kept."""
+    group = batches[0][0]._group
+    if group is None:
+        return False
+    try:
+        group.commit_group(
+            [(w._create, w.session_id, [step.plain() for step in steps]) for w, steps, _ in batches]
+        )
+    except Exception:
+        return False
+    for writer, steps, promises in batches:
+        writer._create = None
+        writer._committed(steps, promises, None)
+    return True
 
 
 def drain_all(target: object = None) -> None:

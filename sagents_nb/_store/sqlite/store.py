@@ -18,6 +18,7 @@ from ..._base.checks import check_bool, check_path
 from ..._base.errors import StoreError
 from ..protocol import (
     EventRow,
+    GroupWrite,
     MessageRow,
     NodeRow,
     PlainStep,
@@ -294,10 +295,7 @@ class SQLiteStore:
     def create(self, rows: SessionRows) -> None:
         """Add a new session with its rows in one transaction."""
         cutter = Cutter()
-        info, events, messages, nodes, tasks = _plain_session(rows)
-        events, streams = pack(events, cutter)
-        session = cutter.session((info, events, messages, nodes, tasks))
-        self._write(_create, session, streams, texts=cutter.found)
+        self._write(_create, *_packed_session(rows, cutter), texts=cutter.found)
 
     def fork(self, source: str, seq: int, info: StoredSession) -> None:
         """Add session `info` with `source`'s rows as of event `seq`, copied inside the file."""
@@ -312,9 +310,19 @@ class SQLiteStore:
         """`commit` for steps already as plain data (`PlainCommitStore`): the journal encodes
         its steps so, without building the `Step` rows first."""
         cutter = Cutter()
-        steps, streams = pack_steps(steps, cutter)
-        steps = [cutter.step(step) for step in steps]
-        self._write(_commit, session_id, steps, streams, texts=cutter.found)
+        self._write(_commit, *_packed(session_id, steps, cutter), texts=cutter.found)
+
+    def commit_group(self, writes: list[GroupWrite]) -> None:
+        """Several sessions' creations and steps in one transaction (`GroupCommitStore`): the
+        store thread's group commit pays one transaction where it would pay one a session."""
+        cutter = Cutter()
+        work: list[tuple[Callable[..., None], tuple[Any, ...]]] = []
+        for rows, session_id, steps in writes:
+            if rows is not None:
+                work.append((_create, _packed_session(rows, cutter)))
+            if steps:
+                work.append((_commit, _packed(session_id, steps, cutter)))
+        self._write(_each, work, texts=cutter.found)
 
     def _write(
         self, writes: Callable[..., None], *args: Any, texts: dict[bytes, str] | None = None
@@ -480,6 +488,27 @@ def open_file(path: str | os.PathLike[str], *, create: bool) -> SQLiteStore:
         if store is None or not store.serves(key):
             store = _open[key] = SQLiteStore(path, create=create)
         return store
+
+
+def _packed_session(rows: SessionRows, cutter: Cutter) -> tuple[PlainSession, list[Stream]]:
+    """A new session's rows as `_create` writes them: its chunks packed into streams, its long
+    texts cut out into `cutter`."""
+    info, events, messages, nodes, tasks = _plain_session(rows)
+    events, streams = pack(events, cutter)
+    return cutter.session((info, events, messages, nodes, tasks)), streams
+
+
+def _packed(
+    session_id: str, steps: list[PlainStep], cutter: Cutter
+) -> tuple[str, list[PlainStep], list[Stream]]:
+    """A commit's steps as `_commit` writes them (see `_packed_session`)."""
+    steps, streams = pack_steps(steps, cutter)
+    return session_id, [cutter.step(step) for step in steps], streams
+
+
+def _each(db: sqlite3.Connection, work: list[tuple[Callable[..., None], tuple[Any, ...]]]) -> None:
+    for writes, args in work:
+        writes(db, *args)
 
 
 def _create(db: sqlite3.Connection, session: PlainSession, streams: list[Stream]) -> None:
