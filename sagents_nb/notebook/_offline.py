@@ -357,6 +357,8 @@ def static_output(view: LiveView) -> dict[str, str]:
     if kept is not None and kept[0] == stamp:
         return kept[1]
     static = static_view(view)
+    if view.projector.loading is not None:  # its panes once its stored log is folded
+        return static
     viewer = viewer_html([("", view)], static["text/html"], OUTPUT_TURNS)
     output = {**static, "text/html": viewer}
     _OUTPUTS[view] = (stamp, output)

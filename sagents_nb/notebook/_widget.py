@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 try:
@@ -22,6 +23,7 @@ from ._export import show
 from ._offline import static_output
 from ._panes import Focus, pane_state
 from ._projector import Projector
+from ._replay import Replay
 from ._search import SearchIndex, search_state
 from ._state import PendingState
 from ._target import Target
@@ -33,6 +35,7 @@ from ._view_module import STATIC, view_module
 if TYPE_CHECKING:
     from .. import Result, Run, Session
     from .._base.messages import Message
+    from ..events import Event
 
 MESSAGES_EDITABLE = 40
 """A model pause's card offers its request's last messages for editing, this many at most
@@ -113,7 +116,10 @@ class LiveView(anywidget.AnyWidget):
         self._rate = rate
         self._throttle = Throttle(self._push, rate=rate)
         self.target.attach(self.projector, self._throttle.request)
-        self._warm_search(len(self.projector.events))
+        if self.target.replay is not None:
+            self._fold_stored(self.target.replay)
+        else:
+            self._warm_search(len(self.projector.events))
         header, tree, pane, found = self._render()
         self._throttle.count_call()  # the initial state is the first update
         super().__init__(header=header, tree=tree, pane=pane or "{}", found=found)
@@ -269,6 +275,9 @@ class LiveView(anywidget.AnyWidget):
         events changed."""
         focus, projector, index = self.focus, self.projector, self._search
         asked = bool(focus.query)
+        if asked and projector.loading is not None:  # nothing to look through yet
+            self._throttle.request()
+            return {"query": focus.query, "rows": [], "note": projector.loading.words()}
         stamp = (focus.query, focus.found_start, asked and projector.version, len(index.folded))
         if stamp != self._found[0]:
             found = search_state(index, projector.events, focus.query, focus.found_start)
@@ -277,6 +286,22 @@ class LiveView(anywidget.AnyWidget):
             stamp = (*stamp[:3], len(index.folded))
             self._found = (stamp, found)
         return self._found[1]
+
+    def _fold_stored(self, replay: Replay) -> None:
+        """Fold a long stored log a slice at a time on the library loop, after the first
+        paint; then index it for the search."""
+
+        def fold_slice() -> None:
+            if self._closed:
+                return
+            if replay.step(WARM_SLICE):
+                self.target.replay = None
+                self._warm_search(replay.total)
+            else:
+                call_soon(fold_slice)
+            self._throttle.request()
+
+        call_soon(fold_slice)
 
     def _warm_search(self, upto: int) -> None:
         """Index the first `upto` events (those replayed when the view opened) a slice at a
@@ -301,6 +326,8 @@ class LiveView(anywidget.AnyWidget):
 
     def _pane_version(self, exchanges: Any, path: str | None) -> Any:
         projector, tab = self.projector, self.focus.tab
+        if projector.loading is not None:
+            return ("loading", projector.loading.done)
         if tab == "wire":
             if not exchanges:
                 return (id(exchanges), 0)
@@ -334,13 +361,24 @@ class LiveView(anywidget.AnyWidget):
             "preprocessors": list(self.preprocessor_options()) if live else [],
             "preprocessor": self._preprocessor_choice(),
             "llm": projector.llm or (session.llm.label if session is not None else None),
-            "events": len(projector.events),
-            "seq": projector.events[-1].seq if projector.events else 0,
+            **self._count(),
             "fork": session is not None and session.store is not None,
             "resumable": live and target.resumable(),
             "forks": self._fork_refs(),
             "notice": self._notice,
         }
+
+    def _count(self) -> dict[str, int]:
+        """How many events the session has and the last one's seq (while a long stored log
+        is folded: its own, and those waiting behind it)."""
+        projector = self.projector
+        events: Sequence[Event] = projector.events
+        count, seq = len(events), events[-1].seq if events else 0
+        if projector.loading is not None:
+            events = projector.inbox
+            count = projector.loading.of + len(events)
+            seq = events[-1].seq if events else projector.loading.last_seq
+        return {"events": count, "seq": seq}
 
     def _run_header(self) -> dict[str, Any] | None:
         projector = self.projector
