@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from .._runtime.restore import collector_paused
 from ..events import Event
 from ._projector import Projector
 from ._state import Loading
@@ -53,12 +54,13 @@ class Replay:
         events, staged, loading = self.events, self.staged, self.shown.loading
         assert loading is not None, "a replay stepped after it ended"
         done = loading.done
-        while done < self.total:
-            batch = list(events[done : done + CHUNK])
-            staged.fold_all(batch)
-            done += len(batch)
-            if time.perf_counter() > deadline:
-                break
+        with collector_paused():  # what it reads and folds is kept
+            while done < self.total:
+                batch = list(events[done : done + CHUNK])
+                staged.fold_all(batch)
+                done += len(batch)
+                if time.perf_counter() > deadline:
+                    break
         loading.done = done
         if done < self.total:
             return False
