@@ -171,4 +171,4 @@ class Loading:
     """The seq of the log's last stored event."""
 
     def words(self) -> str:
-        return f"reading the stored events: {self.done:,} of {self.of:,}…"
+        return f"reading the {self.of:,} stored events…"

@@ -297,9 +297,9 @@ class LiveView(anywidget.AnyWidget):
             if replay.step(WARM_SLICE):
                 self.target.replay = None
                 self._warm_search(replay.total)
+                self._throttle.request()
             else:
                 call_soon(fold_slice)
-            self._throttle.request()
 
         call_soon(fold_slice)
 
@@ -327,7 +327,7 @@ class LiveView(anywidget.AnyWidget):
     def _pane_version(self, exchanges: Any, path: str | None) -> Any:
         projector, tab = self.projector, self.focus.tab
         if projector.loading is not None:
-            return ("loading", projector.loading.done)
+            return "loading"
         if tab == "wire":
             if not exchanges:
                 return (id(exchanges), 0)
