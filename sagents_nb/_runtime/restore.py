@@ -353,8 +353,7 @@ class _Stored:
 
     def restore_node(self, node: Node) -> None:
         """Restore `node`'s storage and state, then its children and their task entries."""
-        node.history = self.transcript(node.path, "llm")
-        node.history_tokens = sum(map(node.token_count, node.history))
+        node.restore_history(self.transcript(node.path, "llm"))
         state = self.states.get(node.path)
         if state is None:
             return
