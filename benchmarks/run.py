@@ -714,6 +714,34 @@ def view_overhead_note() -> str | None:
     return f"view_overhead.py says: {lines[-1][:300]}"
 
 
+def view_browser_targets(smoke: bool) -> list[dict[str, Any]]:
+    """The live view's targets in JupyterLab and chromium (`view_browser.py`, in a process of
+    its own): all of them, or (`smoke`) a stored tree of 501 nodes opened and clicked."""
+    command = [sys.executable, str(HERE / "view_browser.py")]
+    command += ["--only", "big", "--big", "10x49", "--clicks", "6"] if smoke else ["--clicks", "20"]
+    name = "live view in chromium (view_browser.py)"
+    try:
+        done = subprocess.run(
+            command, capture_output=True, text=True, timeout=600 if smoke else 2400, cwd=HERE
+        )
+    except subprocess.TimeoutExpired:
+        return [{"target": name, "measured": "timeout", "status": "FAIL", "detail": ""}]
+    lines = [ln for ln in done.stdout.splitlines() if ln.startswith(MARK)]
+    if done.returncode != 0 or not lines:
+        why = (done.stderr.strip().splitlines() or [f"exited {done.returncode}"])[-1][:300]
+        return [{"target": name, "measured": "error", "status": "FAIL", "detail": why}]
+    data = json.loads(lines[-1][len(MARK) :])
+    return [
+        {
+            "target": what,
+            "measured": figure,
+            "status": "PASS" if met else "FAIL",
+            "detail": f"load {data['load']}",
+        }
+        for what, met, figure in data["targets"]
+    ]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--smoke", action="store_true", help="sagents_nb and the floor, N=10")
@@ -724,6 +752,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=7, help="runs per process, fanout N=10")
     parser.add_argument("--rounds", type=int, default=8, help="interleaved processes, fanout 10")
     parser.add_argument("--no-readme", action="store_true", help="leave README.md alone")
+    parser.add_argument("--no-browser", action="store_true", help="skip view_browser.py")
     args = parser.parse_args()
 
     started = time.monotonic()
@@ -756,6 +785,9 @@ def main() -> int:
         "notes": notes,
     }
     result["targets"] = targets(rows, imports, peers)
+    if not args.no_browser:
+        log("the live view in JupyterLab and chromium (view_browser.py)")
+        result["targets"] += view_browser_targets(args.smoke)
     result["duration_s"] = time.monotonic() - started
     result["load_average_end"] = load_average()
     text = report(result)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -23,7 +24,6 @@ from ._export import show
 from ._offline import static_output
 from ._panes import Focus, pane_state
 from ._projector import Projector
-from ._replay import Replay
 from ._search import SearchIndex, search_state
 from ._state import PendingState
 from ._target import Target
@@ -117,7 +117,7 @@ class LiveView(anywidget.AnyWidget):
         self._throttle = Throttle(self._push, rate=rate)
         self.target.attach(self.projector, self._throttle.request)
         if self.target.replay is not None:
-            self._fold_stored(self.target.replay)
+            self._fold_stored()
         else:
             self._warm_search(len(self.projector.events))
         header, tree, pane, found = self._render()
@@ -287,21 +287,38 @@ class LiveView(anywidget.AnyWidget):
             self._found = (stamp, found)
         return self._found[1]
 
-    def _fold_stored(self, replay: Replay) -> None:
+    def read_stored(self) -> None:
+        """Fold the rest of a long stored log now, if it is still being read (in the
+        background since the view opened): e.g. before the view is saved."""
+
+        async def finish() -> None:
+            self._step_replay(math.inf)
+
+        if self.target.replay is not None:
+            run_sync(finish(), what="view.read_stored()")
+
+    def _fold_stored(self) -> None:
         """Fold a long stored log a slice at a time on the library loop, after the first
         paint; then index it for the search."""
 
         def fold_slice() -> None:
-            if self._closed:
-                return
-            if replay.step(WARM_SLICE):
-                self.target.replay = None
-                self._warm_search(replay.total)
-                self._throttle.request()
-            else:
+            if not self._closed and not self._step_replay(WARM_SLICE):
                 call_soon(fold_slice)
 
         call_soon(fold_slice)
+
+    def _step_replay(self, seconds: float) -> bool:
+        """Fold the stored log for about `seconds` (on the library loop); whether it is all
+        folded."""
+        replay = self.target.replay
+        if replay is None:
+            return True
+        if not replay.step(seconds):
+            return False
+        self.target.replay = None
+        self._warm_search(replay.total)
+        self._throttle.request()
+        return True
 
     def _warm_search(self, upto: int) -> None:
         """Index the first `upto` events (those replayed when the view opened) a slice at a

@@ -14,7 +14,7 @@ import pytest
 
 import sagents_nb as sn
 from sagents_nb._base.loop import run_sync
-from sagents_nb.notebook import _target, _widget, view
+from sagents_nb.notebook import _offline, _target, _widget, save_html, view
 from sagents_nb.notebook._controls import handle_message
 from sagents_nb.notebook._panes import TABS
 from sagents_nb.notebook._widget import LiveView
@@ -157,3 +157,39 @@ def test_a_long_stored_log_is_folded_after_the_tree_is_drawn(
     finally:
         shown.close()
         at_once.close()
+
+
+def test_saving_a_view_whose_stored_log_is_being_read_waits_for_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    session = reopened(tmp_path)
+    shown, held = held_view(session, monkeypatch)
+    try:
+        assert shown.projector.loading is not None and held
+        page = save_html(shown, tmp_path / "vue.html").read_text(encoding="utf-8")
+        assert shown.projector.loading is None
+        assert len(shown.projector.events) == len(session.events)
+        assert "stored events…" not in page
+        run_held(held)  # the slices still queued find nothing left to fold
+        assert shown.target.replay is None
+    finally:
+        shown.close()
+
+
+def test_a_long_session_leaves_its_text_in_the_notebook_not_its_panes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    session = reopened(tmp_path)
+    shown = view(session)
+    try:
+        assert "sagents-saved" in json.dumps(shown.static_output())
+    finally:
+        shown.close()
+    monkeypatch.setattr(_offline, "OUTPUT_EVENTS", 10)
+    shown = view(session)
+    try:
+        static = shown.static_output()
+        assert "sagents-saved" not in json.dumps(static)
+        assert "ouvrier.3 [worker] done" in static["text/plain"]
+    finally:
+        shown.close()
