@@ -4,11 +4,12 @@ It builds each peer's venv under `benchmarks/.envs/` (pip, bounded in time), the
 scenarios on the floor, on sagents_nb and on every peer, each scenario in its own subprocess in
 the framework's venv (the scenario files print one JSON line), and prints one table: medians over
 several runs, µs per model turn, the ratio to the floor, long-run growth, peak RSS and import time,
-followed by the targets as PASS/FAIL lines. The results go to `benchmarks/results/latest.json` and
+followed by the targets as PASS/FAIL lines, the live view's in JupyterLab and chromium among
+them (`view_browser.py`; `--no-browser` skips it). The results go to `benchmarks/results/latest.json` and
 the table into `benchmarks/README.md`.
 
-`--smoke` runs only sagents_nb and the floor at N = 10 (and the import check), quickly; it writes
-JSON only where `--out` says.
+`--smoke` runs only sagents_nb and the floor at N = 10 (and the import check), and the live
+view on a stored tree of 501 nodes, quickly; it writes JSON only where `--out` says.
 """
 
 from __future__ import annotations

@@ -83,8 +83,8 @@ class Target:
         """Replay what happened so far into `projector`, then queue new events in its inbox.
 
         For a session, replay and subscription happen together on the library loop, where
-        the runtime emits, so no event is missed or counted twice. A log of more than
-        `FOLD_AT_ONCE` events is folded afterwards (`replay`, stepped by the view): the
+        the runtime emits, so no event is missed or counted twice. A session's log of more
+        than `FOLD_AT_ONCE` events is folded afterwards (`replay`, stepped by the view): the
         projector holds the tree snapshot until then.
         """
         if self.result is not None:
@@ -103,7 +103,8 @@ class Target:
         def start() -> None:
             with collector_paused():  # a long session's objects, walked again and again
                 stored, tree = session.events[:], session.tree
-                if len(stored) > FOLD_AT_ONCE:
+                # a run's view folds at once: the tree snapshot is the session's now
+                if len(stored) > FOLD_AT_ONCE and self.run is None:
                     self.replay = Replay(projector, stored, tree, self._settle_cut_runs)
                 else:
                     projector.fold_all(list(stored))

@@ -193,3 +193,16 @@ def test_a_long_session_leaves_its_text_in_the_notebook_not_its_panes(
         assert "ouvrier.3 [worker] done" in static["text/plain"]
     finally:
         shown.close()
+
+
+def test_a_runs_view_folds_its_stored_log_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    session = reopened(tmp_path)
+    session.send("encore").result()
+    shown, held = held_view(session.runs[0], monkeypatch)
+    try:  # the tree snapshot is the session's now, not run 1's
+        assert shown.projector.loading is None and shown.target.replay is None
+        assert shown.projector.later == {2: "done"}
+    finally:
+        shown.close()
