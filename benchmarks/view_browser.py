@@ -15,6 +15,7 @@ to pane p95 <= 150 ms. The last line (`BENCH_JSON `) holds the figures and targe
     .venv/bin/python benchmarks/view_browser.py [--clicks 40] [--json] [--only big ...]
         [--big 100x99]
 """
+
 from __future__ import annotations
 
 import argparse

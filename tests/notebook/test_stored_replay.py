@@ -200,7 +200,7 @@ def test_a_runs_view_folds_its_stored_log_at_once(
 ) -> None:
     session = reopened(tmp_path)
     session.send("encore").result()
-    shown, held = held_view(session.runs[0], monkeypatch)
+    shown, _ = held_view(session.runs[0], monkeypatch)
     try:  # the tree snapshot is the session's now, not run 1's
         assert shown.projector.loading is None and shown.target.replay is None
         assert shown.projector.later == {2: "done"}
