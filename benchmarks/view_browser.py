@@ -161,19 +161,30 @@ agent, _ = team({children}, {each})
 print("READY")
 """
 BIG = """
-began = time.perf_counter()
+began, cpu = time.perf_counter(), time.process_time()
 session = sn.Session.open({path!r}, {sid!r}, agent=agent)
-opened = time.perf_counter() - began
+opened, opened_cpu = time.perf_counter() - began, time.process_time() - cpu
 shown = view(session)
-viewed = time.perf_counter() - began - opened
+viewed, viewed_cpu = time.perf_counter() - began - opened, time.process_time() - cpu - opened_cpu
 display(shown)
-print("BIG", opened, viewed)
+print("BIG", opened, viewed, opened_cpu, viewed_cpu)
 """
 """Issue 32 item 1: `Session.open` and the view, timed from the cell's run to its first rows
 painted (the imports and the agents in the cell before)."""
 LOADED = """
 () => !document.querySelector('.sagents-view .sn-pane')?.textContent.includes('stored events…')
 """
+WATCH_LOADED = f"""
+() => {{
+  const loaded = {LOADED.strip()};
+  const look = () => {{
+    if (loaded()) window.__snLoaded = performance.now() - window.__snCell;
+    else setTimeout(look, 20);
+  }};
+  look();
+}}
+"""
+"""Notes when the pane stops saying the stored events are being read (`window.__snLoaded`)."""
 BIG_PAINTED = """
 () => new Promise((resolve) => {
   const check = () => {
@@ -264,9 +275,11 @@ def measure_big(
     page.evaluate("() => { window.__snCell = performance.now(); }")
     run_cell(page, 1)
     painted_ms = page.evaluate(BIG_PAINTED)
+    page.evaluate(WATCH_LOADED)
     output = page.locator('.jp-OutputArea-output[data-mime-type$="stdout"]', has_text="BIG")
     output.wait_for(timeout=120_000)
-    opened, viewed = (float(x) for x in output.inner_text().split("BIG", 1)[1].split()[:2])
+    figures = output.inner_text().split("BIG", 1)[1].split()[:4]
+    opened, viewed, opened_cpu, viewed_cpu = (float(x) for x in figures)
     view = page.locator(".sagents-view")
     rows = view.locator(".sn-node").count()
     summary = view.locator(".sn-tree-summary").inner_text()
@@ -284,8 +297,8 @@ def measure_big(
     page.wait_for_timeout(5500)  # a click that has not landed counts as 5 s
     probe = page.evaluate("() => window.__sn")
     while_loading = _latencies(probe, loading_clicks) if loading_clicks else None
-    page.wait_for_function(LOADED, timeout=120_000)
-    loaded_ms = page.evaluate("() => performance.now() - window.__snCell")
+    page.wait_for_function("() => window.__snLoaded !== undefined", timeout=120_000)
+    loaded_ms = page.evaluate("() => window.__snLoaded")
     page.wait_for_timeout(1000)
     page.evaluate("() => { window.__sn.long = []; window.__sn.clicks = []; }")
     for target in targets[:clicks]:
@@ -298,6 +311,8 @@ def measure_big(
         "build_s": round(built, 1),
         "open_s": round(opened, 2),
         "view_s": round(viewed, 2),
+        "open_cpu_s": round(opened_cpu, 2),
+        "view_cpu_s": round(viewed_cpu, 2),
         "open_paint_s": round(painted_ms / 1000, 2),
         "events_read_s": round(loaded_ms / 1000, 2),
         "rows_drawn": rows,
@@ -386,7 +401,8 @@ def verdicts(results: dict[str, Any]) -> list[tuple[str, bool, str]]:
         checks += [
             (f"{nodes}: Session.open + view's first paint <= {BIG_TARGETS['open_paint_s']:g} s",
              big["open_paint_s"] <= BIG_TARGETS["open_paint_s"],
-             f"{big['open_paint_s']} s (Session.open {big['open_s']} s, view() {big['view_s']} s, "
+             f"{big['open_paint_s']} s (Session.open {big['open_s']} s, view() {big['view_s']} s; "
+             f"in the kernel's CPU time {big['open_cpu_s']} s and {big['view_cpu_s']} s; "
              f"{big['rows_drawn']} rows drawn; every event read {big['events_read_s']} s)"),
             (f"{nodes}: click -> pane p95 <= {BIG_TARGETS['p95_ms']} ms",
              big["p95_ms"] <= BIG_TARGETS["p95_ms"] and big["landed"] == big["clicks"],
