@@ -185,14 +185,16 @@ def test_a_long_session_leaves_its_text_in_the_notebook_not_its_panes(
         assert "sagents-saved" in json.dumps(shown.static_output())
     finally:
         shown.close()
-    monkeypatch.setattr(_offline, "OUTPUT_EVENTS", 10)
-    shown = view(session)
-    try:
-        static = shown.static_output()
-        assert "sagents-saved" not in json.dumps(static)
-        assert "ouvrier.3 [worker] done" in static["text/plain"]
-    finally:
-        shown.close()
+    for bound in ("OUTPUT_EVENTS", "OUTPUT_NODES"):
+        with monkeypatch.context() as patched:
+            patched.setattr(_offline, bound, 10)
+            shown = view(session)
+            try:
+                static = shown.static_output()
+                assert "sagents-saved" not in json.dumps(static)
+                assert "ouvrier.3 [worker] done" in static["text/plain"]
+            finally:
+                shown.close()
 
 
 def test_a_runs_view_folds_its_stored_log_at_once(
