@@ -4,13 +4,15 @@ It builds each peer's venv under `benchmarks/.envs/` (pip, bounded in time), the
 scenarios on the floor, on sagents_nb and on every peer, each scenario in its own subprocess in
 the framework's venv (the scenario files print one JSON line), and prints one table: medians over
 several runs, µs per model turn, the ratio to the floor, long-run growth, peak RSS and import time,
-followed by the targets as PASS/FAIL lines. Then `sweep_scale.py`: `sn.sweep` of 10,000 items
-in process and on a local Ray cluster, beside Inspect AI (its venv built like a peer's) at 1,000
-and 10,000 samples. The results go to `benchmarks/results/latest.json` and the table into
+followed by the targets as PASS/FAIL lines, the live view's in JupyterLab and chromium among
+them (`view_browser.py`; `--no-browser` skips it). Then `sweep_scale.py`: `sn.sweep` of 10,000
+items in process and on a local Ray cluster, beside Inspect AI (its venv built like a peer's) at
+1,000 and 10,000 samples. The results go to `benchmarks/results/latest.json` and the table into
 `benchmarks/README.md`.
 
-`--smoke` runs only sagents_nb and the floor at N = 10 (and the import check, and a sweep of 500
-items in process), quickly; it writes JSON only where `--out` says.
+`--smoke` runs only sagents_nb and the floor at N = 10 (and the import check, a sweep of 500
+items in process), and the live view on a stored tree of 501 nodes, quickly; it writes JSON only
+where `--out` says.
 """
 
 from __future__ import annotations
@@ -787,6 +789,34 @@ def view_overhead_note() -> str | None:
     return f"view_overhead.py says: {lines[-1][:300]}"
 
 
+def view_browser_targets(smoke: bool) -> list[dict[str, Any]]:
+    """The live view's targets in JupyterLab and chromium (`view_browser.py`, in a process of
+    its own): all of them, or (`smoke`) a stored tree of 501 nodes opened and clicked."""
+    command = [sys.executable, str(HERE / "view_browser.py")]
+    command += ["--only", "big", "--big", "10x49", "--clicks", "6"] if smoke else ["--clicks", "20"]
+    name = "live view in chromium (view_browser.py)"
+    try:
+        done = subprocess.run(
+            command, capture_output=True, text=True, timeout=600 if smoke else 2400, cwd=HERE
+        )
+    except subprocess.TimeoutExpired:
+        return [{"target": name, "measured": "timeout", "status": "FAIL", "detail": ""}]
+    lines = [ln for ln in done.stdout.splitlines() if ln.startswith(MARK)]
+    if done.returncode != 0 or not lines:
+        why = (done.stderr.strip().splitlines() or [f"exited {done.returncode}"])[-1][:300]
+        return [{"target": name, "measured": "error", "status": "FAIL", "detail": why}]
+    data = json.loads(lines[-1][len(MARK) :])
+    return [
+        {
+            "target": what,
+            "measured": figure,
+            "status": "PASS" if met else "FAIL",
+            "detail": f"load {data['load']}",
+        }
+        for what, met, figure in data["targets"]
+    ]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--smoke", action="store_true", help="sagents_nb and the floor, N=10")
@@ -799,6 +829,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=7, help="runs per process, fanout N=10")
     parser.add_argument("--rounds", type=int, default=8, help="interleaved processes, fanout 10")
     parser.add_argument("--no-readme", action="store_true", help="leave README.md alone")
+    parser.add_argument("--no-browser", action="store_true", help="skip view_browser.py")
     args = parser.parse_args()
 
     started = time.monotonic()
@@ -840,6 +871,9 @@ def main() -> int:
     result["targets"] += sweep.get("targets") or [
         {"status": "FAIL", "target": "sweep_scale.py ran", "measured": sweep.get("error", "?")}
     ]
+    if not args.no_browser:
+        log("the live view in JupyterLab and chromium (view_browser.py)")
+        result["targets"] += view_browser_targets(args.smoke)
     result["duration_s"] = time.monotonic() - started
     result["load_average_end"] = load_average()
     text = report(result)

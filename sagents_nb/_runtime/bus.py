@@ -145,13 +145,14 @@ class EventBus:
                 log.exception("an event subscriber raised on %s; it stays subscribed", event.type)
         return event
 
-    def subscribe(self, callback: Subscriber) -> Callable[[], None]:
-        """Deliver every future event to `callback`; it first gets each node's current status.
+    def subscribe(self, callback: Subscriber, *, statuses: bool = True) -> Callable[[], None]:
+        """Deliver every future event to `callback`; it first gets each node's current status
+        (`statuses=False`: not, for a consumer that has read them already).
 
         Returns a function that unsubscribes.
         """
         with self._lock:
-            current = list(self.statuses.items())
+            current = list(self.statuses.items()) if statuses else []
             self._subscribers = [*self._subscribers, callback]
         for path, status in current:
             callback(StatusChanged(path=path, status=status, seq=0, run=self.run, ts=time.time()))

@@ -49,7 +49,8 @@ class Node:
         self.parent = parent
         self.depth: int = 0 if parent is None else parent.depth + 1
         self.history: list[Message] = []
-        self.history_tokens = 0
+        self._history_tokens: int | None = 0
+        """None: not counted yet (a reopened node's, counted at the first look)."""
         self.display: list[Message] | None = None
         self.display_swaps: dict[int, Message] = {}
         self.status = "spawned"
@@ -112,6 +113,23 @@ class Node:
     def token_count(self) -> Callable[[Message], int]:
         """The session's token counter."""
         return self.session.token_counter
+
+    @property
+    def history_tokens(self) -> int:
+        """Storage's size by the session's token counter."""
+        if self._history_tokens is None:
+            self._history_tokens = sum(map(self.session.token_counter, self.history))
+        return self._history_tokens
+
+    @history_tokens.setter
+    def history_tokens(self, tokens: int) -> None:
+        self._history_tokens = tokens
+
+    def restore_history(self, messages: list[Message]) -> None:
+        """Put stored messages back as storage, counted when first looked at: a reopened
+        session of thousands of nodes counts none of them before it is shown."""
+        self.history = messages
+        self._history_tokens = None
 
     def system_messages(self) -> list[Message]:
         """The system prompt (read from the agent now, so edits between cells apply)."""

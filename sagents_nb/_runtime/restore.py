@@ -93,12 +93,16 @@ def open_session(
 def collector_paused() -> Iterator[None]:
     """Pause Python's cycle collector while a session's rows are read and rebuilt: the tens of
     thousands of rows and messages a long session has make it sweep everything alive again and
-    again, and none of them form cycles."""
+    again, and none of them form cycles. What was made meanwhile then joins the oldest
+    generation as it is (`freeze` and `unfreeze` move the lists, walking nothing): walked
+    through the young generations first, they cost seconds."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
+        gc.freeze()
+        gc.unfreeze()
         if was_enabled:
             gc.enable()
 
@@ -367,8 +371,7 @@ class _Stored:
 
     def restore_node(self, node: Node) -> None:
         """Restore `node`'s storage and state, then its children and their task entries."""
-        node.history = self.transcript(node.path, "llm")
-        node.history_tokens = sum(map(node.token_count, node.history))
+        node.restore_history(self.transcript(node.path, "llm"))
         state = self.states.get(node.path)
         if state is None:
             return

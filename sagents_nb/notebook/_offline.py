@@ -52,6 +52,10 @@ CONTEXT_TURNS = 300
 saved, with a notice): each turn's pane holds its view, storage and changes."""
 OUTPUT_TURNS = 50
 """The same in a notebook's static output, made again after each cell that changed the view."""
+OUTPUT_EVENTS = 20_000
+OUTPUT_NODES = 300
+"""Events and nodes past which a notebook's static output holds the view's text only, not its
+panes (worked out after each cell, they would cost seconds; `save_html` writes them all)."""
 EVENT_JSON = 4000
 """Characters of an event's JSON the Events tab shows when it is opened (as the live view)."""
 OFFLINE_JS = STATIC / "offline.js"
@@ -357,6 +361,10 @@ def static_output(view: LiveView) -> dict[str, str]:
     if kept is not None and kept[0] == stamp:
         return kept[1]
     static = static_view(view)
+    projector = view.projector
+    large = len(projector.events) > OUTPUT_EVENTS or len(projector.nodes) > OUTPUT_NODES
+    if large or projector.loading is not None:
+        return static  # its text (the whole view: `save_html`)
     viewer = viewer_html([("", view)], static["text/html"], OUTPUT_TURNS)
     output = {**static, "text/html": viewer}
     _OUTPUTS[view] = (stamp, output)

@@ -92,7 +92,9 @@ def pane_state(
     path = chosen or projector.followed()
     pane: dict[str, Any] = {"node": path, "chosen": chosen, "tab": focus.tab}
     node = projector.nodes.get(path) if path else None
-    if focus.tab == "events":
+    if projector.loading is not None:  # every pane is folded from the events
+        pane["empty"] = projector.loading.words()
+    elif focus.tab == "events":
         only = path if focus.node_only else None
         types = set(focus.types)
         pane.update(events_pane(projector, types, only, json_cache, focus.opened, focus.start))

@@ -45,7 +45,7 @@ from ..events import (
     WindowTrim,
 )
 from ._decisions import DecisionLog
-from ._state import Mark, NodeState, PendingState, RunState, ToolCard, Turn
+from ._state import Loading, Mark, NodeState, PendingState, RunState, ToolCard, Turn
 from ._timings import Timings
 from ._words import counted
 
@@ -118,6 +118,9 @@ class Projector:
         """Queue an event for the next `catch_up` (from any thread)."""
         self.timings = Timings()
         """The runs' spans and tokens, folded from `events` only when the Timing tab is drawn."""
+        self.loading: Loading | None = None
+        """While a long stored log is folded apart (`_replay.Replay`): how far it is. Until
+        then the nodes hold the tree snapshot's figures only, and the inbox waits."""
 
     def fold(self, event: Event) -> None:
         """Add one event to the view state (after any still in the inbox)."""
@@ -133,9 +136,9 @@ class Projector:
             self._fold(events)
 
     def catch_up(self) -> None:
-        """Fold every event in the inbox."""
+        """Fold every event in the inbox (once the stored log is folded, `loading`)."""
         inbox = self.inbox
-        if not inbox:
+        if not inbox or self.loading is not None:
             return
         with self.lock:
             # Events appended meanwhile (by another thread) land after `count` and stay queued.
@@ -143,6 +146,17 @@ class Projector:
             batch = inbox[:count]
             del inbox[:count]
             self._fold(batch)
+
+    def adopt(self, staged: Projector) -> None:
+        """Take over the state of `staged`, which folded this view's stored log apart
+        (`_replay.Replay`), then fold the events that waited in the inbox meanwhile."""
+        with self.lock:
+            version = self.version + staged.version + 1
+            for name, value in vars(staged).items():
+                if name not in _OWN:
+                    setattr(self, name, value)
+            self.version, self.loading = version, None
+            self.catch_up()
 
     def _fold(self, events: list[Event]) -> None:
         scope = self.scope
@@ -607,6 +621,10 @@ class Projector:
     @handles(ErrorOccurred)
     def _error(self, event: ErrorOccurred) -> None:
         self.node(event.path).transcript.append(event)
+
+
+_OWN = frozenset({"lock", "inbox", "receive", "version", "loading", "scope", "prices"})
+"""What a projector keeps of its own when it adopts another's state."""
 
 
 def _json(value: Any) -> str:

@@ -50,6 +50,7 @@ def save_html(obj: Any, path: str | os.PathLike[str], *, title: str | None = Non
             else:
                 shown = LiveView(obj)
                 made.append(shown)
+            shown.read_stored()
             views = [("", shown)]
             fallback = static_view(shown)["text/html"]
             heading = title or f"sagents_nb · {shown.target.title()}"

@@ -159,3 +159,16 @@ class PendingState:
     run: int = 0
     stored: bool = False
     """Stored by a run that was cut (a reopen or a fork): it waits for `session.resume()`."""
+
+
+@dataclass
+class Loading:
+    """How far a view's long stored log has been folded (`Projector.loading`, `_replay`)."""
+
+    done: int
+    of: int
+    last_seq: int
+    """The seq of the log's last stored event."""
+
+    def words(self) -> str:
+        return f"reading the {self.of:,} stored events…"

@@ -8,9 +8,11 @@ from typing import Any
 from .. import Agent, Result, Run, Session, kinds
 from .._base.loop import on_library_thread, run_sync
 from .._runtime.agent import member_agent
+from .._runtime.restore import collector_paused
 from .._runtime.resume import interrupted_run
 from ..events import Event
 from ._projector import Projector
+from ._replay import FOLD_AT_ONCE, Replay
 
 
 class Target:
@@ -25,6 +27,8 @@ class Target:
         self.run: Run | None = None
         self.result: Result | None = None
         self._unsubscribe: Callable[[], None] | None = None
+        self.replay: Replay | None = None
+        """A long stored log being folded after the first paint (`attach`), until it is."""
         self._merged: tuple[Any, list[Any]] | None = None
         """The exchanges of several endpoints merged, with the state of the logs they are of."""
         if isinstance(obj, Session):
@@ -79,7 +83,9 @@ class Target:
         """Replay what happened so far into `projector`, then queue new events in its inbox.
 
         For a session, replay and subscription happen together on the library loop, where
-        the runtime emits, so no event is missed or counted twice.
+        the runtime emits, so no event is missed or counted twice. A session's log of more
+        than `FOLD_AT_ONCE` events is folded afterwards (`replay`, stepped by the view): the
+        projector holds the tree snapshot until then.
         """
         if self.result is not None:
             projector.fold_all(list(self.result.events))
@@ -91,15 +97,21 @@ class Target:
         receive = projector.receive
 
         def listen(event: Event) -> None:
-            if event.seq:  # seq 0: a late subscriber's status digest, already in the replay
-                receive(event)
-                on_change()
+            receive(event)
+            on_change()
 
         def start() -> None:
-            projector.fold_all(list(session.events))
-            projector.apply_tree(session.tree)
-            self._settle_cut_runs(projector)
-            self._unsubscribe = session.bus.subscribe(listen)  # on the loop, as it folds
+            with collector_paused():  # a long session's objects, walked again and again
+                stored, tree = session.events[:], session.tree
+                # a run's view folds at once: the tree snapshot is the session's now
+                if len(stored) > FOLD_AT_ONCE and self.run is None:
+                    self.replay = Replay(projector, stored, tree, self._settle_cut_runs)
+                else:
+                    projector.fold_all(list(stored))
+                    projector.apply_tree(tree)
+                    self._settle_cut_runs(projector)
+            # on the loop, as it folds; the statuses are in the replay already
+            self._unsubscribe = session.bus.subscribe(listen, statuses=False)
 
         if on_library_thread():
             start()

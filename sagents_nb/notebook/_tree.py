@@ -54,7 +54,7 @@ class Tree:
         self._totals: dict[str, tuple[int, int, int, int]] = {}
         self._statuses: Counter[str] = Counter()
         self._costs: dict[str, dict[str, Any]] = {}
-        self._words: dict[str, tuple[int, str]] = {}
+        self._words: dict[str, tuple[NodeState, int, str]] = {}
         self._matched: tuple[tuple[str, int], set[str]] | None = None
 
     def state(self, projector: Projector, ask: TreeAsk | None = None) -> dict[str, Any]:
@@ -131,14 +131,15 @@ class Tree:
         return keep
 
     def _haystack(self, node: NodeState) -> str:
-        """What the filter looks in (folded as the search folds), kept per node version."""
+        """What the filter looks in (folded as the search folds), kept per node and version
+        (a view whose stored log was folded apart takes new node objects over)."""
         kept = self._words.get(node.path)
-        if kept is not None and kept[0] == node.version:
-            return kept[1]
+        if kept is not None and kept[0] is node and kept[1] == node.version:
+            return kept[2]
         words = [node.path, node.agent, node.kind, shown(node.status)]
         words += [_one_line(node.prompt or node.display_text) or "", _call_words(node)]
         text = fold(" ".join(words))
-        self._words[node.path] = (node.version, text)
+        self._words[node.path] = (node, node.version, text)
         return text
 
     def _branch(

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import math
 import uuid
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 try:
@@ -33,6 +35,7 @@ from ._view_module import STATIC, view_module
 if TYPE_CHECKING:
     from .. import Result, Run, Session
     from .._base.messages import Message
+    from ..events import Event
 
 MESSAGES_EDITABLE = 40
 """A model pause's card offers its request's last messages for editing, this many at most
@@ -113,7 +116,10 @@ class LiveView(anywidget.AnyWidget):
         self._rate = rate
         self._throttle = Throttle(self._push, rate=rate)
         self.target.attach(self.projector, self._throttle.request)
-        self._warm_search(len(self.projector.events))
+        if self.target.replay is not None:
+            self._fold_stored()
+        else:
+            self._warm_search(len(self.projector.events))
         header, tree, pane, found = self._render()
         self._throttle.count_call()  # the initial state is the first update
         super().__init__(header=header, tree=tree, pane=pane or "{}", found=found)
@@ -269,6 +275,9 @@ class LiveView(anywidget.AnyWidget):
         events changed."""
         focus, projector, index = self.focus, self.projector, self._search
         asked = bool(focus.query)
+        if asked and projector.loading is not None:  # nothing to look through yet
+            self._throttle.request()
+            return {"query": focus.query, "rows": [], "note": projector.loading.words()}
         stamp = (focus.query, focus.found_start, asked and projector.version, len(index.folded))
         if stamp != self._found[0]:
             found = search_state(index, projector.events, focus.query, focus.found_start)
@@ -277,6 +286,39 @@ class LiveView(anywidget.AnyWidget):
             stamp = (*stamp[:3], len(index.folded))
             self._found = (stamp, found)
         return self._found[1]
+
+    def read_stored(self) -> None:
+        """Fold the rest of a long stored log now, if it is still being read (in the
+        background since the view opened): e.g. before the view is saved."""
+
+        async def finish() -> None:
+            self._step_replay(math.inf)
+
+        if self.target.replay is not None:
+            run_sync(finish(), what="view.read_stored()")
+
+    def _fold_stored(self) -> None:
+        """Fold a long stored log a slice at a time on the library loop, after the first
+        paint; then index it for the search."""
+
+        def fold_slice() -> None:
+            if not self._closed and not self._step_replay(WARM_SLICE):
+                call_soon(fold_slice)
+
+        call_soon(fold_slice)
+
+    def _step_replay(self, seconds: float) -> bool:
+        """Fold the stored log for about `seconds` (on the library loop); whether it is all
+        folded."""
+        replay = self.target.replay
+        if replay is None:
+            return True
+        if not replay.step(seconds):
+            return False
+        self.target.replay = None
+        self._warm_search(replay.total)
+        self._throttle.request()
+        return True
 
     def _warm_search(self, upto: int) -> None:
         """Index the first `upto` events (those replayed when the view opened) a slice at a
@@ -301,6 +343,8 @@ class LiveView(anywidget.AnyWidget):
 
     def _pane_version(self, exchanges: Any, path: str | None) -> Any:
         projector, tab = self.projector, self.focus.tab
+        if projector.loading is not None:
+            return "loading"
         if tab == "wire":
             if not exchanges:
                 return (id(exchanges), 0)
@@ -334,13 +378,24 @@ class LiveView(anywidget.AnyWidget):
             "preprocessors": list(self.preprocessor_options()) if live else [],
             "preprocessor": self._preprocessor_choice(),
             "llm": projector.llm or (session.llm.label if session is not None else None),
-            "events": len(projector.events),
-            "seq": projector.events[-1].seq if projector.events else 0,
+            **self._count(),
             "fork": session is not None and session.store is not None,
             "resumable": live and target.resumable(),
             "forks": self._fork_refs(),
             "notice": self._notice,
         }
+
+    def _count(self) -> dict[str, int]:
+        """How many events the session has and the last one's seq (while a long stored log
+        is folded: its own, and those waiting behind it)."""
+        projector = self.projector
+        events: Sequence[Event] = projector.events
+        count, seq = len(events), events[-1].seq if events else 0
+        if projector.loading is not None:
+            events = projector.inbox
+            count = projector.loading.of + len(events)
+            seq = events[-1].seq if events else projector.loading.last_seq
+        return {"events": count, "seq": seq}
 
     def _run_header(self) -> dict[str, Any] | None:
         projector = self.projector
