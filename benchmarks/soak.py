@@ -50,6 +50,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -198,24 +199,30 @@ def drive(folder: Path, mode: str, seed: int) -> None:
     TRACE.write("C")
     runs = [session.send(text, pause_on=GATE) for text in RUNS]
     for number, run in enumerate(runs, 1):
-        approved: set[int] = set()
-        while (status := run.wait()) == "paused":
+        for waiting in each_pause(run):
             # the first pause nobody decided came before the wait woke: committed by now
-            waiting = [p for p in run.pending if p.id not in approved]
-            if not waiting:  # woken by a pause whose approval is on its way
-                time.sleep(0.001)
-                continue
-            first = waiting[0]
-            seq = paused_seq(session, run.number, first.id)
-            TRACE.write("W", number, "paused", seq, json.dumps([pending(first)]))
+            seq = paused_seq(session, run.number, waiting[0].id)
+            TRACE.write("W", number, "paused", seq, json.dumps([pending(waiting[0])]))
             time.sleep(rng.uniform(0, 0.02))
             for p in waiting:
                 TRACE.write("A", json.dumps(pending(p)))
-                approved.add(p.id)
                 p.approve()
-        TRACE.write("W", number, status, run.events[-1].seq)
+        TRACE.write("W", number, run.status, run.events[-1].seq)
     TRACE.write("I", repr(time.time()))
     time.sleep(3600)
+
+
+def each_pause(run: sn.Run) -> Iterator[list[Any]]:
+    """The pauses nobody decided yet, each time the run waits at one (a wait may wake while
+    an approval is on its way: those are left out)."""
+    decided: set[int] = set()
+    while run.wait(timeout=30) == "paused":
+        waiting = [p for p in run.pending if p.id not in decided]
+        if waiting:
+            decided.update(p.id for p in waiting)
+            yield waiting
+        else:
+            time.sleep(0.001)
 
 
 def heartbeat() -> None:
@@ -243,8 +250,9 @@ def pending(p: Any) -> list[Any]:
 
 
 def serve() -> None:
-    """The fork server: one line in (a trial), one forked process, killed after the delay,
-    one line out (when it was killed). It starts no thread, so each fork starts clean."""
+    """The fork server: one line in (a trial), one forked process, killed after the delay (a
+    calibrating trial: once it is idle), one line out (when it was forked and killed). It
+    starts no thread, so each fork starts clean."""
     warm_up()
     for line in sys.stdin:
         trial = json.loads(line)
@@ -256,7 +264,11 @@ def serve() -> None:
                 drive(folder, trial["mode"], trial["seed"])
             finally:
                 os._exit(0)
-        time.sleep(max(0.0, trial["delay"] - (time.monotonic() - started)))
+        trace = folder / "trace"
+        while (left := trial["delay"] - (time.monotonic() - started)) > 0:
+            if trial["calibrate"] and trace.exists() and b"\nI " in trace.read_bytes():
+                break
+            time.sleep(min(left, 0.002))
         killed = time.time()
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
@@ -451,18 +463,15 @@ def resume_and_check(session: sn.Session, seen: Seen) -> list[str]:
             return [f"finish: resume() refused: {exc}"]
     for text in RUNS[len(session.runs) :]:  # a message lost before it was stored: sent again
         session.send(text, pause_on=GATE)
-    approved_here: set[str] = set()
+    approved_here: set[str | None] = set()
     for run in session.runs:
-        if run.done:
-            continue
-        while (status := run.wait(timeout=30)) == "paused":
-            for p in list(run.pending):
+        for waiting in [] if run.done else each_pause(run):
+            for p in waiting:
                 presented.append(pending(p))
-                if p.arguments and "key" in p.arguments:
-                    approved_here.add(p.arguments["key"])
+                approved_here.add((p.arguments or {}).get("key"))
                 p.approve()
-        if status != "done":
-            problems.append(f"finish: run {run.number} ended {status}")
+        if run.status != "done":
+            problems.append(f"finish: run {run.number} ended {run.status}")
     unshown = [p for p in seen.waiting if p not in presented]
     if unshown:
         problems.append(f"pause: {unshown} were not presented again by resume()")
@@ -534,9 +543,12 @@ class ForkServer:
             env=env,
         )
 
-    def start(self, folder: Path, mode: str, seed: int, delay: float) -> None:
+    def start(
+        self, folder: Path, mode: str, seed: int, delay: float, *, calibrate: bool = False
+    ) -> None:
         folder.mkdir()
         trial = {"folder": str(folder), "mode": mode, "seed": seed, "delay": delay}
+        trial |= {"calibrate": calibrate}
         assert self.process.stdin is not None
         self.process.stdin.write(json.dumps(trial) + "\n")
         self.process.stdin.flush()
@@ -560,11 +572,11 @@ def calibrate(server: ForkServer, root: Path, modes: list[str]) -> float:
     took = []
     for i, mode in enumerate(modes * 3):
         folder = root / f"calibrate-{i}"
-        server.start(folder, mode, i, 2.0)
+        server.start(folder, mode, i, 5.0, calibrate=True)
         forked = server.killed()["forked"]
         idle = [ln for ln in (folder / "trace").read_text().splitlines() if ln.startswith("I ")]
         if not idle:
-            raise RuntimeError(f"the {mode} scenario did not finish within 2 s")
+            raise RuntimeError(f"the {mode} scenario did not finish within 5 s")
         took.append(float(idle[0].split()[1]) - forked)
         shutil.rmtree(folder)
     return statistics.median(took)
@@ -592,7 +604,10 @@ def soak(kills: int, modes: list[str], seed: int, keep: Path | None) -> dict[str
                 shutil.copytree(folder, keep / folder.name, dirs_exist_ok=True)
             if i + 1 < len(trials):
                 server.start(*trials[i + 1])
-            seen, problems = check(folder, mode, killed)
+            try:
+                seen, problems = check(folder, mode, killed)
+            except Exception as exc:  # e.g. a control refused: counted, and the soak goes on
+                seen, problems = Seen.read(folder / "trace"), [f"finish: {exc!r}"]
             tallies[mode].add(i, seen, problems)
             if keep is not None and not problems:
                 shutil.rmtree(keep / folder.name)
@@ -682,7 +697,8 @@ def main() -> int:
     print(report(figures))
     if args.json is not None:
         args.json.write_text(json.dumps(figures, indent=1) + "\n")
-    return 0 if all(met for _, _, met in targets(figures)) else 1
+    violations = sum(sum(t["violations"].values()) for t in figures["modes"].values())
+    return 1 if violations else 0  # the time is a figure, not an error
 
 
 if __name__ == "__main__":
