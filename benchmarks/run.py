@@ -714,6 +714,44 @@ def view_overhead_note() -> str | None:
     return f"view_overhead.py says: {lines[-1][:300]}"
 
 
+SOAK_TIMEOUT_S = 900.0
+"""The soak's 1,000 kills have 10 minutes (a FAIL row past them), and this to report it."""
+
+
+def soak_targets() -> tuple[list[dict[str, Any]], str | None]:
+    """Issue 32 item 4: `soak.py`, 1,000 SIGKILLs each followed by `Session.open` and
+    `resume()`: its PASS/FAIL rows, and its first line (kills, time) as a note."""
+    log("soak: 1,000 SIGKILLs at random moments of durable runs, each reopened and resumed")
+    try:
+        done = subprocess.run(
+            [sys.executable, str(HERE / "soak.py")],
+            capture_output=True,
+            text=True,
+            timeout=SOAK_TIMEOUT_S,
+            cwd=HERE,
+        )
+    except subprocess.TimeoutExpired:
+        row = {
+            "target": "soak: 1,000 kills within 10 minutes",
+            "measured": f"did not finish within {SOAK_TIMEOUT_S:.0f} s",
+            "status": "FAIL",
+            "detail": "",
+        }
+        return [row], None
+    rows = []
+    for line in done.stdout.splitlines():
+        status, _, rest = line.partition(": ")
+        if status in ("PASS", "FAIL"):
+            target, _, measured = rest.rpartition(": ")
+            rows.append({"target": target, "measured": measured, "status": status, "detail": ""})
+    if not rows:
+        tail = [ln for ln in done.stderr.splitlines() if ln.strip()][-1:] or ["no output"]
+        failed = f"exit {done.returncode}: {tail[0][:300]}"
+        rows.append({"target": "soak ran", "measured": failed, "status": "FAIL", "detail": ""})
+    first = done.stdout.splitlines()[:1]
+    return rows, f"soak.py: {first[0]}" if first else None
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--smoke", action="store_true", help="sagents_nb and the floor, N=10")
@@ -744,8 +782,12 @@ def main() -> int:
 
     rows = execute(plan(args.smoke, peers, args.runs, args.rounds))
     notes = []
+    soak_rows: list[dict[str, Any]] = []
     if not args.smoke:
         note = view_overhead_note()
+        if note:
+            notes.append(note)
+        soak_rows, note = soak_targets()
         if note:
             notes.append(note)
     result: dict[str, Any] = {
@@ -755,7 +797,7 @@ def main() -> int:
         "results": rows,
         "notes": notes,
     }
-    result["targets"] = targets(rows, imports, peers)
+    result["targets"] = targets(rows, imports, peers) + soak_rows
     result["duration_s"] = time.monotonic() - started
     result["load_average_end"] = load_average()
     text = report(result)
