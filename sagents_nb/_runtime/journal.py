@@ -70,8 +70,8 @@ with `child.state_changed()`."""
 
 DURABILITY = ("turn", "async", "exit")
 """When a run's steps are committed (`sn.Session(durability=...)`): `async` within a bounded
-window of each step (`MAX_DELAY_SECONDS` plus the store thread's `LOOK_SECONDS`: 100 ms), off
-the run's path; `turn` likewise, and each turn is committed before its model request is sent;
+window of each step (`MAX_DELAY_SECONDS` plus the store thread's `LOOK_SECONDS`: 100 ms, then
+the commit's own time), off the run's path; `turn` likewise, and each turn is committed before its model request is sent;
 `exit` when the run pauses or ends, and when the process exits normally. Whatever the mode, a
 call that returns (`result()`, `wait()`, `run_sync`, session creation) returns after what it
 reports is committed."""
