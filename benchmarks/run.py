@@ -817,6 +817,44 @@ def view_browser_targets(smoke: bool) -> list[dict[str, Any]]:
     ]
 
 
+SOAK_TIMEOUT_S = 900.0
+"""The soak's 1,000 kills have 10 minutes (a FAIL row past them), and this to report it."""
+
+
+def soak_targets() -> tuple[list[dict[str, Any]], str | None]:
+    """Issue 32 item 4: `soak.py`, 1,000 SIGKILLs each followed by `Session.open` and
+    `resume()`: its PASS/FAIL rows, and its first line (kills, time) as a note."""
+    log("soak: 1,000 SIGKILLs at random moments of durable runs, each reopened and resumed")
+    try:
+        done = subprocess.run(
+            [sys.executable, str(HERE / "soak.py")],
+            capture_output=True,
+            text=True,
+            timeout=SOAK_TIMEOUT_S,
+            cwd=HERE,
+        )
+    except subprocess.TimeoutExpired:
+        row = {
+            "target": "soak: 1,000 kills within 10 minutes",
+            "measured": f"did not finish within {SOAK_TIMEOUT_S:.0f} s",
+            "status": "FAIL",
+            "detail": "",
+        }
+        return [row], None
+    rows = []
+    for line in done.stdout.splitlines():
+        status, _, rest = line.partition(": ")
+        if status in ("PASS", "FAIL"):
+            target, _, measured = rest.rpartition(": ")
+            rows.append({"target": target, "measured": measured, "status": status, "detail": ""})
+    if not rows:
+        tail = [ln for ln in done.stderr.splitlines() if ln.strip()][-1:] or ["no output"]
+        failed = f"exit {done.returncode}: {tail[0][:300]}"
+        rows.append({"target": "soak ran", "measured": failed, "status": "FAIL", "detail": ""})
+    first = done.stdout.splitlines()[:1]
+    return rows, f"soak.py: {first[0]}" if first else None
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--smoke", action="store_true", help="sagents_nb and the floor, N=10")
@@ -853,8 +891,12 @@ def main() -> int:
     log("sweep at eval scale: sweep_scale.py")
     sweep = sweep_scale(args.smoke, inspect)
     notes = []
+    soak_rows: list[dict[str, Any]] = []
     if not args.smoke:
         note = view_overhead_note()
+        if note:
+            notes.append(note)
+        soak_rows, note = soak_targets()
         if note:
             notes.append(note)
     result: dict[str, Any] = {
@@ -865,7 +907,7 @@ def main() -> int:
         "sweep": sweep,
         "notes": notes,
     }
-    result["targets"] = targets(rows, imports, peers)
+    result["targets"] = targets(rows, imports, peers) + soak_rows
     log("sn.diff of two long sessions (session_diff.py)")
     result["targets"].append(diff_target(40 if args.smoke else 4000))
     result["targets"] += sweep.get("targets") or [

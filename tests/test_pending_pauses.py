@@ -4,6 +4,7 @@ at a pause (`PendingAction.request`), edited messages included."""
 from __future__ import annotations
 
 import json
+import threading
 import time
 from typing import Any
 
@@ -210,3 +211,37 @@ def test_two_pauses_decided_back_to_back_leave_the_wait_to_the_end() -> None:
         second.edit(city="Zürich 🥝")
         first.approve()
         assert run.result(timeout=10).text == "both scouts answered"
+
+
+def test_a_pause_approved_as_it_is_announced_does_not_wake_the_wait() -> None:
+    """Found by benchmarks/soak.py: a pause decided from another thread as soon as it was in
+    `run.pending`, before the run had said it was paused, still woke `run.wait()`, which then
+    returned "running" (neither paused nor finished) while the run went on."""
+
+    @sn.tool
+    def slow(x: int) -> str:
+        """A tool that takes a while.
+
+        Args:
+            x: a number.
+        """
+        time.sleep(0.5)
+        return f"slow {x}"
+
+    def handler(req: sn.ChatRequest) -> Any:
+        return "done" if req.tool_results else sn.reply(tool_calls=[sn.call("slow", x=1)])
+
+    session = sn.Session(sn.Agent("a", tools=[slow]), llm=sn.mock_llm(handler))
+
+    def approve_at_once(event: sn.events.Event) -> None:
+        """On the loop, while the pause is announced: approved from another thread now."""
+        if event.type == "paused":
+            (pending,) = session.runs[-1].pending
+            approver = threading.Thread(target=pending.approve)
+            approver.start()
+            approver.join()
+
+    session.bus.subscribe(approve_at_once)
+    run = session.send("go", pause_on={"tool"})
+    assert run.wait(timeout=10) == "done"
+    assert run.result().text == "done"

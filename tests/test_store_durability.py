@@ -4,9 +4,12 @@ none of what it reported."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import sqlite3
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -294,3 +297,38 @@ def test_a_kill_amid_group_commits_keeps_every_run_reported(tmp_path: Path, stop
     assert max(line["group"] for line in lines if "group" in line) > 1  # commits were grouped
     for report in reports:
         _check(path, report["id"], report)
+
+
+def test_a_flush_from_another_thread_never_splits_what_the_loop_is_doing(tmp_path: Path) -> None:
+    """Found by benchmarks/soak.py: `run.wait()` returning on the main thread (its flush) while
+    the queued run starts on the loop sealed the run's start without its input; the queue row,
+    emptied in the same commit, held the only copy: a kill then lost the message, and resume
+    answered the first one again. A flush off the loop now cuts the step on the loop, between
+    its callbacks."""
+    path, copy = tmp_path / "runs.db", tmp_path / "at-the-flush.db"
+
+    async def echo(req: sn.ChatRequest) -> str:
+        await asyncio.sleep(0.05)  # the second message is queued meanwhile
+        return f"re: {req.last_user}"
+
+    session = sn.Session(sn.Agent("a"), llm=sn.mock_llm(echo), store=path)
+
+    def at_second_start(event: sn.events.Event) -> None:
+        """On the loop, as run 2 starts: a flush from another thread lands now; then the
+        file is copied as a kill would leave it."""
+        if event.type == "run_started" and event.run == 2:
+            flusher = threading.Thread(target=session.flush)
+            flusher.start()
+            flusher.join(0.3)
+            with sqlite3.connect(path) as live, sqlite3.connect(copy) as snapshot:
+                live.backup(snapshot)
+
+    session.bus.subscribe(at_second_start)
+    session.send("first")
+    assert session.send("second").result(timeout=30).text == "re: second"
+
+    reopened = sn.Session.open(copy, session.id, agent=sn.Agent("a"), llm=sn.mock_llm(echo))
+    reopened.resume()
+    assert [run.result(timeout=30).text for run in reopened.runs] == ["re: first", "re: second"]
+    reopened.store.close()
+    session.store.close()

@@ -56,6 +56,22 @@ def test_an_sqlite_file_of_another_program(tmp_path: Path) -> None:
         sn.Session.list_stored(other)
 
 
+def test_a_file_whose_creation_was_killed_reads_as_an_empty_store(tmp_path: Path) -> None:
+    """Found by benchmarks/soak.py: a process killed while it created its store leaves an
+    SQLite file with no tables yet (WAL mode set, the schema not committed). Writing to it
+    already made it a store; reading it said "not a sagents_nb store". It reads as an empty
+    store now."""
+    db = tmp_path / "runs.db"
+    with sqlite3.connect(db) as con:
+        con.execute("PRAGMA journal_mode=WAL")
+    assert sn.Session.list_stored(db) == []
+    with pytest.raises(sn.StoreError, match=r"no session 'x'"):
+        reopen(db)
+    session = sn.Session(BOSS, llm=sn.mock_llm(boss_handler), store=db, session_id="x")
+    session.send("go").result()
+    assert [s.id for s in sn.Session.list_stored(db)] == ["x"]
+
+
 def test_a_wrong_session_id_lists_the_ids(saved: tuple[Path, sn.Session]) -> None:
     db, session = saved
     with pytest.raises(sn.StoreError, match=rf"no session 'nope'.*sessions there: {session.id}"):

@@ -70,6 +70,13 @@ def _serve(loop: asyncio.AbstractEventLoop, ready: threading.Event) -> None:
         return
 
 
+def running_library_loop() -> asyncio.AbstractEventLoop | None:
+    """The library loop if its thread runs in this process; None if nothing runs on it."""
+    with _lock:
+        alive = _pid == os.getpid() and _thread is not None and _thread.is_alive()
+        return _loop if alive else None
+
+
 def on_library_thread() -> bool:
     """Whether the caller runs on the library's loop thread."""
     return _thread is not None and threading.current_thread() is _thread

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic_core import to_jsonable_python
 
 from .._base.errors import ConfigurationError, StoreError
-from .._base.loop import library_loop, on_library_thread
+from .._base.loop import library_loop, on_library_thread, running_library_loop
 from .._base.messages import Message
 from .._store.protocol import (
     MessageRow,
@@ -60,14 +60,18 @@ next look: within `LOOK_SECONDS` more)."""
 # its step first (see `Journal`). `names_child`: it (like `kind_swapped`) follows every change
 # of its parent's task entries; only then are the entries compared.
 
+CUT_WAIT_SECONDS = 1.0
+"""How long a flush from another thread waits for the library loop to cut the step between
+its callbacks; a loop blocked longer (a sync handler) has it cut from that thread."""
+
 _KIND_STATE_SAVES = frozenset({"kind_swapped", "status_changed"})
 """Events after which a node's kind state is taken again; a kind reports its other changes
 with `child.state_changed()`."""
 
 DURABILITY = ("turn", "async", "exit")
 """When a run's steps are committed (`sn.Session(durability=...)`): `async` within a bounded
-window of each step (`MAX_DELAY_SECONDS` plus the store thread's `LOOK_SECONDS`: 100 ms), off
-the run's path; `turn` likewise, and each turn is committed before its model request is sent;
+window of each step (`MAX_DELAY_SECONDS` plus the store thread's `LOOK_SECONDS`: 100 ms, then
+the commit's own time), off the run's path; `turn` likewise, and each turn is committed before its model request is sent;
 `exit` when the run pauses or ends, and when the process exits normally. Whatever the mode, a
 call that returns (`result()`, `wait()`, `run_sync`, session creation) returns after what it
 reports is committed."""
@@ -180,7 +184,7 @@ class Journal:
             if not create_later:
                 store.create(created)
                 created = None
-        self._writer = StepWriter(store, session.id, cut=self._end_step, create=created)
+        self._writer = StepWriter(store, session.id, cut=self._cut_for_flush, create=created)
         if rows is not None:
             merged = node_states if node_states is not None else stored_parts(rows)
             for (path, part), data in merged.items():
@@ -383,6 +387,29 @@ class Journal:
                 return
         self._cut_at = None
         self._end_step()
+
+    def _cut_for_flush(self) -> None:
+        """Seal and hand over the step being recorded, for a flush: on the library loop,
+        between its callbacks, so that a flush from another thread (a `wait()` returning
+        while the next run starts) never seals an event without the writes that follow it in
+        the same callback (a run's start without its input); if the loop stays blocked for
+        `CUT_WAIT_SECONDS`, from here."""
+        loop = running_library_loop()
+        if loop is None or on_library_thread():
+            self._end_step()
+            return
+        cut = threading.Event()
+
+        def on_loop() -> None:
+            self._end_step()
+            cut.set()
+
+        try:
+            loop.call_soon_threadsafe(on_loop)
+        except RuntimeError:  # the loop was closed (the process is ending)
+            pass
+        if not cut.wait(CUT_WAIT_SECONDS):
+            self._end_step()
 
     def _end_step(self) -> None:
         """Seal what was recorded since the last seal and hand the step to the writer (a failed

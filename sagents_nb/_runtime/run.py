@@ -431,7 +431,11 @@ class Run:
             self._decide_on_loop(ahead[0], ahead[1], pending)
         else:
             self._set_status("paused")
-            self._signal_stop()
+            with self._claims:
+                # decided already (from another thread, as soon as it was pending): its
+                # decision is on its way here, and a wait woken now would return "running"
+                if pending.id not in self._claimed:
+                    self._signal_stop()
         try:
             decision = await future
         finally:

@@ -142,7 +142,7 @@ class SQLiteStore:
         """Whether the file has the `streams` table (a read-only file of schema 3 or older
         does not)."""
         new = self.path == MEMORY or _check_file(Path(self.path), create)
-        self._db = self._connect(new, create)
+        self._db = self._connect(new)
         self._file = _identity(self.path)
         # Sessions hold their store in reference cycles, so the garbage collector drops it at
         # any moment; closing checkpoints and syncs the file, so it is left to the store thread.
@@ -166,7 +166,7 @@ class SQLiteStore:
 
     # opening
 
-    def _connect(self, new: bool, create: bool) -> sqlite3.Connection:
+    def _connect(self, new: bool) -> sqlite3.Connection:
         """The writing connection, its schema checked (or created) in one write transaction.
         Processes opening one file at once take turns: SQLite refuses some of them at once
         rather than wait (two setting up WAL mode), so those try again until `BUSY_SECONDS`
@@ -174,7 +174,7 @@ class SQLiteStore:
         deadline = time.monotonic() + BUSY_SECONDS
         while True:
             try:
-                return self._connect_once(new, create)
+                return self._connect_once(new)
             except sqlite3.OperationalError as exc:
                 if not is_locked(exc):
                     raise  # _connect_once reports every other failure as a StoreError
@@ -187,7 +187,7 @@ class SQLiteStore:
                     ) from exc
                 time.sleep(random.uniform(0.005, 0.05))
 
-    def _connect_once(self, new: bool, create: bool) -> sqlite3.Connection:
+    def _connect_once(self, new: bool) -> sqlite3.Connection:
         try:
             # the busy timeout is set before the first statement, and kept by `tune`
             db = sqlite3.connect(
@@ -203,7 +203,7 @@ class SQLiteStore:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("BEGIN IMMEDIATE")  # the check and the creation under one write lock
             try:
-                self._prepare(db, create)
+                self._prepare(db)
             except BaseException:
                 if db.in_transaction:
                     db.execute("ROLLBACK")
@@ -234,7 +234,7 @@ class SQLiteStore:
                 db.execute("SELECT count(*) FROM sqlite_master")
             except sqlite3.OperationalError:  # WAL cannot make its -shm file: nobody writes
                 db = sqlite3.connect(f"{uri}?immutable=1", uri=True, check_same_thread=False)
-            self._prepare(db, create=False, read_only=True)
+            self._prepare(db, read_only=True)
         except sqlite3.DatabaseError as exc:
             raise StoreError(
                 f"{self.path} is read-only and could not be read ({exc}); copy it to a "
@@ -243,10 +243,12 @@ class SQLiteStore:
         self.read_only = True
         return db
 
-    def _prepare(self, db: sqlite3.Connection, create: bool, read_only: bool = False) -> None:
-        """Create the schema in an empty file, or check (and migrate) an existing one."""
+    def _prepare(self, db: sqlite3.Connection, read_only: bool = False) -> None:
+        """Create the schema in an empty file, or check (and migrate) an existing one. A
+        database with no tables is empty, whether new or left so by a process killed while
+        it created the store (its schema not committed yet)."""
         tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        if not tables and create:
+        if not tables and not read_only:
             for statement in SCHEMA.split(";"):
                 if statement.strip():
                     db.execute(statement)
