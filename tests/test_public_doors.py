@@ -217,6 +217,9 @@ ROWS = [
     Row("sn.harness.HarnessToolCall", "name", "int", lambda d: sn.harness.HarnessToolCall(name=5)),
     Row("sn.harness.HarnessUsage", "input_tokens", "str", lambda d: sn.harness.HarnessUsage(input_tokens="x")),
     Row("sn.harness.HarnessOutcome", "status", "int", lambda d: sn.harness.HarnessOutcome(status=5)),
+    Row("sn.harness.HarnessToolResult", "id", "int", lambda d: sn.harness.HarnessToolResult(id=5)),
+    Row("sn.harness.HarnessModelCall", "id", "int", lambda d: sn.harness.HarnessModelCall(id=5)),
+    Row("sn.harness.HarnessSubagent", "status", "str", lambda d: sn.harness.HarnessSubagent(id="a", status="paused")),
 ]  # fmt: skip
 
 _ERRORS = "an exception class: raised, not called with a user's arguments"
@@ -305,6 +308,8 @@ NOT_DOORS = {
     "sn.kinds.View": "what a kind's build_context returns, built at every turn (the hot path)",
     "sn.kinds.registry": "takes no arguments",
     "sn.store.MemoryStore": "takes no arguments",
+    "sn.kinds.CliAgent": "takes no arguments",
+    "sn.harness.cli_call_id": "takes no arguments",
 }
 
 
