@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import overload
+from typing import TYPE_CHECKING, TypeAlias, overload
 
-from .._store.protocol import EventRow
 from ..events import Event
 
-Decode = Callable[[EventRow], Event]
+if TYPE_CHECKING:  # the store's modules load with the first durable session
+    from .._store.protocol import EventRow
+
+Decode: TypeAlias = "Callable[[EventRow], Event]"
 
 
 class EventLog(Sequence[Event]):

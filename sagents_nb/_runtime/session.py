@@ -25,8 +25,6 @@ from .._base.messages import Message, Usage
 from .._base.outcome import Outcome
 from .._base.prices import PriceBook, checked_prices
 from .._endpoints.openai import LLM
-from .._store.protocol import StoredSession
-from .._store.resolve import resolve_store
 from .._tools.hooks import HOOK, is_hook
 from ..events import (
     ErrorOccurred,
@@ -41,7 +39,6 @@ from ..events import (
 from ..kinds import Main, Worker
 from .breakpoints import split, stored
 from .bus import EventBus
-from .journal import Journal
 from .limits import MAX_MODEL_CALLS, MAX_NODES, MAX_TOKENS, checked_cap, checked_count
 from .node import Node, default_token_counter
 from .pausing import APPROVE, Decision, StoredPause
@@ -51,9 +48,10 @@ from .resume import enqueue_resume
 from .run import Run
 
 if TYPE_CHECKING:
-    from .._store.protocol import Store
+    from .._store.protocol import Store, StoredSession
     from .agent import Agent
     from .decisions import StoredPauses
+    from .journal import Journal
 
 
 WHERE = "sn.Session(...)"
@@ -221,7 +219,9 @@ class Session:
         `queue` row); `resume()` runs them after it."""
         self._slots: dict[str, asyncio.Semaphore] = {}
         if store is not None:
-            self.journal = Journal(self, resolve_store(store, create=True), durability=durability)
+            from .journal import Journal  # the store's modules load with the first durable session
+
+            self.journal = Journal(self, resolved(store, create=True), durability=durability)
 
     def __repr__(self) -> str:
         return (
@@ -416,7 +416,7 @@ class Session:
     @staticmethod
     def list_stored(store: Any) -> list[StoredSession]:
         """The sessions in `store` (a path or `sn.Store`); forks name their parent and seq."""
-        return resolve_store(store, create=False).sessions()
+        return resolved(store, create=False).sessions()
 
     @classmethod
     def import_jsonl(
@@ -439,7 +439,7 @@ class Session:
             checked_session_id(session_id)
         options["llm"] = reopening_endpoint(llm)
         check_path("path", path, where="sn.Session.import_jsonl()")
-        target = resolve_store(store, create=True)
+        target = resolved(store, create=True)
         return import_jsonl(cls, path, target, agent, session_id, options)
 
     def export_jsonl(self, path: str | os.PathLike[str]) -> Path:
@@ -703,3 +703,11 @@ class Session:
     def add_usage(self, usage: Usage) -> None:
         """Count `usage` towards the current run."""
         self.run_usage = self.run_usage + usage
+
+
+def resolved(store: Any, *, create: bool) -> Store:
+    """`store=` as a store (`_store.resolve`): the store's modules load with the first session
+    that names one, not with every run (~8 ms of a first run)."""
+    from .._store.resolve import resolve_store
+
+    return resolve_store(store, create=create)
