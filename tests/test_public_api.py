@@ -98,10 +98,10 @@ def test_the_first_look_up_loads_the_core_without_the_optional_parts() -> None:
     assert loaded & optional == set()
 
 
-def test_a_run_without_a_store_loads_none_of_the_store() -> None:
+def test_a_run_without_a_store_or_a_stream_loads_neither() -> None:
     # issue 32's first use (`import sagents_nb`, `sn.Agent`, `sn.mock_llm`, a first `run_sync`):
     # the store's modules (its rows, resolution, the journal and the writer threads) load with
-    # the first session that names a store
+    # the first session that names a store, the event-stream decoder with the first stream
     code = (
         "import sys, sagents_nb as sn\n"
         "sn.Agent('a').run_sync('hi', llm=sn.mock_llm(lambda req: 'ok'))\n"
@@ -111,9 +111,8 @@ def test_a_run_without_a_store_loads_none_of_the_store() -> None:
     loaded = set(out.stdout.split())
     assert "sagents_nb._runtime.session" in loaded
     store = {m for m in loaded if m.startswith("sagents_nb._store")}
-    assert (
-        store | (loaded & {"sagents_nb._runtime.journal", "sagents_nb._runtime.snapshot"}) == set()
-    )
+    deferred = {"sagents_nb._runtime.journal", "sagents_nb._runtime.snapshot"}
+    assert store | (loaded & {*deferred, "sagents_nb._endpoints.sse"}) == set()
 
 
 def test_lazy_public_names_are_listed_and_resolve_on_first_use() -> None:

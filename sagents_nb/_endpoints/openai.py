@@ -29,7 +29,6 @@ from .._base.messages import Message, ToolCall, Usage
 from .deadline import Deadlines
 from .foreign_formats import foreign_format, foreign_reply
 from .secrets import Redactor, checked_key, shown_url
-from .sse import SSEDecoder
 
 # httpx is imported where a request is made, not at import: `import httpx` also loads its CLI
 # (click, rich, pygments when installed), which `import sagents_nb` need not pay for.
@@ -444,6 +443,8 @@ class LLM:
 
 async def _fold_stream(response: httpx.Response, assembler: StreamAssembler) -> None:
     import httpx
+
+    from .sse import SSEDecoder  # only a stream needs it: loaded with the first one
 
     decoder = SSEDecoder()
     try:
