@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 from typing import TYPE_CHECKING, Any
 
-from .._base.messages import user
+from .._base.messages import built, user
 from .._base.outcome import Outcome
 from .._tools.node_tool import NodeTool
 from .._tools.tool import ToolResult, ToolStatus
@@ -179,7 +179,8 @@ async def delegate(parent: Node, agent: Agent, prompt: str, call_id: str | None)
             parent.persistent[agent.name] = child
     entry = parent.tasks[key] = TaskEntry(child, prompt, run=run)
     parent.emit(
-        TaskSpawned(
+        built(
+            TaskSpawned,
             child=child.path,
             agent=agent.name,
             prompt=prompt,
@@ -194,7 +195,8 @@ async def delegate(parent: Node, agent: Agent, prompt: str, call_id: str | None)
     outcome, replaced = await _reviewed(child, await _settled(entry), call_id)
     entry.outcome = outcome
     parent.emit(
-        TaskFinished(
+        built(
+            TaskFinished,
             child=child.path,
             agent=agent.name,
             status=outcome.status,
@@ -339,7 +341,8 @@ async def continue_restored(parent: Node, entry: TaskEntry, call_id: str | None)
     outcome, replaced = await _reviewed(child, await entry.task, call_id)
     entry.outcome = outcome
     parent.emit(
-        TaskFinished(
+        built(
+            TaskFinished,
             child=child.path,
             agent=child.agent.name,
             status=outcome.status,
