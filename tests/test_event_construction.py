@@ -8,10 +8,10 @@ import sys
 from typing import Any
 
 import pytest
-from pydantic import BaseModel, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 import sagents_nb as sn
-from sagents_nb._base.messages import ToolCall, built
+from sagents_nb._base.messages import BUILT_BEFORE_VALIDATING, ToolCall, built, made
 from sagents_nb._runtime.turns import _model_request
 from sagents_nb.events import ModelRequest, parse_event
 
@@ -39,7 +39,7 @@ def test_usage_sums_match_validation() -> None:
     assert total.model_dump() == {"prompt_tokens": 11, "completion_tokens": 22, "total_tokens": 33}
 
 
-# `built(cls, **values)`: what the runtime makes on every turn, each as the turn loop makes it
+# what the runtime makes on every turn (`built`), each as the turn loop makes it
 BUILT_ON_EVERY_TURN = [
     (sn.events.StatusChanged, {"status": "running", "detail": None}),
     (sn.events.StatusChanged, {"status": "waiting", "detail": "waiting for a/b.1: tool"}),
@@ -107,8 +107,9 @@ BUILT_ON_EVERY_TURN = [
 
 
 @pytest.mark.parametrize(("cls", "values"), BUILT_ON_EVERY_TURN)
-def test_built_objects_equal_validated_ones(cls: type[BaseModel], values: dict[str, Any]) -> None:
-    fast, checked = built(cls, **values), cls(**values)
+def test_made_objects_equal_validated_ones(cls: type[BaseModel], values: dict[str, Any]) -> None:
+    fast, checked = made(cls, dict(values)), cls(**values)
+    assert fast is not None
     assert fast == checked
     assert list(fast.__dict__) == list(checked.__dict__)  # field order, as repr shows it
     assert fast.model_fields_set == checked.model_fields_set
@@ -118,29 +119,57 @@ def test_built_objects_equal_validated_ones(cls: type[BaseModel], values: dict[s
         assert parse_event(fast.model_dump_json()) == checked
 
 
-def test_built_copies_mutable_defaults() -> None:
-    first, second = built(sn.events.RunStarted, agent="a"), built(sn.events.RunStarted, agent="b")
+def test_made_copies_mutable_defaults() -> None:
+    first, second = made(sn.events.RunStarted, {"agent": "a"}), made(sn.events.RunStarted, {})
+    assert first is not None and second is None  # `agent` is required: validation says so
     first.pause_on.append("tool")
-    assert second.pause_on == [] and sn.events.RunStarted(agent="c").pause_on == []
+    assert made(sn.events.RunStarted, {"agent": "b"}).pause_on == []  # type: ignore[union-attr]
 
 
-def test_built_validates_a_value_validation_would_change_or_refuse() -> None:
-    converted = built(sn.events.ToolCallFinished, call_id="c", name="n", result="r", duration=1)
-    assert converted.duration == 1.0 and type(converted.duration) is float
-    with pytest.raises(ValidationError):
-        built(sn.events.StatusChanged, status=3)
-    with pytest.raises(ValidationError):
-        built(sn.events.ToolCallFinished, call_id="c", name="n", result="r", status="fine")
+def test_validation_decides_a_value_it_would_change_or_refuse() -> None:
     numbers = {"view_messages": 1, "storage_messages": 1, "view_tokens": 1, "storage_tokens": 1}
-    view = built(sn.events.ContextBuilt, turn=1, kind="k", **numbers, from_storage=["0", 1, 2])
-    assert view.from_storage == [0, 1, 2]
-    with pytest.raises(ValidationError):
-        built(sn.events.TaskFinished, child="c", agent="a", status="done")  # `text` is missing
-    with pytest.raises(ValidationError):
-        built(sn.Message, role="tool", content=7)
-    assert built(sn.Message, role="user", content="x", unknown=1) == sn.Message(
-        role="user", content="x"
-    )
+    changed: list[tuple[type[BaseModel], dict[str, Any]]] = [
+        (sn.events.ToolCallFinished, {"call_id": "c", "name": "n", "result": "r", "duration": 1}),
+        (sn.events.ContextBuilt, {"turn": 1, "kind": "k", **numbers, "from_storage": ["0", 1]}),
+    ]
+    refused: list[tuple[type[BaseModel], dict[str, Any]]] = [
+        (sn.events.StatusChanged, {"status": 3}),
+        (sn.events.ToolCallFinished, {"call_id": "c", "name": "n", "result": "r", "status": "?"}),
+        (sn.events.TaskFinished, {"child": "c", "agent": "a", "status": "done"}),  # no `text`
+        (sn.Message, {"role": "tool", "content": 7}),
+    ]
+    for cls, values in [*changed, *refused, (sn.Message, {"role": "user", "unknown": 1})]:
+        assert made(cls, values) is None
+    converted = built(sn.events.ToolCallFinished, **changed[0][1])
+    assert converted.duration == 1.0 and type(converted.duration) is float
+    assert built(sn.events.ContextBuilt, **changed[1][1]).from_storage == [0, 1]
+    for cls, values in refused:
+        with pytest.raises(ValidationError):
+            built(cls, **values)
+
+
+def test_a_model_with_validators_of_its_own_is_validated() -> None:
+    class Shouting(BaseModel):
+        text: str
+
+        @field_validator("text")
+        @classmethod
+        def louder(cls, value: str) -> str:
+            return value.upper()
+
+    assert made(Shouting, {"text": "hé"}) is None and built(Shouting, text="hé").text == "HÉ"
+
+
+def test_validation_takes_over_after_the_first_objects() -> None:
+    class Fresh(BaseModel):
+        model_config = ConfigDict(defer_build=True)
+        n: int
+
+    for _ in range(BUILT_BEFORE_VALIDATING):
+        assert built(Fresh, n=1) == Fresh.model_construct(n=1)
+    assert not Fresh.__pydantic_complete__  # no schema built yet
+    assert built(Fresh, n=2).n == 2
+    assert Fresh.__pydantic_complete__
 
 
 def test_a_first_mock_run_builds_no_pydantic_schema() -> None:
@@ -160,15 +189,3 @@ def test_a_first_mock_run_builds_no_pydantic_schema() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     complete, metadata = out.stdout.split("\n")[:2]
     assert complete == "" and metadata == "False", out.stdout
-
-
-def test_built_validates_a_model_with_validators_of_its_own() -> None:
-    class Shouting(BaseModel):
-        text: str
-
-        @field_validator("text")
-        @classmethod
-        def louder(cls, value: str) -> str:
-            return value.upper()
-
-    assert built(Shouting, text="hé").text == "HÉ"

@@ -143,7 +143,10 @@ Check = tuple[frozenset[type], frozenset[Any] | None, type | None]
 """What `built` takes as a field's value without validating it: the exact types, the values of
 a `Literal`, and the exact type of a list's items."""
 _SCALARS = (str, int, float, bool, type(None))
-_MAKERS: dict[type[BaseModel], tuple[Callable[[dict[str, Any]], Any], frozenset[str]]] = {}
+BUILT_BEFORE_VALIDATING = 100
+"""How many objects of a model `built` makes itself before it lets pydantic validate them:
+its schema is built then (a first run need not), and validation is faster from there on."""
+_MAKERS: dict[type[BaseModel], Maker] = {}
 _UNSET: Any = object()
 
 
@@ -168,7 +171,16 @@ def _check(annotation: Any) -> Check | None:
     return None
 
 
-def _maker(cls: type[BaseModel]) -> tuple[Callable[[dict[str, Any]], Any], frozenset[str]]:
+class Maker:
+    """`made`'s constructor for one model, and how many objects it made."""
+
+    __slots__ = ("make", "names", "uses")
+
+    def __init__(self, make: Callable[[dict[str, Any]], Any], names: frozenset[str]) -> None:
+        self.make, self.names, self.uses = make, names, 0
+
+
+def _maker(cls: type[BaseModel]) -> Maker:
     """A function made for `cls` (as `dataclasses` makes `__init__`) that builds an instance
     from a dict of given values, or returns None where validation must decide: a value it does
     not recognise (see `_check`), a required field missing, any value of a model with
@@ -219,23 +231,33 @@ def _maker(cls: type[BaseModel]) -> tuple[Callable[[dict[str, Any]], Any], froze
         lines.append(f"    made.{cls.__pydantic_post_init__}(None)")
     lines.append("    return made")
     exec("\n".join(lines), scope)  # source made above from the model's own fields
-    maker = _MAKERS[cls] = (scope["make"], frozenset(names))
+    maker = _MAKERS[cls] = Maker(scope["make"], frozenset(names))
     return maker
 
 
+def made(cls: type[M], given: dict[str, Any]) -> M | None:
+    """`cls(**given)` made without validation, if every given value is one validation would
+    keep as it is (of its field's exact type, a `Literal`'s value, a list of exact items):
+    the defaults filled in as pydantic fills them, `model_fields_set` as given. None
+    otherwise: validation decides (converts, or refuses with pydantic's error)."""
+    maker = _MAKERS.get(cls) or _maker(cls)
+    maker.uses += 1
+    return maker.make(given) if given.keys() <= maker.names else None  # type: ignore[no-any-return]
+
+
 def built(cls: type[M], /, **given: Any) -> M:
-    """`cls(**given)`, without running validation when every given value is one validation
-    would keep as it is (of its field's exact type, a `Literal`'s value, a list of exact
-    items): the defaults filled in as pydantic fills them, `model_fields_set` as given. Any
-    other value is validated as usual (converted, or refused with pydantic's error). For the
-    events and messages made on every turn: it costs what their validation costs (measured:
-    benchmarks/README.md), and a first run builds no schema, whose first build also scans
-    every installed package for pydantic plugins. A list is kept, not copied: give a fresh one."""
-    make, names = _MAKERS.get(cls) or _maker(cls)
-    if given.keys() <= names:
-        made = make(given)
-        if made is not None:
-            return made  # type: ignore[no-any-return]
+    """`cls(**given)`: for a model whose schema is not built yet, its first
+    `BUILT_BEFORE_VALIDATING` objects are `made` without validation where they can be. A
+    first run then builds no schema (pydantic's first build also scans every installed package
+    for plugins: a tenth of a first run); later, validation, faster than any construction in
+    Python (benchmarks/README.md), takes over. For the events and messages made on every turn.
+    A list is kept, not copied: give a fresh one."""
+    if not cls.__pydantic_complete__:
+        maker = _MAKERS.get(cls)
+        if maker is None or maker.uses < BUILT_BEFORE_VALIDATING:
+            instance = made(cls, given)
+            if instance is not None:
+                return instance
     return cls(**given)
 
 
