@@ -140,12 +140,12 @@ def test_validation_decides_a_value_it_would_change_or_refuse() -> None:
     ]
     for cls, values in [*changed, *refused, (sn.Message, {"role": "user", "unknown": 1})]:
         assert made(cls, values) is None
-    converted = built(sn.events.ToolCallFinished, **changed[0][1])
+    converted = built(sn.events.ToolCallFinished)(**changed[0][1])
     assert converted.duration == 1.0 and type(converted.duration) is float
-    assert built(sn.events.ContextBuilt, **changed[1][1]).from_storage == [0, 1]
+    assert built(sn.events.ContextBuilt)(**changed[1][1]).from_storage == [0, 1]
     for cls, values in refused:
         with pytest.raises(ValidationError):
-            built(cls, **values)
+            built(cls)(**values)
 
 
 def test_a_model_with_validators_of_its_own_is_validated() -> None:
@@ -157,7 +157,7 @@ def test_a_model_with_validators_of_its_own_is_validated() -> None:
         def louder(cls, value: str) -> str:
             return value.upper()
 
-    assert made(Shouting, {"text": "hé"}) is None and built(Shouting, text="hé").text == "HÉ"
+    assert made(Shouting, {"text": "hé"}) is None and built(Shouting)(text="hé").text == "HÉ"
 
 
 def test_validation_takes_over_after_the_first_objects() -> None:
@@ -166,9 +166,9 @@ def test_validation_takes_over_after_the_first_objects() -> None:
         n: int
 
     for _ in range(BUILT_BEFORE_VALIDATING):
-        assert built(Fresh, n=1) == Fresh.model_construct(n=1)
+        assert built(Fresh)(n=1) == Fresh.model_construct(n=1)
     assert not Fresh.__pydantic_complete__  # no schema built yet
-    assert built(Fresh, n=2).n == 2
+    assert built(Fresh)(n=2).n == 2
     assert Fresh.__pydantic_complete__
 
 

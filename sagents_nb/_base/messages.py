@@ -174,10 +174,16 @@ def _check(annotation: Any) -> Check | None:
 class Maker:
     """`made`'s constructor for one model, and how many objects it made."""
 
-    __slots__ = ("make", "names", "uses")
+    __slots__ = ("cls", "make", "names", "uses")
 
-    def __init__(self, make: Callable[[dict[str, Any]], Any], names: frozenset[str]) -> None:
-        self.make, self.names, self.uses = make, names, 0
+    def __init__(
+        self, cls: type[BaseModel], make: Callable[[dict[str, Any]], Any], names: frozenset[str]
+    ) -> None:
+        self.cls, self.make, self.names, self.uses = cls, make, names, 0
+
+    def __call__(self, **given: Any) -> Any:
+        instance = made(self.cls, given)
+        return instance if instance is not None else self.cls(**given)
 
 
 def _maker(cls: type[BaseModel]) -> Maker:
@@ -231,7 +237,7 @@ def _maker(cls: type[BaseModel]) -> Maker:
         lines.append(f"    made.{cls.__pydantic_post_init__}(None)")
     lines.append("    return made")
     exec("\n".join(lines), scope)  # source made above from the model's own fields
-    maker = _MAKERS[cls] = Maker(scope["make"], frozenset(names))
+    maker = _MAKERS[cls] = Maker(cls, scope["make"], frozenset(names))
     return maker
 
 
@@ -245,35 +251,33 @@ def made(cls: type[M], given: dict[str, Any]) -> M | None:
     return maker.make(given) if given.keys() <= maker.names else None  # type: ignore[no-any-return]
 
 
-def built(cls: type[M], /, **given: Any) -> M:
-    """`cls(**given)`: for a model whose schema is not built yet, its first
-    `BUILT_BEFORE_VALIDATING` objects are `made` without validation where they can be. A
-    first run then builds no schema (pydantic's first build also scans every installed package
-    for plugins: a tenth of a first run); later, validation, faster than any construction in
-    Python (benchmarks/README.md), takes over. For the events and messages made on every turn.
-    A list is kept, not copied: give a fresh one."""
-    if not cls.__pydantic_complete__:
-        maker = _MAKERS.get(cls)
-        if maker is None or maker.uses < BUILT_BEFORE_VALIDATING:
-            instance = made(cls, given)
-            if instance is not None:
-                return instance
-    return cls(**given)
+def built(cls: type[M]) -> Callable[..., M]:
+    """What makes a `cls` from keyword values: `cls` itself (validation) once its schema is
+    built or `BUILT_BEFORE_VALIDATING` objects were made; until then a `Maker`, which `made`s
+    them without validation where it can. A first run then builds no schema (pydantic's first
+    build also scans every installed package for plugins: a tenth of a first run); later,
+    validation, faster than any construction in Python (benchmarks/README.md), takes over.
+    For the events and messages made on every turn: `built(StatusChanged)(status=...)`. A
+    list is kept, not copied: give a fresh one."""
+    if cls.__pydantic_complete__:
+        return cls
+    maker = _MAKERS.get(cls) or _maker(cls)
+    return maker if maker.uses < BUILT_BEFORE_VALIDATING else cls
 
 
 def system(text: str) -> Message:
     """A system message."""
-    return built(Message, role="system", content=text)
+    return built(Message)(role="system", content=text)
 
 
 def user(text: str) -> Message:
     """A user message."""
-    return built(Message, role="user", content=text)
+    return built(Message)(role="user", content=text)
 
 
 def tool_message(call_id: str, content: str) -> Message:
     """A tool result message answering `call_id`."""
-    return built(Message, role="tool", tool_call_id=call_id, content=content)
+    return built(Message)(role="tool", tool_call_id=call_id, content=content)
 
 
 def estimate_tokens(message: Message) -> int:

@@ -179,8 +179,7 @@ async def delegate(parent: Node, agent: Agent, prompt: str, call_id: str | None)
             parent.persistent[agent.name] = child
     entry = parent.tasks[key] = TaskEntry(child, prompt, run=run)
     parent.emit(
-        built(
-            TaskSpawned,
+        built(TaskSpawned)(
             child=child.path,
             agent=agent.name,
             prompt=prompt,
@@ -193,12 +192,17 @@ async def delegate(parent: Node, agent: Agent, prompt: str, call_id: str | None)
         child.set_status("spawned")
     entry.task = asyncio.get_running_loop().create_task(_run_child(parent, child, prompt))
     outcome, replaced = await _reviewed(child, await _settled(entry), call_id)
+    return _finished(parent, entry, outcome, replaced)
+
+
+def _finished(parent: Node, entry: TaskEntry, outcome: Outcome, replaced: str | None) -> Outcome:
+    """Settle `entry` with `outcome` (as its parent gets it) and emit its `task_finished`."""
     entry.outcome = outcome
+    child = entry.child
     parent.emit(
-        built(
-            TaskFinished,
+        built(TaskFinished)(
             child=child.path,
-            agent=agent.name,
+            agent=child.agent.name,
             status=outcome.status,
             text=outcome.text,
             turns=child.task_turns,
@@ -339,20 +343,7 @@ async def continue_restored(parent: Node, entry: TaskEntry, call_id: str | None)
         )
     )
     outcome, replaced = await _reviewed(child, await entry.task, call_id)
-    entry.outcome = outcome
-    parent.emit(
-        built(
-            TaskFinished,
-            child=child.path,
-            agent=child.agent.name,
-            status=outcome.status,
-            text=outcome.text,
-            turns=child.task_turns,
-            usage=child.usage,
-            replaced=replaced,
-        )
-    )
-    return outcome
+    return _finished(parent, entry, outcome, replaced)
 
 
 async def _continue_child(parent: Node, entry: TaskEntry) -> Outcome:

@@ -55,7 +55,7 @@ class Node:
         self.task_turns = 0
         self.task_tool_calls = 0
         self.task_tokens = 0
-        self.usage = built(Usage)
+        self.usage = built(Usage)()
         self.tasks: dict[tuple[str, str], TaskEntry] = {}
         self.persistent: dict[str, Node] = {}
         self.kinds_seen: dict[str, ChildKind] = {}
@@ -97,7 +97,7 @@ class Node:
     def set_status(self, status: str, detail: str | None = None) -> None:
         """Change the status and emit `status_changed`."""
         self.status = status
-        self.emit(built(StatusChanged, status=status, detail=detail))
+        self.emit(built(StatusChanged)(status=status, detail=detail))
 
     # storage
 

@@ -201,7 +201,7 @@ class Session:
         self.root.display = []
         self.runs: list[Run] = []
         self.current_run: Run | None = None
-        self.run_usage = built(Usage)
+        self.run_usage = built(Usage)()
         self._tail: asyncio.Task[Any] | None = None
         self.stored_from: dict[str, int] = {}
         """A reopened or forked session's stored events, as how many first events are each
@@ -614,7 +614,7 @@ class Session:
                 return
         self.current_run = run
         self.bus.run = run.number
-        self.run_usage = built(Usage)
+        self.run_usage = built(Usage)()
         self.run_model_calls = self.run_nodes = 0
         self.limit_hit = None
         run._started()
@@ -635,8 +635,7 @@ class Session:
                     )
             actions, tests = split(run.pause_on)
             self.bus.emit(
-                built(
-                    RunStarted,
+                built(RunStarted)(
                     path=root.path,
                     agent=self.agent.name,
                     input=run.display.content if run.display else None,
@@ -656,8 +655,7 @@ class Session:
             root.emit(ErrorOccurred(error_type=type(exc).__name__, message=str(exc)))
             outcome = Outcome("error", f"{type(exc).__name__}: {exc}")
         self.bus.emit(
-            built(
-                RunFinished,
+            built(RunFinished)(
                 path=root.path,
                 status=outcome.status,
                 text=outcome.text,

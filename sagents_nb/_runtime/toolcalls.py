@@ -68,8 +68,7 @@ async def execute_call(node: Node, call: ToolCall) -> ToolResult:
     # the model's own argument text, unless a pause edit changed the arguments
     shown = _dump(arguments) if decision.kind == "edit" else call.arguments
     node.emit(
-        built(
-            ToolCallStarted,
+        built(ToolCallStarted)(
             call_id=call.id,
             name=name,
             arguments=shown,
@@ -130,8 +129,7 @@ def _finish(
 ) -> ToolResult:
     result.duration = duration
     node.emit(
-        built(
-            ToolCallFinished,
+        built(ToolCallFinished)(
             call_id=call.id,
             name=call.name,
             arguments=arguments,

@@ -336,8 +336,7 @@ async def call_model(
         view_tokens, in_storage = _measure(shown, node.token_count) if edited else measured
         left_out = max(0, node.history_tokens - view_tokens)
         node.emit(
-            built(
-                ContextBuilt,
+            built(ContextBuilt)(
                 turn=node.turns + 1,
                 kind=kind_name(node.kind),
                 view_messages=len(shown),
@@ -384,8 +383,7 @@ async def call_model(
                 len(node.history) + 1,
             )
     node.emit(
-        built(
-            ModelResponse,
+        built(ModelResponse)(
             turn=node.turns,
             message=completion.message,
             usage=completion.usage,

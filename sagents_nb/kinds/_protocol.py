@@ -276,7 +276,7 @@ class BaseKind(ChildKind):
 
     def emit(self, child: Child, text: str) -> None:
         if text:
-            child.emit(built(TextDelta, text=text))
+            child.emit(built(TextDelta)(text=text))
 
     async def flush(self, child: Child) -> None:
         return None
