@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Literal, TypeVar
+from collections.abc import Callable, Mapping
+from types import UnionType
+from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic_core import PydanticUndefined
 
 from .text import estimate_text_tokens
 
@@ -137,19 +139,145 @@ def trusted(cls: type[M], values: dict[str, Any]) -> M:
     return instance
 
 
+Check = tuple[frozenset[type], frozenset[Any] | None, type | None]
+"""What `built` takes as a field's value without validating it: the exact types, the values of
+a `Literal`, and the exact type of a list's items."""
+_SCALARS = (str, int, float, bool, type(None))
+BUILT_BEFORE_VALIDATING = 100
+"""How many objects of a model `built` makes itself before it lets pydantic validate them:
+its schema is built then (a first run need not), and validation is faster from there on."""
+_MAKERS: dict[type[BaseModel], Maker] = {}
+_UNSET: Any = object()
+
+
+def _check(annotation: Any) -> Check | None:
+    """How to recognise a value pydantic would keep as it is; None: not recognised (`Any`,
+    nested containers): such fields are taken as the runtime gives them."""
+    origin, args = get_origin(annotation), get_args(annotation)
+    if annotation in _SCALARS or (
+        isinstance(annotation, type) and issubclass(annotation, BaseModel)
+    ):
+        return frozenset({annotation}), None, None
+    if origin is Literal:
+        return frozenset(type(a) for a in args), frozenset(args), None
+    if origin in (Union, UnionType):
+        parts = [_check(a) for a in args]
+        items = {p[2] for p in parts if p is not None and p[2] is not None}
+        if any(p is None or p[1] is not None for p in parts) or len(items) > 1:
+            return None
+        return frozenset().union(*(p[0] for p in parts if p)), None, next(iter(items), None)
+    if origin is list and len(args) == 1 and args[0] in _SCALARS:
+        return frozenset({list}), None, args[0]
+    return None
+
+
+class Maker:
+    """`made`'s constructor for one model, and how many objects it made."""
+
+    __slots__ = ("cls", "make", "names", "uses")
+
+    def __init__(
+        self, cls: type[BaseModel], make: Callable[[dict[str, Any]], Any], names: frozenset[str]
+    ) -> None:
+        self.cls, self.make, self.names, self.uses = cls, make, names, 0
+
+    def __call__(self, **given: Any) -> Any:
+        instance = made(self.cls, given)
+        return instance if instance is not None else self.cls(**given)
+
+
+def _maker(cls: type[BaseModel]) -> Maker:
+    """A function made for `cls` (as `dataclasses` makes `__init__`) that builds an instance
+    from a dict of given values, or returns None where validation must decide: a value it does
+    not recognise (see `_check`), a required field missing, any value of a model with
+    validators of its own."""
+    scope: dict[str, Any] = {"cls": cls, "new": object.__new__, "put": object.__setattr__}
+    scope["UNSET"] = _UNSET
+    lines = ["def make(given):"]
+    found = cls.__pydantic_decorators__
+    if found.validators or found.field_validators or found.model_validators:
+        lines.append("    return None")
+    names = []
+    for i, (name, info) in enumerate(cls.model_fields.items()):
+        names.append(name)
+        value = f"v{i}"
+        lines.append(f"    {value} = given.get({name!r}, UNSET)")
+        lines.append(f"    if {value} is UNSET:")
+        if info.default_factory is not None:
+            scope[f"F{i}"] = info.default_factory
+            lines.append(f"        {value} = F{i}()")
+        elif info.default is PydanticUndefined:
+            lines.append("        return None")
+        elif isinstance(info.default, (*_SCALARS, tuple)):
+            scope[f"D{i}"] = info.default
+            lines.append(f"        {value} = D{i}")
+        else:
+            scope[f"F{i}"] = info.get_default  # a mutable default is copied, as pydantic does
+            lines.append(f"        {value} = F{i}()")
+        check = _check(info.annotation)
+        if check is not None:
+            types, literal, items = check
+            scope[f"T{i}"] = types
+            test = f"type({value}) not in T{i}"
+            if literal is not None:
+                scope[f"L{i}"] = literal
+                test += f" or {value} not in L{i}"
+            if items is not None:
+                scope[f"I{i}"] = items
+                test += f" or (type({value}) is list and any(type(x) is not I{i} for x in {value}))"
+            lines.append(f"    elif {test}:")
+            lines.append("        return None")
+    values = ", ".join(f"{name!r}: v{i}" for i, name in enumerate(names))
+    lines.append("    made = new(cls)")
+    lines.append(f"    put(made, '__dict__', {{{values}}})")
+    lines.append("    put(made, '__pydantic_fields_set__', set(given))")
+    lines.append("    put(made, '__pydantic_extra__', None)")
+    lines.append("    put(made, '__pydantic_private__', None)")
+    if cls.__pydantic_post_init__:
+        lines.append(f"    made.{cls.__pydantic_post_init__}(None)")
+    lines.append("    return made")
+    exec("\n".join(lines), scope)  # source made above from the model's own fields
+    maker = _MAKERS[cls] = Maker(cls, scope["make"], frozenset(names))
+    return maker
+
+
+def made(cls: type[M], given: dict[str, Any]) -> M | None:
+    """`cls(**given)` made without validation, if every given value is one validation would
+    keep as it is (of its field's exact type, a `Literal`'s value, a list of exact items):
+    the defaults filled in as pydantic fills them, `model_fields_set` as given. None
+    otherwise: validation decides (converts, or refuses with pydantic's error)."""
+    maker = _MAKERS.get(cls) or _maker(cls)
+    maker.uses += 1
+    return maker.make(given) if given.keys() <= maker.names else None  # type: ignore[no-any-return]
+
+
+def built(cls: type[M]) -> Callable[..., M]:
+    """What makes a `cls` from keyword values: `cls` itself (validation) once its schema is
+    built or `BUILT_BEFORE_VALIDATING` objects were made; until then a `Maker`, which `made`s
+    them without validation where it can. A first run then builds no schema (pydantic's first
+    build also scans every installed package for plugins: a tenth of a first run); later,
+    validation, faster than any construction in Python (benchmarks/README.md), takes over.
+    For the events and messages made on every turn: `built(StatusChanged)(status=...)`. A
+    list is kept, not copied: give a fresh one."""
+    if cls.__pydantic_complete__:
+        return cls
+    maker = _MAKERS.get(cls) or _maker(cls)
+    return maker if maker.uses < BUILT_BEFORE_VALIDATING else cls
+
+
 def system(text: str) -> Message:
     """A system message."""
-    return Message(role="system", content=text)
+    return built(Message)(role="system", content=text)
 
 
 def user(text: str) -> Message:
     """A user message."""
-    return Message(role="user", content=text)
+    return built(Message)(role="user", content=text)
 
 
 def tool_message(call_id: str, content: str) -> Message:
     """A tool result message answering `call_id`."""
-    return Message(role="tool", tool_call_id=call_id, content=content)
+    return built(Message)(role="tool", tool_call_id=call_id, content=content)
 
 
 def estimate_tokens(message: Message) -> int:

@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .._base.messages import Message, Usage, estimate_tokens, system, tool_message, user
+from .._base.messages import Message, Usage, built, estimate_tokens, system, tool_message, user
 from .._base.outcome import Outcome
 from ..events import Event, StatusChanged, TaskSpawned
 from ..kinds import kind_name
@@ -58,7 +58,7 @@ class Node:
         self.task_turns = 0
         self.task_tool_calls = 0
         self.task_tokens = 0
-        self.usage = Usage()
+        self.usage = built(Usage)()
         self.tasks: dict[tuple[str, str], TaskEntry] = {}
         self.persistent: dict[str, Node] = {}
         self.kinds_seen: dict[str, ChildKind] = {}
@@ -105,7 +105,7 @@ class Node:
     def set_status(self, status: str, detail: str | None = None) -> None:
         """Change the status and emit `status_changed`."""
         self.status = status
-        self.emit(StatusChanged(status=status, detail=detail))
+        self.emit(built(StatusChanged)(status=status, detail=detail))
 
     # storage
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import pydantic
 
-from .._base.messages import ToolCall
+from .._base.messages import ToolCall, built
 from .._tools.hooks import ToolCallInfo, apply_after, apply_before
 from .._tools.node_tool import NodeTool
 from .._tools.tool import Tool, ToolError, ToolResult, parse_arguments, validation_message
@@ -68,7 +68,7 @@ async def execute_call(node: Node, call: ToolCall) -> ToolResult:
     # the model's own argument text, unless a pause edit changed the arguments
     shown = _dump(arguments) if decision.kind == "edit" else call.arguments
     node.emit(
-        ToolCallStarted(
+        built(ToolCallStarted)(
             call_id=call.id,
             name=name,
             arguments=shown,
@@ -129,7 +129,7 @@ def _finish(
 ) -> ToolResult:
     result.duration = duration
     node.emit(
-        ToolCallFinished(
+        built(ToolCallFinished)(
             call_id=call.id,
             name=call.name,
             arguments=arguments,

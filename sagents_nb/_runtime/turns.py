@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._base.caller import CALLER, Caller
 from .._base.errors import ConfigurationError, EndpointError, LLMError
-from .._base.messages import Message, ToolCall, system, tool_message, trusted, user
+from .._base.messages import Message, ToolCall, built, system, tool_message, trusted, user
 from .._base.outcome import Outcome
 from .._endpoints.openai import Completion, RetryNotice
 from ..events import (
@@ -373,7 +373,7 @@ async def call_model(
         view_tokens, in_storage = _measure(shown, node.token_count) if edited else measured
         left_out = max(0, node.history_tokens - view_tokens)
         node.emit(
-            ContextBuilt(
+            built(ContextBuilt)(
                 turn=node.turns + 1,
                 kind=kind_name(node.kind),
                 view_messages=len(shown),
@@ -420,7 +420,7 @@ async def call_model(
                 len(node.history) + 1,
             )
     node.emit(
-        ModelResponse(
+        built(ModelResponse)(
             turn=node.turns,
             message=completion.message,
             usage=completion.usage,
