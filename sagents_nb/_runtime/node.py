@@ -11,8 +11,8 @@ from .._base.outcome import Outcome
 from ..events import Event, StatusChanged, TaskSpawned
 from ..kinds import kind_name
 from .delegation import task_finished
+from .not_rebuilt import shown_kind
 from .result import TreeNode
-from .snapshot import shown_kind
 from .tasks import QueuedInput, TaskEntry
 from .toolcalls import execute_call
 from .turns import agent_choice, note_choice, run_task, summarise

@@ -14,11 +14,12 @@ import pydantic_core
 from .._base.errors import StoreError
 from .._base.messages import Usage
 from .._base.outcome import Outcome
-from ..kinds import BaseKind, kind_name, registry
+from ..kinds import registry
+from .not_rebuilt import NotRebuilt
 
 if TYPE_CHECKING:
     from .._store.protocol import SessionRows
-    from ..kinds import Child, ChildKind
+    from ..kinds import ChildKind
     from .node import Node
 
 
@@ -247,34 +248,6 @@ def kind_as_ran(
     if factory is not None:
         return factory()
     return NotRebuilt(name, stored) if stored is not None else now
-
-
-class NotRebuilt(BaseKind):
-    """Stands for the kind a node ran as when this process cannot build it again (its
-    arguments were not stored: not JSON, or they may hold a secret; or its class is not
-    imported). The tree shows its name, marked "(not rebuilt)"; it keeps the stored row as it
-    was, and it never runs: at the node's next turn its agent's kind takes over, with a
-    `kind_swapped` event."""
-
-    def __init__(self, name: str, stored: dict[str, Any]) -> None:
-        self.name = name
-        self.spec = {"class": stored.get("class", ""), "given": stored.get("given")}
-        self.stored_state = stored.get("state")
-
-    def dump_state(self, child: Child) -> Any:
-        return self.stored_state
-
-    def __repr__(self) -> str:
-        return (
-            f"NotRebuilt({self.name!r}: ran as {self.spec['class'] or self.name}, whose "
-            "arguments were not stored; its agent's kind takes over at the node's next turn)"
-        )
-
-
-def shown_kind(kind: ChildKind) -> str:
-    """A kind's name as the tree shows it: one a reopen could not build again is marked."""
-    name = kind_name(kind)
-    return f"{name} (not rebuilt)" if isinstance(kind, NotRebuilt) else name
 
 
 def _rebuilt(class_path: str, given: Any) -> ChildKind | None:
