@@ -286,14 +286,13 @@ def test_a_ray_task_carries_several_runs_each_its_own_row_retry_and_progress_ste
     from sagents_nb._compare import ray_executor
 
     chunks: list[int] = []
-    send = ray_executor.RayRunner._send
+    send = ray_executor.RayRunner._send_chunk
 
-    def counted(runner) -> None:
-        if runner.waiting:
-            chunks.append(len(runner.waiting))
-        send(runner)
+    def counted(runner, chunk) -> None:
+        chunks.append(len(chunk))
+        send(runner, chunk)
 
-    monkeypatch.setattr(ray_executor.RayRunner, "_send", counted)
+    monkeypatch.setattr(ray_executor.RayRunner, "_send_chunk", counted)
     prompts = [f"question {i} 質問" for i in range(40)]
     prompts[17] = "boom"
     steps = Steps()

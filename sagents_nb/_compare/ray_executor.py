@@ -51,8 +51,9 @@ class _Waiting:
 
 
 class RayRunner:
-    """Runs attempts as Ray tasks, up to `CHUNK` a task (the attempts that come in one turn of
-    the loop), and turns what comes back into a `RunRecord` per attempt."""
+    """Runs attempts as Ray tasks, `slots` tasks in flight, each carrying up to `CHUNK`
+    attempts (those waiting when a slot frees), and turns what comes back into a `RunRecord`
+    per attempt."""
 
     chunk = CHUNK
 
@@ -76,19 +77,20 @@ class RayRunner:
             ray.init(address=None if executor == "ray" else executor)
         self.ray = ray
         self.store: Store | None = None
+        self.slots = 1
+        """Tasks in flight at most (the sweep's `concurrency`)."""
         self.shared = ray.put((agent, shared_llm, travelling_variants))
         self.task = ray.remote(run_chunk)
         self.waiting: list[_Waiting] = []
+        self.in_flight = 0
+        self.scheduled = False
 
     async def __call__(self, variant: Variant, item: Item, session_id: str | None) -> RunRecord:
-        loop = asyncio.get_running_loop()
         keep_rows = self.store is not None and session_id is not None
-        entry = _Waiting(variant.name, item, session_id, keep_rows, loop.create_future())
-        if not self.waiting:
-            loop.call_soon(self._send)  # the attempts of this turn of the loop go together
+        future = asyncio.get_running_loop().create_future()
+        entry = _Waiting(variant.name, item, session_id, keep_rows, future)
         self.waiting.append(entry)
-        if len(self.waiting) >= self.chunk:
-            self._send()
+        self._schedule()
         try:
             record, rows = await entry.future
         except asyncio.CancelledError:
@@ -101,17 +103,34 @@ class RayRunner:
             record.session_id = rows.info.id
         return record
 
+    def _schedule(self) -> None:
+        """Send what waits at the end of this turn of the loop, if a slot is free."""
+        if not self.scheduled and self.in_flight < self.slots:
+            self.scheduled = True
+            asyncio.get_running_loop().call_soon(self._send)
+
     def _send(self) -> None:
-        """Send the waiting attempts as one task; each future gets its own attempt's result."""
-        chunk, self.waiting = self.waiting, []
-        if not chunk:
-            return
+        """Send the waiting attempts, up to `chunk` a task, while a slot is free."""
+        self.scheduled = False
+        while self.waiting and self.in_flight < self.slots:
+            chunk, self.waiting = self.waiting[: self.chunk], self.waiting[self.chunk :]
+            self._send_chunk(chunk)
+
+    def _send_chunk(self, chunk: list[_Waiting]) -> None:
+        """One task for `chunk`; each future gets its own attempt's result."""
         runs = [(e.variant, e.item.id, e.item.prompts, e.session_id, e.keep_rows) for e in chunk]
         ref = self.task.remote(self.shared, runs)
+        self.in_flight += 1
         for entry in chunk:
             entry.ref = ref
         done = asyncio.wrap_future(ref.future())
-        done.add_done_callback(lambda finished: _deliver(chunk, finished))
+        done.add_done_callback(lambda finished: self._finished(chunk, finished))
+
+    def _finished(self, chunk: list[_Waiting], finished: asyncio.Future[Any]) -> None:
+        self.in_flight -= 1
+        _deliver(chunk, finished)
+        if self.waiting:
+            self._schedule()
 
 
 def _deliver(chunk: list[_Waiting], finished: asyncio.Future[Any]) -> None:

@@ -125,7 +125,7 @@ def sweep(
         from .ray_executor import ray_runner
 
         runner = ray_runner(executor, agent, checked, llm)
-        runner.store = target
+        runner.store, runner.slots = target, concurrency
         in_flight = concurrency * runner.chunk
     return _execute(agent, items, checked, llm, in_flight, target, retries, progress, runner)
 
