@@ -99,7 +99,7 @@ class RayRunner:
             raise
         if rows is not None and self.store is not None:  # in the store thread's group commit
             writer = StepWriter(self.store, rows.info.id, create=rows)
-            await asyncio.wrap_future(writer.settle())
+            await writer.settled()
             record.session_id = rows.info.id
         return record
 
