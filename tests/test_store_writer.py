@@ -292,6 +292,30 @@ def test_sessions_handed_over_together_commit_in_one_transaction(
     store.close()
 
 
+def test_a_group_commit_wakes_the_loop_once_for_every_session_it_settles(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sessions a group commit settles are woken together: one wake-up of their loop, not
+    one per session (a sweep's store thread spent a socket write on each)."""
+    store = sn.SQLiteStore(tmp_path / "runs.db")
+    sessions = [sn.Session(BOSS, llm=sn.mock_llm(boss_handler), store=store) for _ in range(20)]
+    wakes: list[int] = []
+    real = writer._settle
+
+    def counted(promises: Any, error: Any) -> None:
+        wakes.append(len(promises))
+        real(promises, error)
+
+    monkeypatch.setattr(writer, "_settle", counted)
+    go = held_turns(monkeypatch)
+    runs = [session.send(f"réveil {i} 起きて") for i, session in enumerate(sessions)]
+    ran(runs)
+    go.set()
+    assert all(isinstance(result, sn.Result) for result in awaited(runs))
+    assert wakes and max(wakes) >= 20, f"wake-ups of {wakes} promises for 20 sessions"
+    store.close()
+
+
 def test_a_session_refused_in_a_group_holds_up_no_other(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
