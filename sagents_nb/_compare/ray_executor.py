@@ -110,8 +110,10 @@ class RayRunner:
             asyncio.get_running_loop().call_soon(self._send)
 
     def _send(self) -> None:
-        """Send the waiting attempts, up to `chunk` a task, while a slot is free."""
+        """Send the waiting attempts (not those cancelled meanwhile), up to `chunk` a task,
+        while a slot is free."""
         self.scheduled = False
+        self.waiting = [entry for entry in self.waiting if not entry.future.done()]
         while self.waiting and self.in_flight < self.slots:
             chunk, self.waiting = self.waiting[: self.chunk], self.waiting[self.chunk :]
             self._send_chunk(chunk)
