@@ -265,11 +265,12 @@ def awaited(runs: list[sn.Run]) -> list[sn.Result | BaseException]:
     return block_on(submit(each()), what="the test")
 
 
-def test_sessions_handed_over_together_commit_in_one_transaction(
+def test_sessions_handed_over_together_commit_in_one_transaction_and_wake_up_together(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A store thread commits what many sessions handed over in one transaction (a sweep's
-    runs), not one transaction per session."""
+    runs), not one transaction per session, and settles their calls with one wake-up of their
+    loop, not one per session (a socket write each)."""
     db = tmp_path / "runs.db"
     store = sn.SQLiteStore(db)
     sessions = [sn.Session(BOSS, llm=sn.mock_llm(boss_handler), store=store) for _ in range(20)]
@@ -281,12 +282,21 @@ def test_sessions_handed_over_together_commit_in_one_transaction(
         return real(con)
 
     monkeypatch.setattr(_store_sqlite, "transaction", counted)
+    wakes: list[int] = []
+    settle = writer._settle
+
+    def woken(promises: Any, error: Any) -> None:
+        wakes.append(len(promises))
+        settle(promises, error)
+
+    monkeypatch.setattr(writer, "_settle", woken)
     go = held_turns(monkeypatch)
     runs = [session.send(f"tâche {i} 任务") for i, session in enumerate(sessions)]
     ran(runs)
     go.set()
     assert all(isinstance(result, sn.Result) for result in awaited(runs))
     assert len(transactions) == 1, f"{len(transactions)} transactions for 20 sessions"
+    assert max(wakes) >= 20, f"wake-ups of {wakes} promises for 20 sessions"
     for session in sessions:
         assert stored(session, db) == stored(session, None)
     store.close()

@@ -255,3 +255,67 @@ def test_a_base_exception_raised_in_a_variant_on_a_worker_is_its_error_row(local
         "KeyboardInterrupt: ",
     )
     assert rows["unusual"]["error"].endswith("Unusual: à moi 🙃")
+
+
+class Steps:
+    """A sweep's progress calls, as they came."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple] = []
+
+    def start(self, total: int, done: int) -> None:
+        self.calls.append(("start", total, done))
+
+    def advance(self, done: int, errors: int) -> None:
+        self.calls.append(("advance", done, errors))
+
+    def close(self, interrupted: bool) -> None:
+        self.calls.append(("close", interrupted))
+
+
+def fails_on_boom(req: sn.ChatRequest) -> str:
+    if "boom" in req.last_user:
+        raise ValueError("panne 💥 sur boom")
+    return f"vu : {req.last_user}"
+
+
+@pytest.mark.timeout(300)
+def test_a_ray_task_carries_several_runs_each_its_own_row_retry_and_progress_step(
+    local_ray, tmp_path, monkeypatch
+) -> None:
+    from sagents_nb._compare import ray_executor
+
+    chunks: list[int] = []
+    send = ray_executor.RayRunner._send_chunk
+
+    def counted(runner, chunk) -> None:
+        chunks.append(len(chunk))
+        send(runner, chunk)
+
+    monkeypatch.setattr(ray_executor.RayRunner, "_send_chunk", counted)
+    prompts = [f"question {i} 質問" for i in range(40)]
+    prompts[17] = "boom"
+    steps = Steps()
+    cmp = sn.sweep(
+        sn.Agent("solver"),
+        prompts,
+        llm=sn.mock_llm(fails_on_boom),
+        executor="ray",
+        concurrency=2,
+        retries=1,
+        store=tmp_path / "chunks.db",
+        progress=steps,
+    )
+    assert max(chunks) > 1 and sum(chunks) == 41  # 40 runs and boom's retry, in few tasks
+    rows = cmp.rows
+    assert [r["status"] for r in rows] == ["done"] * 17 + ["error"] + ["done"] * 22
+    assert cmp.records[17].attempts == 2 and "panne 💥 sur boom" in rows[17]["error"]
+    assert [r["answer"] for r in rows[:2]] == ["vu : question 0 質問", "vu : question 1 質問"]
+    assert all(r["error"] is None for i, r in enumerate(rows) if i != 17)
+    # progress counts runs (items), not tasks: one step each, boom's the only error
+    advances = [c for c in steps.calls if c[0] == "advance"]
+    assert [c[1] for c in advances] == list(range(1, 41))
+    assert advances[-1] == ("advance", 40, 1)
+    assert steps.calls[0] == ("start", 40, 0) and steps.calls[-1] == ("close", False)
+    stored = {s.id for s in sn.Session.list_stored(tmp_path / "chunks.db")}
+    assert {r["session_id"] for r in rows} <= stored and len(stored) == 41

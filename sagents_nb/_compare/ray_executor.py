@@ -1,12 +1,13 @@
-"""`executor="ray"`: each (item, variant) run as a Ray task; its events (and, for a stored
-sweep, its whole session record) come back to the driver. Ray is imported only here."""
+"""`executor="ray"`: the (item, variant) runs as Ray tasks, up to `CHUNK` a task; each run's
+events (and, for a stored sweep, its whole session record) come back to the driver. Ray is
+imported only here."""
 
 from __future__ import annotations
 
 import asyncio
 import types
 from collections.abc import Iterator
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from .._base.errors import ConfigurationError
@@ -32,8 +33,29 @@ def import_ray() -> Any:
     return ray
 
 
+CHUNK = 16
+"""Runs a Ray task carries (run together on the worker's loop): Ray's own cost per task (its
+arguments, the result's pickling, the task's machinery) is paid once for them all."""
+
+
+@dataclass
+class _Waiting:
+    """One attempt waiting for its chunk's task, and the future its record comes back in."""
+
+    variant: str
+    item: Item
+    session_id: str | None
+    keep_rows: bool
+    future: asyncio.Future[tuple[RunRecord, SessionRows | None]]
+    ref: Any = None
+
+
 class RayRunner:
-    """Runs one attempt as a Ray task and turns what comes back into a `RunRecord`."""
+    """Runs attempts as Ray tasks, `slots` tasks in flight, each carrying up to `CHUNK`
+    attempts (those waiting when a slot frees), and turns what comes back into a `RunRecord`
+    per attempt."""
+
+    chunk = CHUNK
 
     def __init__(
         self, executor: str, agent: Agent, variants: list[Variant], llm: Endpoint | None
@@ -45,37 +67,90 @@ class RayRunner:
         shared_llm = llm.fresh() if isinstance(llm, LLM) else llm
         agent = copy_tree(agent, {})
         fresh_models(agent, {id(llm): shared_llm} if isinstance(shared_llm, LLM) else {})
-        self.variants = {v.name: travelling(v) for v in variants}
+        travelling_variants = {v.name: travelling(v) for v in variants}
         # what cannot travel fails now, naming the object, before any run starts
         check_travel(cloudpickle, "the agent", agent)
-        for variant in self.variants.values():
+        for variant in travelling_variants.values():
             check_travel(cloudpickle, f"variant {variant.name!r}", variant)
         check_travel(cloudpickle, "llm=", shared_llm)
         if not ray.is_initialized():
             ray.init(address=None if executor == "ray" else executor)
         self.ray = ray
         self.store: Store | None = None
-        self.shared = ray.put((agent, shared_llm))
-        self.task = ray.remote(run_remote)
+        self.slots = 1
+        """Tasks in flight at most (the sweep's `concurrency`)."""
+        self.shared = ray.put((agent, shared_llm, travelling_variants))
+        self.task = ray.remote(run_chunk)
+        self.waiting: list[_Waiting] = []
+        self.in_flight = 0
+        self.scheduled = False
 
     async def __call__(self, variant: Variant, item: Item, session_id: str | None) -> RunRecord:
         keep_rows = self.store is not None and session_id is not None
-        sent = self.variants[variant.name]
-        ref = self.task.remote(self.shared, sent, item.id, item.prompts, session_id, keep_rows)
+        future = asyncio.get_running_loop().create_future()
+        entry = _Waiting(variant.name, item, session_id, keep_rows, future)
+        self.waiting.append(entry)
+        self._schedule()
         try:
-            record, rows = await asyncio.wrap_future(ref.future())
+            record, rows = await entry.future
         except asyncio.CancelledError:
-            self.ray.cancel(ref)
+            if entry.ref is not None:
+                self.ray.cancel(entry.ref)
             raise
-        except Exception as exc:  # the worker died, Ray failed: this run's row, not the sweep
-            return RunRecord(
-                item.id, variant.name, item.prompts, "error", error=f"{type(exc).__name__}: {exc}"
-            )
         if rows is not None and self.store is not None:  # in the store thread's group commit
             writer = StepWriter(self.store, rows.info.id, create=rows)
-            await asyncio.wrap_future(writer.settle())
+            await writer.settled()
             record.session_id = rows.info.id
         return record
+
+    def _schedule(self) -> None:
+        """Send what waits at the end of this turn of the loop, if a slot is free."""
+        if not self.scheduled and self.in_flight < self.slots:
+            self.scheduled = True
+            asyncio.get_running_loop().call_soon(self._send)
+
+    def _send(self) -> None:
+        """Send the waiting attempts (not those cancelled meanwhile), up to `chunk` a task,
+        while a slot is free."""
+        self.scheduled = False
+        self.waiting = [entry for entry in self.waiting if not entry.future.done()]
+        while self.waiting and self.in_flight < self.slots:
+            chunk, self.waiting = self.waiting[: self.chunk], self.waiting[self.chunk :]
+            self._send_chunk(chunk)
+
+    def _send_chunk(self, chunk: list[_Waiting]) -> None:
+        """One task for `chunk`; each future gets its own attempt's result."""
+        runs = [(e.variant, e.item.id, e.item.prompts, e.session_id, e.keep_rows) for e in chunk]
+        ref = self.task.remote(self.shared, runs)
+        self.in_flight += 1
+        for entry in chunk:
+            entry.ref = ref
+        done = asyncio.wrap_future(ref.future())
+        done.add_done_callback(lambda finished: self._finished(chunk, finished))
+
+    def _finished(self, chunk: list[_Waiting], finished: asyncio.Future[Any]) -> None:
+        self.in_flight -= 1
+        _deliver(chunk, finished)
+        if self.waiting:
+            self._schedule()
+
+
+def _deliver(chunk: list[_Waiting], finished: asyncio.Future[Any]) -> None:
+    """Each attempt's (record, rows), or, when the task failed (its worker died, Ray failed),
+    an `error` record for each of its attempts: their rows, not the sweep."""
+    if finished.cancelled():
+        return
+    error = finished.exception()
+    results = finished.result() if error is None else [None] * len(chunk)
+    for entry, result in zip(chunk, results, strict=True):
+        if entry.future.done():  # cancelled meanwhile
+            continue
+        if result is None:
+            message = f"{type(error).__name__}: {error}"
+            failed = RunRecord(entry.item.id, entry.variant, entry.item.prompts, "error")
+            failed.error = message
+            result = (failed, None)
+        entry.future.set_result(result)
 
 
 def travelling(variant: Variant) -> Variant:
@@ -92,38 +167,61 @@ def travelling(variant: Variant) -> Variant:
     return replace(variant, session=session, agents=agents)
 
 
-def run_remote(
-    shared: tuple[Agent, Endpoint | None],
-    variant: Variant,
-    item: Any,
-    prompts: list[str],
-    session_id: str | None,
-    keep_rows: bool,
-) -> tuple[RunRecord, SessionRows | None]:
-    """On a Ray worker: run the attempt, return its record (its events travel as JSON) and,
-    for a stored sweep, the session's rows, recorded in a store of the worker's own memory."""
+Run = tuple[str, Any, list[str], "str | None", bool]
+"""One attempt as it travels: its variant's name, the item's id and prompts, its session id,
+and whether to return the session's rows."""
+
+
+def run_chunk(
+    shared: tuple[Agent, Endpoint | None, dict[str, Variant]], runs: list[Run]
+) -> list[tuple[RunRecord, SessionRows | None]]:
+    """On a Ray worker: run the attempts together on the worker's loop; return each one's
+    record (its events travel as JSON) and, for a stored sweep, the session's rows, recorded
+    in a store of the worker's own memory. What one attempt raises is its own `error`."""
     from .._base.loop import run_sync
+
+    agent, llm, variants = shared
+    with rarer_young_collections():
+        ran = run_sync(_run_all(agent, llm, variants, runs), what="a Ray task")
+        return [_returned(run, outcome) for run, outcome in zip(runs, ran, strict=True)]
+
+
+async def _run_all(
+    agent: Agent, llm: Endpoint | None, variants: dict[str, Variant], runs: list[Run]
+) -> list[Any]:
     from .._store.memory import MemoryStore
 
-    agent, llm = shared
-    with rarer_young_collections():
-        record, session = run_sync(
+    return await asyncio.gather(
+        *(
             run_session(
-                variant,
+                variants[name],
                 agent,
                 llm,
                 prompts,
                 item=item,
                 store=MemoryStore() if keep_rows else None,
                 session_id=session_id,
-            ),
-            what="a Ray task",
-        )
-        rows = None
-        if session is not None and session.store is not None:
-            session.flush()
-            rows = session.store.load(session.id)
-    return record, rows
+            )
+            for name, item, prompts, session_id, keep_rows in runs
+        ),
+        return_exceptions=True,
+    )
+
+
+def _returned(run: Run, outcome: Any) -> tuple[RunRecord, SessionRows | None]:
+    """One attempt's record and stored rows (its session flushed here, off the loop)."""
+    name, item, prompts, _session_id, _keep_rows = run
+    try:
+        if isinstance(outcome, BaseException):
+            raise outcome
+        record, session = outcome
+        if session is None or session.store is None:
+            return record, None
+        session.flush()
+        return record, session.store.load(session.id)
+    except Exception as exc:
+        failed = RunRecord(item, name, prompts, "error", error=f"{type(exc).__name__}: {exc}")
+        return failed, None
 
 
 def check_travel(cloudpickle: Any, what: str, value: Any) -> None:

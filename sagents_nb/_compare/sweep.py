@@ -89,9 +89,11 @@ def sweep(
         agent, variants, llm: as for `sn.compare`.
         prompts: the items: each a prompt, a list of prompts (one conversation), or a dict with
             `prompt` (or `prompts`) and optionally `id`; a DataFrame's records work too.
-        concurrency: runs in flight at once.
+        concurrency: runs in flight at once; on Ray, tasks in flight at once, each carrying
+            up to 16 runs (run together on its worker).
         executor: None runs on this process's loop; `"ray"` (or a Ray address such as
-            `"ray://head:10001"` or `"auto"`) runs each pair as a Ray task (`sagents_nb[ray]`).
+            `"ray://head:10001"` or `"auto"`) runs the pairs as Ray tasks, several a task, each
+            run still its own row, retries and progress step (`sagents_nb[ray]`).
         store: a path or `sn.Store`. Each run is a stored session (`.open(variant, item)`
             reopens it), and a sweep run again with the same store skips the runs that finished
             (like Inspect's eval sets): only runs that errored, were cut short, never started,
@@ -118,12 +120,14 @@ def sweep(
     checked = check_variants(agent, variants, llm)
     runner = None
     target = _store(store)
+    in_flight = concurrency
     if executor is not None:
         from .ray_executor import ray_runner
 
         runner = ray_runner(executor, agent, checked, llm)
-        runner.store = target
-    return _execute(agent, items, checked, llm, concurrency, target, retries, progress, runner)
+        runner.store, runner.slots = target, concurrency
+        in_flight = concurrency * runner.chunk
+    return _execute(agent, items, checked, llm, in_flight, target, retries, progress, runner)
 
 
 def _execute(

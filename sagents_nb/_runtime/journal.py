@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import logging
 import operator
@@ -351,7 +350,7 @@ class Journal:
     async def settled(self) -> None:
         """Await the commit of everything recorded so far, from any loop, without blocking it;
         raises `StoreError` if the store refuses."""
-        await asyncio.wrap_future(self._writer.settle())
+        await self._writer.settled()
 
     async def before_request(self) -> None:
         """With `durability="turn"`, await the commit of the turn so far before its model

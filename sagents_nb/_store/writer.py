@@ -12,9 +12,9 @@ their own.
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import collections
-import concurrent.futures
 import heapq
 import itertools
 import logging
@@ -116,7 +116,7 @@ class StepWriter:
         self._cut = cut
         self._create = create
         self._pending: list[Encodable] = []
-        self._promises: list[concurrent.futures.Future[None]] = []
+        self._promises: list[asyncio.Future[None]] = []
         """Futures of `settle` calls, resolved by the commit that takes the steps queued
         before them."""
         self._writing = False
@@ -131,20 +131,20 @@ class StepWriter:
             self._pending.append(step)
             self._queue(at_once=at_once)
 
-    def settle(self) -> concurrent.futures.Future[None]:
-        """Queue the step being recorded and have the store thread commit everything queued
-        at once; the future is done when it is committed (a `StoreError` if the store refused).
-        Awaitable from any loop (`asyncio.wrap_future`) without blocking it."""
+    async def settled(self) -> None:
+        """Queue the step being recorded, have the store thread commit everything queued at
+        once, and await the commit (a `StoreError` if the store refused) on the running loop
+        without blocking it. The store thread wakes each loop once for all the promises a
+        commit settles (`_wake`), not once for each."""
         if self._cut is not None:
             self._cut()
-        future: concurrent.futures.Future[None] = concurrent.futures.Future()
+        future = asyncio.get_running_loop().create_future()
         with _lock:
             if not (self._pending or self._writing or self._create is not None):
-                future.set_result(None)
-                return future
+                return
             self._promises.append(future)
             self._queue(at_once=True)
-        return future
+        await future
 
     def _queue(self, *, at_once: bool) -> None:
         """Wait in the store's lane for its thread (started if need be; the caller holds
@@ -188,7 +188,7 @@ class StepWriter:
         )
 
     def _commit(
-        self, steps: list[Encodable], promises: list[concurrent.futures.Future[None]]
+        self, steps: list[Encodable], promises: list[asyncio.Future[None]]
     ) -> Exception | None:
         """Encode and commit `steps` (the caller set `_writing`), then settle `promises`
         (`_committed`)."""
@@ -209,11 +209,13 @@ class StepWriter:
     def _committed(
         self,
         steps: list[Encodable],
-        promises: list[concurrent.futures.Future[None]],
+        promises: list[asyncio.Future[None]],
         error: Exception | None,
+        woken: list[asyncio.Future[None]] | None = None,
     ) -> None:
         """After a commit of `steps` (which failed if `error`): clear `_writing`, settle
-        `promises`; on failure put the steps back first in line."""
+        `promises` (or, after a group's commit, add them to `woken`, settled together after);
+        on failure put the steps back first in line."""
         with _lock:
             self._writing = False
             if error is not None:
@@ -221,11 +223,32 @@ class StepWriter:
             if self._promises:  # promised while this commit ran: the next look is now
                 self._queue(at_once=True)
             _lock.notify_all()
-        for promise in promises:
-            if error is None:
-                promise.set_result(None)
-            else:
-                promise.set_exception(self._refused(error))
+        if woken is not None:
+            woken.extend(promises)
+        else:
+            _wake(promises, None if error is None else self._refused(error))
+
+
+def _wake(promises: list[asyncio.Future[None]], error: StoreError | None) -> None:
+    """Settle `promises` on their loops, with one wake-up of each loop for them all."""
+    by_loop: dict[asyncio.AbstractEventLoop, list[asyncio.Future[None]]] = {}
+    for promise in promises:
+        by_loop.setdefault(promise.get_loop(), []).append(promise)
+    for loop, settled in by_loop.items():
+        try:
+            loop.call_soon_threadsafe(_settle, settled, error)
+        except RuntimeError:  # that loop is closed: nobody awaits its promises any more
+            pass
+
+
+def _settle(promises: list[asyncio.Future[None]], error: StoreError | None) -> None:
+    for promise in promises:
+        if promise.done():  # its waiter was cancelled
+            continue
+        if error is None:
+            promise.set_result(None)
+        else:
+            promise.set_exception(error)
 
 
 def later(chore: Callable[[], None], delay: float = 0.0) -> None:
@@ -259,7 +282,7 @@ def _serve(lane: _Lane) -> None:
         del batches  # nothing of a session outlives its turn here
 
 
-Batch = tuple["StepWriter", list[Encodable], list[concurrent.futures.Future[None]]]
+Batch = tuple["StepWriter", list[Encodable], list[asyncio.Future[None]]]
 
 
 def _next_turn(lane: _Lane) -> list[Batch] | None:
@@ -343,9 +366,11 @@ def _commit_together(batches: list[Batch]) -> bool:
         )
     except Exception:
         return False
+    woken: list[asyncio.Future[None]] = []
     for writer, steps, promises in batches:
         writer._create = None
-        writer._committed(steps, promises, None)
+        writer._committed(steps, promises, None, woken)
+    _wake(woken, None)
     return True
 
 
