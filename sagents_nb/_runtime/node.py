@@ -255,23 +255,21 @@ class Node:
             if not item.future.done():
                 item.future.set_result(outcome)
 
-    def rolled_usage(self) -> Usage:
-        """Usage of this node and all its children."""
-        total = self.usage
-        for child in self.order:
-            total = total + child.rolled_usage()
-        return total
-
     def tree(self) -> TreeNode:
-        """A snapshot of this node and its children."""
+        """A snapshot of this node and its children, each with the usage of its subtree (summed
+        from its children's snapshots: each node counted once, not once per ancestor)."""
+        children = [child.tree() for child in self.order]
+        usage = self.usage
+        for child in children:
+            usage = usage + child.usage
         return TreeNode(
             id=self.path,
             agent=self.agent.name,
             kind=shown_kind(self.kind),
             status=self.status,
             turns=self.turns,
-            usage=self.rolled_usage(),
-            children=[child.tree() for child in self.order],
+            usage=usage,
+            children=children,
             display_text=self.display_text,
             reattached=self.reattached,
             refused=list(self.refused),

@@ -44,7 +44,7 @@ from .journal import Journal
 from .node import Node
 from .result import Result
 from .run import Run
-from .snapshot import NodeSnapshot, kind_as_ran, load_kind_state, stored_parts
+from .snapshot import NodeSnapshot, kind_as_ran, kind_spec, load_kind_state, stored_parts
 from .tasks import TaskEntry
 from .turns import agent_choice, resolved, same_choice
 
@@ -292,6 +292,8 @@ class _Stored:
         """Each node's newest `status_changed` row, the newest last."""
         self.finished = True
         """Whether the last run ended (the events end in a `run_finished`)."""
+        self.specs: dict[int, tuple[ChildKind, dict[str, Any]]] = {}
+        """Each kind object's `kind_spec` (the object kept: its id stays its own)."""
         self.swapped_to: dict[str, str] = {}
         """The label of the endpoint each node's newest `llm_swapped` names."""
         """The `paused` rows of the last run no `resumed` row answered, by pause id."""
@@ -309,7 +311,15 @@ class _Stored:
         """The kind `node` ran as at the last row (`snapshot.kind_as_ran`)."""
         stored = self.kind_states.get(node.path)
         ran = node.session.kinds_ran.get((node.path, stored.get("class"))) if stored else None
-        return kind_as_ran(now, name, stored, ran)
+        return kind_as_ran(now, name, stored, ran, self.kind_spec)
+
+    def kind_spec(self, kind: ChildKind) -> dict[str, Any]:
+        """`snapshot.kind_spec`, worked out once for each kind object (thousands of nodes
+        share a few: their agents')."""
+        known = self.specs.get(id(kind))
+        if known is None:
+            known = self.specs[id(kind)] = (kind, kind_spec(kind))
+        return known[1]
 
     def queue(self, path: str) -> list[dict[str, Any]]:
         """The inputs that were waiting behind the run in flight (the root's `queue` row)."""

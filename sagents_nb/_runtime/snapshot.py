@@ -7,6 +7,7 @@ import dataclasses
 import importlib
 import re
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 import pydantic_core
@@ -226,18 +227,23 @@ def _may_hold_a_secret(value: Any) -> bool:
 
 
 def kind_as_ran(
-    now: ChildKind, name: str, stored: dict[str, Any] | None, ran: ChildKind | None = None
+    now: ChildKind,
+    name: str,
+    stored: dict[str, Any] | None,
+    ran: ChildKind | None = None,
+    spec: Callable[[ChildKind], dict[str, Any]] = kind_spec,
 ) -> ChildKind:
     """The kind a node ran as, from its `kind` row (`stored`) and its state row's kind `name`:
     `now` (the kind its agent has now) when it is the same configuration, else `ran` (the
     object the node ran with, known in this process) if it is, else one rebuilt from its class
     and arguments, else the registered kind of that name, else (arguments not stored, or a
-    class not imported) a `NotRebuilt` standing for it; `now` when nothing was stored."""
+    class not imported) a `NotRebuilt` standing for it; `now` when nothing was stored.
+    `spec`: `kind_spec`, or one that remembers it for the kinds of a whole tree."""
     if stored is not None and "class" in stored:
         wanted = {"class": stored["class"], "given": stored["given"]}
-        if kind_spec(now) == wanted:
+        if spec(now) == wanted:
             return now
-        if ran is not None and kind_spec(ran) == wanted:
+        if ran is not None and spec(ran) == wanted:
             return ran
         rebuilt = _rebuilt(stored["class"], stored["given"])
         if rebuilt is not None:

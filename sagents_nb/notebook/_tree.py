@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._base.prices import PriceBook
 from .._runtime.costs import NodeSpend, priced
 from ._projector import Projector
 from ._render import clip
@@ -47,10 +48,14 @@ class TreeAsk:
 
 class Tree:
     """The tree's state for the front end (`state`), with what every node rolls up worked out
-    once per projector version, whatever the rows asked."""
+    once per projector version (again for the nodes changed since), whatever the rows asked."""
 
     def __init__(self) -> None:
         self._version = -1
+        self._root: str | None = None
+        self._prices: PriceBook | None = None
+        self._seen: dict[str, tuple[NodeState, int, str]] = {}
+        """Each node as last rolled up: its object, its version and its status as shown."""
         self._totals: dict[str, tuple[int, int, int, int]] = {}
         self._statuses: Counter[str] = Counter()
         self._costs: dict[str, dict[str, Any]] = {}
@@ -79,22 +84,37 @@ class Tree:
         return state
 
     def _update(self, projector: Projector) -> None:
+        """Roll up again only the nodes whose state changed since the last version (a node's
+        `version` moves with each change; a view that took a folded projector over has new
+        node objects) and their ancestors: a push during a run of 1,000 nodes redoes a few."""
         if self._version == projector.version:
             return
         self._version = projector.version
-        self._costs.clear()
         nodes = projector.nodes
-        totals: dict[str, tuple[int, int, int, int]] = {}
-        statuses: Counter[str] = Counter()
-        # after its subtree: a node's children are summed before it
-        stack: list[tuple[str, bool]] = [(projector.root or "", False)]
-        while stack:
-            path, done = stack.pop()
+        seen = self._seen
+        if (
+            projector.root != self._root
+            or projector.prices is not self._prices
+            or not (seen.keys() <= nodes.keys())
+        ):
+            self._root, self._prices = projector.root, projector.prices
+            seen.clear()
+            self._totals, self._statuses, self._costs = {}, Counter(), {}
+        changed = []
+        for path, node in nodes.items():
+            kept = seen.get(path)
+            if kept is None or kept[0] is not node or kept[1] != node.version:
+                changed.append(path)
+        dirty: set[str] = set()
+        for path in changed:
+            at: str | None = path
+            while at is not None and at not in dirty:
+                dirty.add(at)
+                at = nodes[at].parent
+        totals, statuses, costs = self._totals, self._statuses, self._costs
+        # deepest first: a node's children are summed before it
+        for path in sorted(dirty, key=lambda path: path.count("/"), reverse=True):
             node = nodes[path]
-            if not done:
-                stack.append((path, True))
-                stack.extend((child, False) for child in reversed(node.children))
-                continue
             tokens, prompt, completion, below = (
                 node.tokens,
                 node.prompt_tokens,
@@ -110,8 +130,17 @@ class Tree:
                     below + 1 + t[3],
                 )
             totals[path] = (tokens, prompt, completion, below)
-            statuses[shown(node.status)] += 1
-        self._totals, self._statuses = totals, statuses
+            costs.pop(path, None)
+        for path in changed:
+            node = nodes[path]
+            kept = seen.get(path)
+            status = shown(node.status)
+            if kept is not None:
+                statuses[kept[2]] -= 1
+                if not statuses[kept[2]]:
+                    del statuses[kept[2]]
+            statuses[status] += 1
+            seen[path] = (node, node.version, status)
 
     def _visible(self, projector: Projector, text: str) -> set[str] | None:
         if not text:

@@ -7,8 +7,17 @@ from __future__ import annotations
 from typing import Any
 
 import sagents_nb as sn
+from sagents_nb._base.prices import PriceBook, checked_prices
+from sagents_nb.events import ModelRequest
 from sagents_nb.notebook._projector import Projector
-from sagents_nb.notebook._tree import TREE_CHILDREN, TREE_PAGE, TreeAsk, more_words, tree_state
+from sagents_nb.notebook._tree import (
+    TREE_CHILDREN,
+    TREE_PAGE,
+    Tree,
+    TreeAsk,
+    more_words,
+    tree_state,
+)
 
 CHILDREN = 130
 
@@ -78,3 +87,25 @@ def test_the_filter_finds_a_node_the_aggregate_row_hides() -> None:
     found = tree_state(projector, TreeAsk(filter=prompt.upper()))
     assert [child["id"] for child in found["children"]] == [hidden]
     assert found["matched"] == 2 and "more" not in found  # the node and its parent
+
+
+def test_a_tree_kept_across_pushes_rolls_up_as_one_worked_out_afresh() -> None:
+    """`Tree` redoes only the nodes changed since its last state (and their ancestors): after
+    each batch of events, after a projector taken over (new node objects) and after new
+    prices, its rows are those of a fresh `tree_state`."""
+    events = list(projected().events)
+    projector, tree = Projector(), Tree()
+    ask = TreeAsk(pinned="boss/ouvrier.90")
+    for start in range(0, len(events), 37):
+        projector.fold_all(events[start : start + 37])
+        assert tree.state(projector, ask) == tree_state(projector, ask)
+    staged = Projector()
+    staged.fold_all(events)
+    projector.adopt(staged)
+    assert tree.state(projector) == tree_state(projector)
+    model = next(event.model for event in events if isinstance(event, ModelRequest))
+    projector.prices = PriceBook(checked_prices({model: {"input": 1.0, "output": 2.0}}))
+    projector.version += 1
+    priced = tree.state(projector)
+    assert priced == tree_state(projector) and priced["cost"]["estimated_usd"]
+    assert tree_state(projector)["summary"]["statuses"] == {"done": CHILDREN + 1}
