@@ -495,6 +495,16 @@ def test_fork_copies_the_record_as_of_an_event(store: Store, seq: int) -> None:
     assert [m.n for m in store.load("s1").messages] == [1, 2, 3, 4]
 
 
+def test_a_fork_of_an_unknown_session_names_the_ids_and_adds_nothing(store: Store) -> None:
+    if not isinstance(store, ForkingStore):
+        pytest.skip("fork is optional (ForkingStore)")
+    new(store, "s1", 1.0)
+    info = StoredSession("f1", "boss", 2.0, "zz", 1, 1)
+    with pytest.raises(StoreError, match=r"no session 'zz' .*\(sessions there: s1\)"):
+        store.fork("zz", 1, info)
+    assert [s.id for s in store.sessions()] == ["s1"]
+
+
 def test_commit_plain_keeps_what_commit_keeps(store: Store) -> None:
     """The optional `commit_plain` of steps as plain tuples keeps exactly what `commit` of the
     same steps keeps (a plain event's fields made JSON), and refuses what it refuses."""

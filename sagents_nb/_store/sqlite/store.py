@@ -302,7 +302,7 @@ class SQLiteStore:
     def fork(self, source: str, seq: int, info: StoredSession) -> None:
         """Add session `info` with `source`'s rows as of event `seq`, copied inside the file."""
         stored = (info.id, info.agent, info.created, info.parent, info.fork_seq)
-        self._write(_fork, source, seq, stored)
+        self._write(_fork, source, seq, stored, self.path)
 
     def commit(self, session_id: str, steps: Sequence[Step]) -> None:
         """Write steps in order, in one transaction."""
@@ -346,6 +346,8 @@ class SQLiteStore:
                     writes(self._db, *args)
             except Conflict as exc:
                 raise StoreError(str(exc), remedy=ANOTHER_WRITER) from None
+            except StoreError:
+                raise
             except Exception as exc:  # e.g. sqlite3.Error: the store goes on serving
                 what, remedy = failure(exc)
                 raise StoreError(f"writing to {self.path} failed ({what})", remedy=remedy) from exc
@@ -358,11 +360,7 @@ class SQLiteStore:
                 (session_id,),
             ).fetchone()
             if found is None:
-                ids = [r[0] for r in db.execute("SELECT id FROM sessions ORDER BY created, id")]
-                raise StoreError(
-                    f"no session {session_id!r} in {self.path} (sessions there: "
-                    f"{', '.join(ids) or 'none'}); pass one of those ids"
-                )
+                raise _unknown(db, session_id, self.path)
             where = (session_id,)
             events = [
                 EventRow(*r)
@@ -518,7 +516,9 @@ def _create(db: sqlite3.Connection, session: PlainSession, streams: list[Stream]
     insert_streams(db, session[0][0], streams)
 
 
-def _fork(db: sqlite3.Connection, source: str, seq: int, info: tuple[Any, ...]) -> None:
+def _fork(db: sqlite3.Connection, source: str, seq: int, info: tuple[Any, ...], path: Any) -> None:
+    if db.execute("SELECT 1 FROM sessions WHERE id = ?", (source,)).fetchone() is None:
+        raise _unknown(db, source, path)
     fork_session(db, source, seq, info)
     fork_streams(db, info[0], source, seq)
 
@@ -533,6 +533,15 @@ def _commit(
             check_order(db, sid, min(seqs))
         insert_streams(db, sid, streams)
     write_steps(db, sid, steps)
+
+
+def _unknown(db: sqlite3.Connection, session_id: str, path: Any) -> StoreError:
+    """The error for an id the file does not hold, naming the ids it does."""
+    ids = [r[0] for r in db.execute("SELECT id FROM sessions ORDER BY created, id")]
+    return StoreError(
+        f"no session {session_id!r} in {path} (sessions there: "
+        f"{', '.join(ids) or 'none'}); pass one of those ids"
+    )
 
 
 def _seq(row: EventRow) -> int:
