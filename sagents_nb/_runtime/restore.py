@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -40,7 +41,7 @@ from ..events import (
 )
 from .decisions import stored_pauses
 from .eventlog import EventLog
-from .journal import Journal
+from .journal import Journal, Numbering
 from .node import Node
 from .result import Result
 from .run import Run
@@ -218,6 +219,7 @@ def restore(
         stored.restore_node(root)
         _endpoints_as_of_cut(session, stored.swapped_to)
         root.display = stored.transcript(root.path, "display")
+        stored.numbered(root.display, root.path, "display")
         events = stored.events()
         statuses = stored.statuses()
         runs = _restore_runs(session, rows, events)
@@ -242,9 +244,21 @@ def restore(
     if info.parent is not None and info.fork_seq is not None:
         session.stored_from[info.parent] = info.fork_seq  # seqs run 1..n: as many events
     session.journal = Journal(
-        session, store, rows=rows, durability=session.durability, node_states=stored.parts
+        session,
+        store,
+        rows=rows,
+        durability=session.durability,
+        node_states=stored.parts,
+        numbering=stored.numbering,
     )
     return session
+
+
+def read_histories(session: Session) -> None:
+    """Read every node's stored messages now, not at the first look (an import checks the
+    whole export before it writes any of it)."""
+    for node in session.root.walk():
+        len(node.history)
 
 
 def stored_events(rows: SessionRows) -> EventLog:
@@ -270,6 +284,8 @@ class _Stored:
         never names one of them, though a store written before sagents_nb numbered each
         event's messages as of that event may (see `_message`)."""
         self.messages: dict[int, Message] = {}
+        self.numbering = Numbering()
+        """The journal's message numbers: a node's stored messages join them as it reads them."""
         if held:  # immutable, so a fork shares its source's: one object for each stored text
             known = {self.bodies[n]: m for n, m in held.items() if n in self.bodies}
             for stored in rows.messages:
@@ -328,14 +344,36 @@ class _Stored:
     def transcript(self, path: str, transcript: str) -> list[Message]:
         return [self.message(row.n) for row in self.live.get((path, transcript), ())]
 
+    def history(self, path: str) -> list[Message]:
+        """Node `path`'s storage, read when it is first looked at (`Node.restore_history`),
+        from any thread: its messages numbered for the journal, which names them by number."""
+        try:
+            messages = self.transcript(path, "llm")
+        except (ValueError, KeyError, TypeError) as exc:
+            raise StoreError(
+                f"the stored messages of {path} in session {self.rows.info.id!r} could not be "
+                f"read back ({type(exc).__name__}: {exc}); the store is damaged or was written "
+                "by another program"
+            ) from exc
+        self.numbered(messages, path, "llm")
+        return messages
+
+    def numbered(self, messages: list[Message], path: str, transcript: str) -> None:
+        """Give the journal the numbers of a transcript's stored messages."""
+        numbers = self.numbering.numbers
+        for message, row in zip(messages, self.live.get((path, transcript), ()), strict=True):
+            numbers[id(message)] = (message, str(row.n))
+
     def message(self, n: int) -> Message:
-        """Stored message `n`, parsed the first time it is asked for."""
+        """Stored message `n`, parsed the first time it is asked for (two threads asking at
+        once get the same object)."""
         message = self.messages.get(n)
         if message is None:
             body = self.bodies.get(n)
             if body is None:
                 return UNSTORED
-            message = self.messages[n] = Message.model_validate_json(body)
+            parsed = Message.model_validate_json(body)
+            message = self.messages.setdefault(n, parsed)
         return message
 
     def events(self) -> EventLog:
@@ -381,7 +419,7 @@ class _Stored:
 
     def restore_node(self, node: Node) -> None:
         """Restore `node`'s storage and state, then its children and their task entries."""
-        node.restore_history(self.transcript(node.path, "llm"))
+        node.restore_history(partial(self.history, node.path))
         state = self.states.get(node.path)
         if state is None:
             return
