@@ -125,7 +125,7 @@ def test_a_fork_of_a_reopened_session_at_any_cut_is_the_live_sessions_fork(
 ) -> None:
     db, live = stored
     last = live.events[-1].seq
-    for seq in random.Random(32).sample(range(1, last + 1), 8) + [last]:
+    for seq in [*random.Random(32).sample(range(1, last + 1), 8), last]:
         reopened = sn.Session.open(db, live.id, agent=team())
         forked, expected = reopened.fork(at=seq), live.fork(at=seq)
         assert unread(reopened), "the fork read the reopened session's storage"
