@@ -191,13 +191,13 @@ class Journal:
             for (path, part), data in merged.items():
                 if part == "state":
                     self._states[path] = data
-                elif part == "kind":
-                    self._kinds[path] = dump_json(data)
                 elif part == "queue" and path == session.root.path:
                     self._queue = data
-            for row in rows.nodes:
+            for row in rows.nodes:  # in seq order (`Store.load`); a kind row is whole
                 if row.part == "state":
-                    self._state_seqs[row.path] = max(row.seq, self._state_seqs.get(row.path, 0))
+                    self._state_seqs[row.path] = row.seq
+                elif row.part == "kind":
+                    self._kinds[row.path] = row.body
             self._numbering.next = max((m.n for m in rows.messages), default=0) + 1
             for node in session.root.walk():
                 self._nodes[node.path] = node

@@ -27,6 +27,7 @@ from .._store.protocol import (
     TaskRow,
 )
 from .._store.resolve import resolve_store
+from .._store.text import read_json
 from ..events import (
     Event,
     Fold,
@@ -222,7 +223,7 @@ def restore(
         stored.numbered(root.display, root.path, "display")
         events = stored.events()
         statuses = stored.statuses()
-        runs = _restore_runs(session, rows, events)
+        runs = _restore_runs(session, rows, events, stored)
         if runs and runs[-1].status == "incomplete" and not stored.finished:
             session.stored_pauses = pauses = stored_pauses(rows.events)
             paused = {p.path for p in pauses.pending} if pauses is not None else set()
@@ -236,7 +237,7 @@ def restore(
     bus.log = events
     bus._seq = rows.events[-1].seq if rows.events else 0
     bus.statuses = statuses
-    bus.run = max((row.run for row in rows.events), default=0)
+    bus.run = max(stored.firsts, default=0)
     session.runs = runs
     session.stored_queue = stored.queue(root.path)
     info = rows.info
@@ -313,15 +314,34 @@ class _Stored:
         self.swapped_to: dict[str, str] = {}
         """The label of the endpoint each node's newest `llm_swapped` names."""
         """The `paused` rows of the last run no `resumed` row answered, by pause id."""
-        scan_of = SCAN.for_type
-        for row in rows.events:
-            scan = scan_of(row.type)
-            if scan is not None:
-                scan(self, row)
+        self.firsts: dict[int, int] = {}
+        """The index of each run's first event row."""
+        self.lasts: dict[int, int] = {}
+        """The index of each run's last event row: its `run_finished`, if it has one."""
+        self._scan(rows.events)
         self.children: dict[str, list[str]] = {}
         for path, state in sorted(self.states.items(), key=lambda item: item[1].position):
             if state.parent is not None:
                 self.children.setdefault(state.parent, []).append(path)
+
+    def _scan(self, events: list[EventRow]) -> None:
+        """Go once through the event rows, unparsed: each run's bounds, and what `SCAN` reads."""
+        firsts, lasts, ended = self.firsts, self.lasts, set()
+        scans: dict[str, Callable[[_Stored, EventRow], None] | None] = {}
+        for index, row in enumerate(events):
+            kind, run = row.type, row.run
+            if run and run not in ended:
+                if run not in firsts:
+                    firsts[run] = index
+                lasts[run] = index
+                if kind == "run_finished":
+                    ended.add(run)
+            try:
+                scan = scans[kind]
+            except KeyError:
+                scan = scans[kind] = SCAN.for_type(kind)
+            if scan is not None:
+                scan(self, row)
 
     def kind_as_ran(self, node: Node, now: ChildKind, name: str) -> ChildKind:
         """The kind `node` ran as at the last row (`snapshot.kind_as_ran`)."""
@@ -415,7 +435,7 @@ class _Stored:
         every node with a stored state has its own."""
         last, wanted = self.last_status, self.states.keys()
         oldest = min((last[p].seq for p in wanted), default=0) if wanted <= last.keys() else 0
-        return {p: json.loads(row.body)["status"] for p, row in last.items() if row.seq >= oldest}
+        return {p: read_json(row.body)["status"] for p, row in last.items() if row.seq >= oldest}
 
     def restore_node(self, node: Node) -> None:
         """Restore `node`'s storage and state, then its children and their task entries."""
@@ -434,10 +454,9 @@ class _Stored:
             agent = _team_member(node.agent, self.states[path].agent)
             kind = agent.kind if agent.kind is not None else session.default_worker
             child = Node(session, agent, kind, path=path, parent=node)
-            child.kind = kind = self.kind_as_ran(child, kind, self.states[path].kind)
             node.order.append(child)
-            node.kinds_seen[agent.name] = kind
-            self.restore_node(child)
+            self.restore_node(child)  # its kind as it ran, first
+            node.kinds_seen[agent.name] = child.kind
         children = {child.path: child for child in node.order}
         node.persistent = {
             name: children[path] for name, path in state.persistent if path in children
@@ -461,7 +480,7 @@ SCAN: Fold[Callable[[_Stored, EventRow], None]] = Fold("restore", sees_all=False
 
 @SCAN.handles(TaskSpawned)
 def _task_spawned(stored: _Stored, row: EventRow) -> None:
-    spawned = json.loads(row.body)
+    spawned = read_json(row.body)
     stored.spawned_in[(row.path, spawned["agent"], spawned["prompt"])] = row.run
 
 
@@ -473,7 +492,7 @@ def _status_changed(stored: _Stored, row: EventRow) -> None:
 
 @SCAN.handles(LLMSwapped)
 def _llm_swapped(stored: _Stored, row: EventRow) -> None:
-    stored.swapped_to[row.path] = json.loads(row.body)["new"]
+    stored.swapped_to[row.path] = read_json(row.body)["new"]
 
 
 @SCAN.handles(RunStarted)
@@ -530,18 +549,14 @@ def _team_member(parent: Agent, name: str) -> Agent:
     )
 
 
-def _restore_runs(session: Session, rows: SessionRows, events: EventLog) -> list[Run]:
+def _restore_runs(
+    session: Session, rows: SessionRows, events: EventLog, stored: _Stored
+) -> list[Run]:
     """Finished runs with their results; an interrupted run as `incomplete`, to be resumed.
 
-    Only each run's bounds and its `run_finished` are read; its other events stay stored
-    until they are looked at."""
-    firsts: dict[int, int] = {}
-    lasts: dict[int, int] = {}
-    for index, row in enumerate(rows.events):
-        if row.run:
-            firsts.setdefault(row.run, index)
-            if row.run not in lasts or rows.events[lasts[row.run]].type != "run_finished":
-                lasts[row.run] = index
+    Only each run's bounds (`stored.firsts`, `stored.lasts`) and its `run_finished` are read;
+    its other events stay stored until they are looked at."""
+    firsts, lasts = stored.firsts, stored.lasts
     runs = []
     tree = session.tree
     for number in range(1, max(firsts, default=0) + 1):
