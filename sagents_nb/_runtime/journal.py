@@ -208,7 +208,7 @@ class Journal:
             self._orphans = {
                 m.path for m in rows.messages if m.removed is None
             } - self._nodes.keys()
-        session.bus.subscribe(self._on_event)
+        session.bus.subscribe(self._on_event, statuses=False)  # it reads the nodes' own
 
     def __repr__(self) -> str:
         return f"Journal(session={self.session.id!r}, store={self.store!r})"

@@ -311,6 +311,8 @@ class _Stored:
         """Whether the last run ended (the events end in a `run_finished`)."""
         self.specs: dict[int, tuple[ChildKind, dict[str, Any]]] = {}
         """Each kind object's `kind_spec` (the object kept: its id stays its own)."""
+        self.members: dict[tuple[int, str], Agent] = {}
+        """Each parent agent's members by name, as found (`member`)."""
         self.swapped_to: dict[str, str] = {}
         """The label of the endpoint each node's newest `llm_swapped` names."""
         """The `paused` rows of the last run no `resumed` row answered, by pause id."""
@@ -323,6 +325,14 @@ class _Stored:
         for path, state in sorted(self.states.items(), key=lambda item: item[1].position):
             if state.parent is not None:
                 self.children.setdefault(state.parent, []).append(path)
+
+    def member(self, parent: Agent, name: str) -> Agent:
+        """`parent`'s team member `name` (`_team_member`), looked up once per parent agent."""
+        key = (id(parent), name)
+        agent = self.members.get(key)
+        if agent is None:
+            agent = self.members[key] = _team_member(parent, name)
+        return agent
 
     def _scan(self, events: list[EventRow]) -> None:
         """Go once through the event rows, unparsed: each run's bounds, and what `SCAN` reads."""
@@ -451,7 +461,7 @@ class _Stored:
             load_kind_state(node, kind_state)
         session = node.session
         for path in self.children.get(node.path, ()):
-            agent = _team_member(node.agent, self.states[path].agent)
+            agent = self.member(node.agent, self.states[path].agent)
             kind = agent.kind if agent.kind is not None else session.default_worker
             child = Node(session, agent, kind, path=path, parent=node)
             node.order.append(child)
