@@ -17,17 +17,9 @@ import pytest
 import sagents_nb as sn
 from sagents_nb._runtime.node import Node
 
+from .test_fork_faithful import note
+
 pytestmark = pytest.mark.timeout(120)
-
-
-@sn.tool
-def note(text: str) -> str:
-    """Keep a note.
-
-    Args:
-        text: the note.
-    """
-    return f"noté : {text} 📝"
 
 
 def model(req: sn.ChatRequest) -> sn.Reply | str:
