@@ -74,3 +74,23 @@ def test_a_fork_shares_its_sources_messages_but_takes_repaired_ones_from_the_sto
         assert branch == source if clean else branch.content != source.content
     assert forked.send("again").result().text.startswith("encore")
     session.store.close()
+
+
+def test_a_state_row_with_an_escaped_lone_surrogate_reads_back(tmp_path: Path) -> None:
+    """Another program (or an older sagents_nb) may store one escaped: pydantic's parser, which
+    reads the rows, refuses it, and `json`'s reads it as it was written."""
+    import sqlite3
+
+    db = tmp_path / "runs.db"
+    session = sn.Session(sn.Agent("solo"), llm=sn.mock_llm(lambda req: "oui ✅"), store=db)
+    session.send("bonjour").result()
+    session.store.close()
+    with sqlite3.connect(db) as conn:
+        (seq,) = conn.execute("SELECT max(seq) FROM nodes WHERE part = 'state'").fetchone()
+        conn.execute(
+            "UPDATE nodes SET body = ? WHERE part = 'state' AND seq = ?",
+            ('{"input_text":"à \\ud800 東京","status":"done"}', seq),
+        )
+    reopened = sn.Session.open(db, session.id, agent=sn.Agent("solo"))
+    assert reopened.root.input_text == "à \ud800 東京" and reopened.root.status == "done"
+    reopened.store.close()

@@ -19,7 +19,6 @@ from .._base.errors import ConfigurationError, StoreError
 from .._base.loop import library_loop, on_library_thread, running_library_loop
 from .._base.messages import Message
 from .._store.protocol import (
-    MessageRow,
     NodeRow,
     SessionRows,
     Step,
@@ -112,6 +111,8 @@ class Journal:
         rows: the session's stored record when it was reopened or forked; None for a new one.
         durability: `turn`, `async` or `exit` (see `DURABILITY`).
         node_states: `stored_parts(rows)`, when the caller has read them already.
+        numbering: a restored session's message numbers (`Numbering`), which each node's
+            stored messages join when they are first read (`restore._Stored.history`).
         nodes: more node rows for a new session's record (a sweep's fingerprint).
         create_later: a new session's record is created by the store thread before its first
             step (a sweep's runs: the library loop does not wait for the store's lock; a taken
@@ -131,6 +132,7 @@ class Journal:
         node_states: dict[tuple[str, str], Any] | None = None,
         nodes: Sequence[NodeRow] = (),
         create_later: bool = False,
+        numbering: Numbering | None = None,
     ):
         if durability not in DURABILITY:
             raise ConfigurationError(
@@ -143,7 +145,7 @@ class Journal:
         self._lock = threading.Lock()
         self._logged = len(session.bus.log)
         self._writes: list[MessageWrites] = []
-        self._numbering = Numbering()
+        self._numbering = numbering if numbering is not None else Numbering()
         self._dirty: set[str] = set()
         self._nodes: dict[str, Node] = {session.root.path: session.root}
         self._states: dict[str, NodeSnapshot] = {}
@@ -189,26 +191,24 @@ class Journal:
             for (path, part), data in merged.items():
                 if part == "state":
                     self._states[path] = data
-                elif part == "kind":
-                    self._kinds[path] = dump_json(data)
                 elif part == "queue" and path == session.root.path:
                     self._queue = data
-            for row in rows.nodes:
+            for row in rows.nodes:  # in seq order (`Store.load`); a kind row is whole
                 if row.part == "state":
-                    self._state_seqs[row.path] = max(row.seq, self._state_seqs.get(row.path, 0))
+                    self._state_seqs[row.path] = row.seq
+                elif row.part == "kind":
+                    self._kinds[row.path] = row.body
             self._numbering.next = max((m.n for m in rows.messages), default=0) + 1
-            live = rows.live_messages()
-            root = session.root
-            self._number(root.display or [], live.get((root.path, "display"), []))
-            for node in root.walk():
-                self._number(node.history, live.get((node.path, "llm"), []))
+            for node in session.root.walk():
                 self._nodes[node.path] = node
                 self._tasks[node.path] = (
                     dict(node.tasks),
                     {key for key, entry in node.tasks.items() if entry.outcome is None},
                 )
-            self._orphans = {path for path, _ in live} - self._nodes.keys()
-        session.bus.subscribe(self._on_event)
+            self._orphans = {
+                m.path for m in rows.messages if m.removed is None
+            } - self._nodes.keys()
+        session.bus.subscribe(self._on_event, statuses=False)  # it reads the nodes' own
 
     def __repr__(self) -> str:
         return f"Journal(session={self.session.id!r}, store={self.store!r})"
@@ -294,10 +294,6 @@ class Journal:
         is left out, so the fork gets the stored copy."""
         held = tuple(self._numbering.numbers.values())  # one copy: the store thread numbers too
         return {int(n): message for message, n in held if _storable_as_is(message)}
-
-    def _number(self, messages: list[Message], rows: list[MessageRow]) -> None:
-        for message, row in zip(messages, rows, strict=True):
-            self._numbering.numbers[id(message)] = (message, str(row.n))
 
     def _on_event(self, event: Event) -> None:
         """Seal at a model request; cut a step at once after an event the session may wait

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._base.errors import StoreError
 from .._store.protocol import EventRow, MessageRow, NodeRow, SessionRows, StoredSession, TaskRow
-from .restore import require_journal, restore
+from .restore import read_histories, require_journal, restore
 
 if TYPE_CHECKING:
     from .._store.protocol import Store
@@ -91,6 +91,7 @@ def import_jsonl(
         rows.info = replace(rows.info, id=session_id)
     # read back whole first (as Session.open would), so a damaged export writes nothing
     session = restore(cls(agent, session_id=rows.info.id, **options), store, rows)
+    read_histories(session)
     store.create(rows)
     return session
 

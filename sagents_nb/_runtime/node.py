@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from .._base.messages import Message, Usage, built, estimate_tokens, system, tool_message, user
 from .._base.outcome import Outcome
@@ -29,8 +29,27 @@ S = TypeVar("S")
 TERMINAL = frozenset({"done", "incomplete", "error", "cancelled", "pending"})
 
 
+class StoredHistory:
+    """`Node.history` of a node whose storage was restored and not looked at yet: the first
+    look, from any thread, reads the stored messages (`restore_history`) into the node's
+    `history` attribute, which every later look finds at once (a non-data descriptor: the
+    node's own attribute comes first, so a live node never gets here)."""
+
+    def __get__(self, node: Node | None, owner: type[Node]) -> Any:
+        if node is None:
+            return self
+        loaded = node._load_history()
+        # two threads looking at once parse the same message objects; the first list is kept
+        history: list[Message] = node.__dict__.setdefault("history", loaded)
+        return history
+
+
 class Node:
     """Runtime state of one agent instance; kinds read and write it through `kinds.Child`."""
+
+    history: list[Message] = cast("list[Message]", StoredHistory())
+    """Storage: every message kept, oldest first; a restored node's is read at the first look."""
+    _load_history: Callable[[], list[Message]]
 
     def __init__(
         self,
@@ -48,7 +67,7 @@ class Node:
         self.path = path
         self.parent = parent
         self.depth: int = 0 if parent is None else parent.depth + 1
-        self.history: list[Message] = []
+        self.history = []
         self._history_tokens: int | None = 0
         """None: not counted yet (a reopened node's, counted at the first look)."""
         self.display: list[Message] | None = None
@@ -125,10 +144,12 @@ class Node:
     def history_tokens(self, tokens: int) -> None:
         self._history_tokens = tokens
 
-    def restore_history(self, messages: list[Message]) -> None:
-        """Put stored messages back as storage, counted when first looked at: a reopened
-        session of thousands of nodes counts none of them before it is shown."""
-        self.history = messages
+    def restore_history(self, load: Callable[[], list[Message]]) -> None:
+        """Storage is the stored messages `load` returns, read and counted when first looked
+        at (`StoredHistory`): a reopened session of thousands of nodes parses none of them
+        before a run, a fork or a click needs them."""
+        del self.history
+        self._load_history = load
         self._history_tokens = None
 
     def system_messages(self) -> list[Message]:

@@ -32,4 +32,4 @@ class NotRebuilt(BaseKind):
 def shown_kind(kind: ChildKind) -> str:
     """A kind's name as the tree shows it: one a reopen could not build again is marked."""
     name = kind_name(kind)
-    return f"{name} (not rebuilt)" if isinstance(kind, NotRebuilt) else name
+    return f"{name} (not rebuilt)" if type(kind) is NotRebuilt else name  # not a protocol check

@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -26,6 +27,7 @@ from .._store.protocol import (
     TaskRow,
 )
 from .._store.resolve import resolve_store
+from .._store.text import read_json
 from ..events import (
     Event,
     Fold,
@@ -40,7 +42,7 @@ from ..events import (
 )
 from .decisions import stored_pauses
 from .eventlog import EventLog
-from .journal import Journal
+from .journal import Journal, Numbering
 from .node import Node
 from .result import Result
 from .run import Run
@@ -218,9 +220,10 @@ def restore(
         stored.restore_node(root)
         _endpoints_as_of_cut(session, stored.swapped_to)
         root.display = stored.transcript(root.path, "display")
+        stored.numbered(root.display, root.path, "display")
         events = stored.events()
         statuses = stored.statuses()
-        runs = _restore_runs(session, rows, events)
+        runs = _restore_runs(session, rows, events, stored)
         if runs and runs[-1].status == "incomplete" and not stored.finished:
             session.stored_pauses = pauses = stored_pauses(rows.events)
             paused = {p.path for p in pauses.pending} if pauses is not None else set()
@@ -234,7 +237,7 @@ def restore(
     bus.log = events
     bus._seq = rows.events[-1].seq if rows.events else 0
     bus.statuses = statuses
-    bus.run = max((row.run for row in rows.events), default=0)
+    bus.run = max(stored.firsts, default=0)
     session.runs = runs
     session.stored_queue = stored.queue(root.path)
     info = rows.info
@@ -242,9 +245,21 @@ def restore(
     if info.parent is not None and info.fork_seq is not None:
         session.stored_from[info.parent] = info.fork_seq  # seqs run 1..n: as many events
     session.journal = Journal(
-        session, store, rows=rows, durability=session.durability, node_states=stored.parts
+        session,
+        store,
+        rows=rows,
+        durability=session.durability,
+        node_states=stored.parts,
+        numbering=stored.numbering,
     )
     return session
+
+
+def read_histories(session: Session) -> None:
+    """Read every node's stored messages now, not at the first look (an import checks the
+    whole export before it writes any of it)."""
+    for node in session.root.walk():
+        len(node.history)
 
 
 def stored_events(rows: SessionRows) -> EventLog:
@@ -270,6 +285,8 @@ class _Stored:
         never names one of them, though a store written before sagents_nb numbered each
         event's messages as of that event may (see `_message`)."""
         self.messages: dict[int, Message] = {}
+        self.numbering = Numbering()
+        """The journal's message numbers: a node's stored messages join them as it reads them."""
         if held:  # immutable, so a fork shares its source's: one object for each stored text
             known = {self.bodies[n]: m for n, m in held.items() if n in self.bodies}
             for stored in rows.messages:
@@ -294,18 +311,47 @@ class _Stored:
         """Whether the last run ended (the events end in a `run_finished`)."""
         self.specs: dict[int, tuple[ChildKind, dict[str, Any]]] = {}
         """Each kind object's `kind_spec` (the object kept: its id stays its own)."""
+        self.members: dict[tuple[int, str], Agent] = {}
+        """Each parent agent's members by name, as found (`member`)."""
         self.swapped_to: dict[str, str] = {}
         """The label of the endpoint each node's newest `llm_swapped` names."""
         """The `paused` rows of the last run no `resumed` row answered, by pause id."""
-        scan_of = SCAN.for_type
-        for row in rows.events:
-            scan = scan_of(row.type)
-            if scan is not None:
-                scan(self, row)
+        self.firsts: dict[int, int] = {}
+        """The index of each run's first event row."""
+        self.lasts: dict[int, int] = {}
+        """The index of each run's last event row: its `run_finished`, if it has one."""
+        self._scan(rows.events)
         self.children: dict[str, list[str]] = {}
         for path, state in sorted(self.states.items(), key=lambda item: item[1].position):
             if state.parent is not None:
                 self.children.setdefault(state.parent, []).append(path)
+
+    def member(self, parent: Agent, name: str) -> Agent:
+        """`parent`'s team member `name` (`_team_member`), looked up once per parent agent."""
+        key = (id(parent), name)
+        agent = self.members.get(key)
+        if agent is None:
+            agent = self.members[key] = _team_member(parent, name)
+        return agent
+
+    def _scan(self, events: list[EventRow]) -> None:
+        """Go once through the event rows, unparsed: each run's bounds, and what `SCAN` reads."""
+        firsts, lasts, ended = self.firsts, self.lasts, set()
+        scans: dict[str, Callable[[_Stored, EventRow], None] | None] = {}
+        for index, row in enumerate(events):
+            kind, run = row.type, row.run
+            if run and run not in ended:
+                if run not in firsts:
+                    firsts[run] = index
+                lasts[run] = index
+                if kind == "run_finished":
+                    ended.add(run)
+            try:
+                scan = scans[kind]
+            except KeyError:
+                scan = scans[kind] = SCAN.for_type(kind)
+            if scan is not None:
+                scan(self, row)
 
     def kind_as_ran(self, node: Node, now: ChildKind, name: str) -> ChildKind:
         """The kind `node` ran as at the last row (`snapshot.kind_as_ran`)."""
@@ -328,14 +374,36 @@ class _Stored:
     def transcript(self, path: str, transcript: str) -> list[Message]:
         return [self.message(row.n) for row in self.live.get((path, transcript), ())]
 
+    def history(self, path: str) -> list[Message]:
+        """Node `path`'s storage, read when it is first looked at (`Node.restore_history`),
+        from any thread: its messages numbered for the journal, which names them by number."""
+        try:
+            messages = self.transcript(path, "llm")
+        except (ValueError, KeyError, TypeError) as exc:
+            raise StoreError(
+                f"the stored messages of {path} in session {self.rows.info.id!r} could not be "
+                f"read back ({type(exc).__name__}: {exc}); the store is damaged or was written "
+                "by another program"
+            ) from exc
+        self.numbered(messages, path, "llm")
+        return messages
+
+    def numbered(self, messages: list[Message], path: str, transcript: str) -> None:
+        """Give the journal the numbers of a transcript's stored messages."""
+        numbers = self.numbering.numbers
+        for message, row in zip(messages, self.live.get((path, transcript), ()), strict=True):
+            numbers[id(message)] = (message, str(row.n))
+
     def message(self, n: int) -> Message:
-        """Stored message `n`, parsed the first time it is asked for."""
+        """Stored message `n`, parsed the first time it is asked for (two threads asking at
+        once get the same object)."""
         message = self.messages.get(n)
         if message is None:
             body = self.bodies.get(n)
             if body is None:
                 return UNSTORED
-            message = self.messages[n] = Message.model_validate_json(body)
+            parsed = Message.model_validate_json(body)
+            message = self.messages.setdefault(n, parsed)
         return message
 
     def events(self) -> EventLog:
@@ -377,11 +445,11 @@ class _Stored:
         every node with a stored state has its own."""
         last, wanted = self.last_status, self.states.keys()
         oldest = min((last[p].seq for p in wanted), default=0) if wanted <= last.keys() else 0
-        return {p: json.loads(row.body)["status"] for p, row in last.items() if row.seq >= oldest}
+        return {p: read_json(row.body)["status"] for p, row in last.items() if row.seq >= oldest}
 
     def restore_node(self, node: Node) -> None:
         """Restore `node`'s storage and state, then its children and their task entries."""
-        node.restore_history(self.transcript(node.path, "llm"))
+        node.restore_history(partial(self.history, node.path))
         state = self.states.get(node.path)
         if state is None:
             return
@@ -393,13 +461,12 @@ class _Stored:
             load_kind_state(node, kind_state)
         session = node.session
         for path in self.children.get(node.path, ()):
-            agent = _team_member(node.agent, self.states[path].agent)
+            agent = self.member(node.agent, self.states[path].agent)
             kind = agent.kind if agent.kind is not None else session.default_worker
             child = Node(session, agent, kind, path=path, parent=node)
-            child.kind = kind = self.kind_as_ran(child, kind, self.states[path].kind)
             node.order.append(child)
-            node.kinds_seen[agent.name] = kind
-            self.restore_node(child)
+            self.restore_node(child)  # its kind as it ran, first
+            node.kinds_seen[agent.name] = child.kind
         children = {child.path: child for child in node.order}
         node.persistent = {
             name: children[path] for name, path in state.persistent if path in children
@@ -423,7 +490,7 @@ SCAN: Fold[Callable[[_Stored, EventRow], None]] = Fold("restore", sees_all=False
 
 @SCAN.handles(TaskSpawned)
 def _task_spawned(stored: _Stored, row: EventRow) -> None:
-    spawned = json.loads(row.body)
+    spawned = read_json(row.body)
     stored.spawned_in[(row.path, spawned["agent"], spawned["prompt"])] = row.run
 
 
@@ -435,7 +502,7 @@ def _status_changed(stored: _Stored, row: EventRow) -> None:
 
 @SCAN.handles(LLMSwapped)
 def _llm_swapped(stored: _Stored, row: EventRow) -> None:
-    stored.swapped_to[row.path] = json.loads(row.body)["new"]
+    stored.swapped_to[row.path] = read_json(row.body)["new"]
 
 
 @SCAN.handles(RunStarted)
@@ -492,18 +559,14 @@ def _team_member(parent: Agent, name: str) -> Agent:
     )
 
 
-def _restore_runs(session: Session, rows: SessionRows, events: EventLog) -> list[Run]:
+def _restore_runs(
+    session: Session, rows: SessionRows, events: EventLog, stored: _Stored
+) -> list[Run]:
     """Finished runs with their results; an interrupted run as `incomplete`, to be resumed.
 
-    Only each run's bounds and its `run_finished` are read; its other events stay stored
-    until they are looked at."""
-    firsts: dict[int, int] = {}
-    lasts: dict[int, int] = {}
-    for index, row in enumerate(rows.events):
-        if row.run:
-            firsts.setdefault(row.run, index)
-            if row.run not in lasts or rows.events[lasts[row.run]].type != "run_finished":
-                lasts[row.run] = index
+    Only each run's bounds (`stored.firsts`, `stored.lasts`) and its `run_finished` are read;
+    its other events stay stored until they are looked at."""
+    firsts, lasts = stored.firsts, stored.lasts
     runs = []
     tree = session.tree
     for number in range(1, max(firsts, default=0) + 1):

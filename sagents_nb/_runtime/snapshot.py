@@ -8,6 +8,7 @@ import importlib
 import re
 import sys
 from collections.abc import Callable
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 import pydantic_core
@@ -93,15 +94,14 @@ class NodeSnapshot(NamedTuple):
     @classmethod
     def from_row(cls, data: dict[str, Any]) -> NodeSnapshot:
         """A stored state (`row()`'s object, merged from the node's rows) read back."""
-        values = []
-        for name in cls._fields:
-            value = data[name]
-            if name in _MAPPINGS:
-                value = tuple(value.items())
-            elif isinstance(value, list):
-                value = tuple(value)
-            values.append(value)
-        return cls(*values)
+        values = list(_row_values(data))
+        for index in _ARRAYS:
+            value = values[index]
+            if type(value) is list:
+                values[index] = tuple(value)
+        for index in _OBJECTS:
+            values[index] = tuple(values[index].items())
+        return _new(cls, values)
 
     def row(self) -> dict[str, Any]:
         """The JSON object a `state` row stores (tuples are arrays, mappings objects)."""
@@ -136,6 +136,11 @@ _new = tuple.__new__
 
 _MAPPINGS = frozenset({"counters", "persistent"})
 """Fields a snapshot keeps as tuples of items and a row stores as objects."""
+
+_row_values = itemgetter(*NodeSnapshot._fields)
+_OBJECTS = [NodeSnapshot._fields.index(name) for name in _MAPPINGS]
+_ARRAYS = [NodeSnapshot._fields.index(name) for name in ("usage", "refused", "notices", "outcome")]
+"""The fields a snapshot keeps as tuples and a row stores as arrays."""
 
 
 def _stored(name: str, value: Any) -> Any:

@@ -9,12 +9,12 @@ filter over the rows (`SessionRows.at`), which is what reopening and forking rea
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from operator import attrgetter
 from typing import Any, Protocol, cast, runtime_checkable
 
-from .text import body_text
+from .text import body_text, read_json
 
 
 @dataclass(frozen=True)
@@ -206,9 +206,18 @@ class SessionRows:
     def node_states(self) -> dict[tuple[str, str], dict[str, Any]]:
         """Each node's parts as of the last row, by (path, part): its rows merged in order."""
         merged: dict[tuple[str, str], dict[str, Any]] = {}
-        for row in sorted(self.nodes, key=lambda row: row.seq):
-            merged.setdefault((row.path, row.part), {}).update(json.loads(row.body))
+        for row in sorted(self.nodes, key=_node_seq):
+            data = read_json(row.body)
+            key = (row.path, row.part)
+            known = merged.get(key)
+            if known is None:
+                merged[key] = data
+            else:
+                known.update(data)
         return merged
+
+
+_node_seq = attrgetter("seq")
 
 
 def _unsettled(task: TaskRow) -> TaskRow:

@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from pydantic_core import PydanticSerializationError, to_json, to_jsonable_python
+from pydantic_core import PydanticSerializationError, from_json, to_json, to_jsonable_python
 
 _ascii_json = json.JSONEncoder(separators=(",", ":")).encode
 """ASCII JSON: a lone surrogate in text comes out escaped, which UTF-8 takes."""
@@ -30,6 +30,16 @@ def repaired(value: Any, report: Report | None) -> Any:
     if count[0] and report is not None:
         report(count[0])
     return fixed
+
+
+def read_json(text: str | bytes) -> Any:
+    """Stored JSON read back, by pydantic's parser (twice as fast as `json` on the small
+    objects rows hold), else by `json`'s: an escaped lone surrogate (in a row another program
+    or an older sagents_nb wrote), which pydantic refuses, or the error text is `json`'s."""
+    try:
+        return from_json(text)
+    except ValueError:
+        return json.loads(text)
 
 
 def has_surrogate(text: str) -> bool:
