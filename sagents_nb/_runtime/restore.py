@@ -31,6 +31,7 @@ from .._store.text import read_json
 from ..events import (
     Event,
     Fold,
+    HarnessEventOccurred,
     LLMSwapped,
     ModelRequest,
     ModelResponse,
@@ -307,6 +308,8 @@ class _Stored:
         """(parent, agent, prompt) -> the run that last spawned that task."""
         self.last_status: dict[str, EventRow] = {}
         """Each node's newest `status_changed` row, the newest last."""
+        self.reported_cost: dict[str, float] = {}
+        """What each CLI child's harness reported it cost (its `done` events' `cost_usd`)."""
         self.finished = True
         """Whether the last run ended (the events end in a `run_finished`)."""
         self.specs: dict[int, tuple[ChildKind, dict[str, Any]]] = {}
@@ -454,6 +457,7 @@ class _Stored:
         if state is None:
             return
         state.apply(node)
+        node.cost_usd = self.reported_cost.get(node.path)
         kind_state = self.kind_states.get(node.path)
         # the kind it ran as: the agent's kind now, if it has changed since, swaps at its next turn
         node.kind = self.kind_as_ran(node, node.kind, state.kind)
@@ -503,6 +507,14 @@ def _status_changed(stored: _Stored, row: EventRow) -> None:
 @SCAN.handles(LLMSwapped)
 def _llm_swapped(stored: _Stored, row: EventRow) -> None:
     stored.swapped_to[row.path] = read_json(row.body)["new"]
+
+
+@SCAN.handles(HarnessEventOccurred)
+def _harness_event(stored: _Stored, row: EventRow) -> None:
+    reported = read_json(row.body)["event"]
+    cost = reported.get("cost_usd")
+    if reported.get("type") == "done" and isinstance(cost, int | float):  # as `kinds.Native` sums
+        stored.reported_cost[row.path] = stored.reported_cost.get(row.path, 0.0) + cost
 
 
 @SCAN.handles(RunStarted)

@@ -166,3 +166,18 @@ def test_a_pause_on_a_cli_tool_call_is_not_the_clis_inactivity(fake_cli) -> None
     run.resume()
     result = run.result()
     assert "add=5" in result.text, result.text
+
+
+def test_the_clis_reported_cost_survives_a_reopen_and_a_fork(fake_cli, tmp_path) -> None:
+    boss = sn.Agent("boss", team=[coder(fake_cli, "happy")])
+    session = sn.Session(boss, llm=sn.mock_llm(delegate_once), store=tmp_path / "runs.db")
+    session.send("go").result()
+    (done,) = [e for e in session.events if e.type == "harness_event" and e.event["type"] == "done"]
+    reopened = sn.Session.open(tmp_path / "runs.db", session.id, agent=boss)
+    at_done, before = session.fork(at=done.seq), session.fork(at=done.seq - 1)
+    for opened, cost in ((session, 0.0123), (reopened, 0.0123), (at_done, 0.0123), (before, None)):
+        node = opened.root.find("boss/coder.1")
+        assert node is not None and node.cost_usd == cost, opened
+        assert opened.tree.to_dict()["children"][0]["cost_usd"] == cost
+    for opened in (session, reopened, at_done, before):
+        opened.store.close()
