@@ -245,3 +245,24 @@ def test_a_pause_approved_as_it_is_announced_does_not_wake_the_wait() -> None:
     run = session.send("go", pause_on={"tool"})
     assert run.wait(timeout=10) == "done"
     assert run.result().text == "done"
+
+
+def test_a_session_dropped_at_a_pause_goes_quietly(caplog: pytest.LogCaptureFixture) -> None:
+    """Its run and children's tasks wait on futures only the session holds: collected with it,
+    they say nothing (asyncio's "Task was destroyed but it is pending!" meant nothing to do)."""
+    import gc
+    import weakref
+
+    session, run = _two_paused([])
+    gone = weakref.ref(session)
+    queued = session.send("et demain ?")  # a second run, queued behind the paused one
+    assert queued.status == "queued"
+    del session, run, queued
+    with caplog.at_level("ERROR", logger="asyncio"):
+        deadline = time.monotonic() + 10
+        while gone() is not None and time.monotonic() < deadline:
+            gc.collect()
+            time.sleep(0.01)
+        gc.collect()
+    assert gone() is None
+    assert not [r for r in caplog.records if "destroyed but it is pending" in r.getMessage()]

@@ -31,6 +31,14 @@ _pid: int | None = None
 _stopped_by: str | None = None
 
 
+def droppable(task: asyncio.Task[T]) -> asyncio.Task[T]:
+    """`task`, unreported if it is collected unfinished: a run's, a child's or a tool call's
+    task waits at a pause (or behind the run before it) on futures only its session holds, so
+    a session dropped there goes with its tasks, which nothing could resume any more."""
+    task._log_destroy_pending = False  # type: ignore[attr-defined]  # asyncio's own switch
+    return task
+
+
 def library_loop() -> asyncio.AbstractEventLoop:
     """The library's event loop, started on first use (and again after a fork or a dead thread)."""
     global _loop, _thread, _pid

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 from typing import TYPE_CHECKING, Any
 
+from .._base.loop import droppable
 from .._base.messages import built, user
 from .._base.outcome import Outcome
 from .._tools.node_tool import NodeTool
@@ -190,7 +191,9 @@ async def delegate(parent: Node, agent: Agent, prompt: str, call_id: str | None)
     )
     if spawned:
         child.set_status("spawned")
-    entry.task = asyncio.get_running_loop().create_task(_run_child(parent, child, prompt))
+    entry.task = droppable(
+        asyncio.get_running_loop().create_task(_run_child(parent, child, prompt))
+    )
     outcome, replaced = await _reviewed(child, await _settled(entry), call_id)
     entry.outcome = outcome
     parent.emit(task_finished(child, outcome, replaced))
@@ -328,7 +331,7 @@ def _swap_child_kind(parent: Node, agent: Agent, old: ChildKind, new: ChildKind)
 async def continue_restored(parent: Node, entry: TaskEntry, call_id: str | None) -> Outcome:
     """Reattach to a child restored mid-task and let it continue from its own last step."""
     child = entry.child
-    entry.task = asyncio.get_running_loop().create_task(_continue_child(parent, entry))
+    entry.task = droppable(asyncio.get_running_loop().create_task(_continue_child(parent, entry)))
     parent.reattached += 1
     child.reattached += 1
     parent.emit(

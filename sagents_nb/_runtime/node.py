@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+from .._base.loop import droppable
 from .._base.messages import Message, Usage, built, estimate_tokens, system, tool_message, user
 from .._base.outcome import Outcome
 from ..events import Event, StatusChanged, TaskSpawned
@@ -324,7 +325,7 @@ class Node:
         async def settled(call: Any) -> Any:
             try:
                 return await execute_call(self, call)
-            except asyncio.CancelledError:
+            except (asyncio.CancelledError, GeneratorExit):  # cancelled, or collected unfinished
                 raise
             except BaseException as exc:  # a hook failed: stop the siblings, raise it below
                 for task in tasks:  # (outside any task: asyncio lets SystemExit out of one)
@@ -332,7 +333,7 @@ class Node:
                         task.cancel()
                 return exc
 
-        tasks.extend(asyncio.ensure_future(settled(c)) for c in calls)
+        tasks.extend(droppable(asyncio.ensure_future(settled(c))) for c in calls)
         try:
             await asyncio.wait(tasks)
         except asyncio.CancelledError:

@@ -9,6 +9,7 @@ import asyncio
 from typing import TYPE_CHECKING, Any
 
 from .._base.errors import ConfigurationError
+from .._base.loop import droppable
 from .._base.messages import Message
 from ..events import RunStarted
 from .breakpoints import restored
@@ -74,7 +75,7 @@ async def enqueue_resume(session: Session, pause_on: Any) -> Run:
     loop = asyncio.get_running_loop()
     for run in runs:
         resume = run.number == (started.run if started is not None else None)
-        run._task = loop.create_task(session._execute(run, session._tail, resume=resume))
+        run._task = droppable(loop.create_task(session._execute(run, session._tail, resume=resume)))
         session._tail = run._task
         session.runs = [run if r.number == run.number else r for r in session.runs]
         if run not in session.runs:

@@ -21,7 +21,7 @@ from .._base.checks import (
 )
 from .._base.errors import ConfigurationError, Rejected, RunPaused
 from .._base.ids import checked_session_id, new_session_id
-from .._base.loop import block_on, run_on_library_loop, submit
+from .._base.loop import block_on, droppable, run_on_library_loop, submit
 from .._base.messages import Message, Usage, built, user
 from .._base.outcome import Outcome
 from .._base.prices import PriceBook, checked_prices
@@ -561,7 +561,7 @@ class Session:
                 raise
         run = Run(self, len(self.runs) + 1, pause_on=pause_on, message=llm_message, display=display)
         previous = self._tail
-        run._task = asyncio.get_running_loop().create_task(self._execute(run, previous))
+        run._task = droppable(asyncio.get_running_loop().create_task(self._execute(run, previous)))
         self._tail = run._task
         self.runs.append(run)
         if self.journal is not None and previous is not None and not previous.done():
