@@ -156,9 +156,11 @@ async def run_variant(
     An exception becomes an `error` record with its message; a cancel stops the run in flight
     (its children too) and returns a `cancelled` record.
     """
-    record, _session = await run_session(
+    record, session = await run_session(
         variant, agent, llm, prompts, item=item, store=store, session_id=session_id
     )
+    if session is not None:
+        session.release()
     return record
 
 

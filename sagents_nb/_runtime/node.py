@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -41,7 +42,7 @@ class Node:
         path: str,
         parent: Node | None = None,
     ) -> None:
-        self.session = session
+        self._session = weakref.ref(session)
         self.agent = agent
         self.kind = kind
         self.kind_state: dict[str, Any] = {}
@@ -91,6 +92,18 @@ class Node:
         """(the choice in force at a fork's cut, what its agents chose when it was taken)."""
         self.paused_below: dict[str, str] = {}
         """Descendants waiting at a pause (path -> what they wait before): this node waits too."""
+
+    @property
+    def session(self) -> Session:
+        """The node's session, held by a weak reference (the session holds its nodes): a node
+        lives as long as its session."""
+        session = self._session()
+        if session is None:
+            raise RuntimeError(
+                f"the session of node {self.path!r} was dropped: keep a reference to the session "
+                "(or its run) while you use its nodes"
+            )
+        return session
 
     def __repr__(self) -> str:
         return f"Node({self.path!r}, kind={kind_name(self.kind)}, status={self.status!r})"

@@ -302,6 +302,21 @@ class Session:
         if self.journal is not None:
             self.journal.flush()
 
+    def release(self) -> None:
+        """For an owner done with this session for good, once its runs ended and were flushed
+        (a sweep, once a run's record is taken): drop the references back to it from its runs
+        and journal, and from each child node to its parent, so that reference counting frees
+        it with all its parts when the owner drops it, without the cycle collector. Its events
+        and nodes stay readable; its runs and journal are forgotten."""
+        self.runs.clear()
+        self.current_run = None
+        self._tail = None
+        if self.journal is not None:
+            self.journal.detach()
+            self.journal = None
+        for node in self.root.walk():
+            node.parent = None
+
     def node(self, path: str) -> Node | None:
         """The live node at `path` (for inspection)."""
         return self.root.find(path)
