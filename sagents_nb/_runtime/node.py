@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import weakref
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -42,7 +41,7 @@ class Node:
         path: str,
         parent: Node | None = None,
     ) -> None:
-        self._session = weakref.ref(session)
+        self._session: Session | None = session
         self.agent = agent
         self.kind = kind
         self.kind_state: dict[str, Any] = {}
@@ -95,15 +94,17 @@ class Node:
 
     @property
     def session(self) -> Session:
-        """The node's session, held by a weak reference (the session holds its nodes): a node
-        lives as long as its session."""
-        session = self._session()
-        if session is None:
+        """The node's session."""
+        if self._session is None:
             raise RuntimeError(
-                f"the session of node {self.path!r} was dropped: keep a reference to the session "
-                "(or its run) while you use its nodes"
+                f"node {self.path!r} was released with its session (a sweep's run, once its "
+                "record was taken): open the stored session again to read it"
             )
-        return session
+        return self._session
+
+    def release(self) -> None:
+        """Drop its references up, to its session and parent (see `Session.release`)."""
+        self._session = self.parent = None
 
     def __repr__(self) -> str:
         return f"Node({self.path!r}, kind={kind_name(self.kind)}, status={self.status!r})"

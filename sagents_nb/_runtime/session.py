@@ -304,10 +304,10 @@ class Session:
 
     def release(self) -> None:
         """For an owner done with this session for good, once its runs ended and were flushed
-        (a sweep, once a run's record is taken): drop the references back to it from its runs
-        and journal, and from each child node to its parent, so that reference counting frees
-        it with all its parts when the owner drops it, without the cycle collector. Its events
-        and nodes stay readable; its runs and journal are forgotten."""
+        (a sweep, once a run's record is taken): drop the references between it and its runs,
+        journal and nodes, and from each child node to its parent, so that reference counting
+        frees it with all its parts when the owner drops it, without the cycle collector. Its
+        events stay readable; its runs and journal are forgotten, its nodes unusable."""
         self.runs.clear()
         self.current_run = None
         self._tail = None
@@ -315,7 +315,7 @@ class Session:
             self.journal.detach()
             self.journal = None
         for node in self.root.walk():
-            node.parent = None
+            node.release()
 
     def node(self, path: str) -> Node | None:
         """The live node at `path` (for inspection)."""
