@@ -103,3 +103,23 @@ def test_a_released_session_is_freed_without_the_cycle_collector_and_its_nodes_s
     assert gone() is None
     with pytest.raises(RuntimeError, match="'solo' was released with its session"):
         root.session  # noqa: B018
+
+
+def test_a_session_with_a_run_in_flight_is_not_released() -> None:
+    @sn.tool
+    def météo(ville: str) -> str:
+        """La météo d'une ville."""
+        return f"{ville} : 晴れ"
+
+    def model(req: sn.ChatRequest):
+        if req.tool_results:
+            return req.tool_results[-1]
+        return sn.reply(tool_calls=[sn.call("météo", ville="Oslo")])
+
+    session = sn.Session(sn.Agent("a", tools=[météo]), llm=sn.mock_llm(model))
+    run = session.send("x", pause_on="tool")
+    assert run.wait(10) == "paused"
+    session.release()  # a paused run: nothing released
+    assert session.runs == [run] and session.root.session is session
+    run.approve()
+    assert run.result(timeout=30).text == "Oslo : 晴れ"
