@@ -215,10 +215,13 @@ def _returned(run: Run, outcome: Any) -> tuple[RunRecord, SessionRows | None]:
         if isinstance(outcome, BaseException):
             raise outcome
         record, session = outcome
-        if session is None or session.store is None:
+        if session is None:
             return record, None
-        session.flush()
-        return record, session.store.load(session.id)
+        store = session.store
+        if store is not None:
+            session.flush()
+        session.release()
+        return record, store.load(session.id) if store is not None else None
     except Exception as exc:
         failed = RunRecord(item, name, prompts, "error", error=f"{type(exc).__name__}: {exc}")
         return failed, None

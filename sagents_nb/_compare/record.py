@@ -31,11 +31,11 @@ FINAL = frozenset({"done", "incomplete", "pending"})
 
 
 YOUNG_THRESHOLD = 20_000
-"""The cycle collector's first threshold while a sweep runs (Python's is 700). A run in flight
-lives across many young collections, so its session's cyclic garbage (~180 objects) reached
-the oldest generation, which only full collections free, each scanning every record the sweep
-keeps: a third of a long sweep's CPU. With young collections rarer, most of it is freed young
-(benchmarks/README.md, "Sweeps at eval scale")."""
+"""The cycle collector's first threshold while a sweep runs (Python's is 700). A finished run
+leaves no cyclic garbage (its session is released, `Session.release`), but the objects of the
+runs in flight outlive young collections, and each one promoted to the oldest generation
+counts toward the next full collection, which scans every record the sweep keeps. With young
+collections rarer, fewer are promoted (benchmarks/README.md, "Sweeps at eval scale")."""
 
 
 @contextlib.contextmanager
@@ -156,9 +156,11 @@ async def run_variant(
     An exception becomes an `error` record with its message; a cancel stops the run in flight
     (its children too) and returns a `cancelled` record.
     """
-    record, _session = await run_session(
+    record, session = await run_session(
         variant, agent, llm, prompts, item=item, store=store, session_id=session_id
     )
+    if session is not None:
+        session.release()
     return record
 
 

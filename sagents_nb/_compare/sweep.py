@@ -189,7 +189,8 @@ class _Job:
     ) -> None:
         self.agent, self.items, self.variants, self.llm = agent, items, variants, llm
         self.concurrency, self.store, self.retries = concurrency, store, retries
-        self.runner: Runner = runner or self._run_here
+        self.runner = runner
+        """None: each run on this process's loop (`_run_here`)."""
         self.progress: Progress | None = None
         self.previous: dict[str, Previous] = {}
         self.pairs = [(item, variant) for item in items for variant in variants]
@@ -263,7 +264,7 @@ class _Job:
             attempt += 1
             session_id = attempt_id(base, attempt) if self.store is not None else None
             try:
-                record = await self.runner(variant, item, session_id)
+                record = await (self.runner or self._run_here)(variant, item, session_id)
             except asyncio.CancelledError:
                 task = asyncio.current_task()
                 if task is not None:

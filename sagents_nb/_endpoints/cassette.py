@@ -172,6 +172,9 @@ class CassetteLLM(LLM):
     """An endpoint that answers from (and may record to) a cassette."""
 
     cassette: Cassette
+    recorded: LLM | None = None
+    """The endpoint recorded, kept alive with its transport, which `record` takes (a mock's
+    transport reaches its endpoint by a weak reference)."""
 
     @property
     def label(self) -> str:
@@ -212,7 +215,7 @@ def record(
         backoff=endpoint.backoff,
         max_retry_time=endpoint.max_retry_time,
     )
-    recorder.cassette = cassette
+    recorder.cassette, recorder.recorded = cassette, endpoint
     inner = endpoint._transport or httpx.AsyncHTTPTransport()
     recorder._transport = _CassetteTransport(cassette, recorder, inner)
     return recorder

@@ -6,7 +6,8 @@ import copy
 import inspect
 import itertools
 import json
-from collections.abc import Callable, Iterable, Mapping
+import weakref
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -161,6 +162,22 @@ class ChatRequest:
 Handler = Callable[[ChatRequest], Any]
 
 
+def _served_by(
+    mock: MockLLM,
+) -> Callable[[httpx.Request], Coroutine[None, None, httpx.Response]]:
+    """The transport's handler: it reaches `mock` by a weak reference, so that the endpoint and
+    its transport are no reference cycle (freed without the cycle collector)."""
+    endpoint = weakref.ref(mock)
+
+    async def serve(request: httpx.Request) -> httpx.Response:
+        mock = endpoint()
+        if mock is None:
+            raise RuntimeError("the mock endpoint of this transport was dropped")
+        return await mock._serve(request)
+
+    return serve
+
+
 class MockLLM(LLM):
     """An `sn.LLM` whose transport is an `httpx.MockTransport` calling a Python handler."""
 
@@ -171,9 +188,20 @@ class MockLLM(LLM):
             "http://mock.local/v1",
             api_key="",
             model=model,
-            transport=httpx.MockTransport(self._serve),
+            transport=httpx.MockTransport(_served_by(self)),
             **options,
         )
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Its state without its transport, which a copy (pickled for Ray, deep-copied with
+        an agent) makes again for itself: the transport's handler is a weak reference."""
+        state = dict(self.__dict__)
+        del state["_transport"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._transport = httpx.MockTransport(_served_by(self))
 
     def fresh(self) -> MockLLM:
         """A copy with its own handler: a deep copy, so an `sn.script` starts from its first
@@ -195,7 +223,6 @@ class MockLLM(LLM):
         assert isinstance(fresh, MockLLM)
         fresh.handler = handler
         fresh._ids = itertools.count(1)
-        fresh._transport = httpx.MockTransport(fresh._serve)
         return fresh
 
     @property

@@ -9,7 +9,8 @@ import threading
 import time
 import types
 import typing
-from collections.abc import Sequence
+import weakref
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -169,7 +170,8 @@ class Journal:
         first message and its first state row): a node spawned there retires them first."""
         self._ended = self._seen = 0
         self._cut_at: float | None = None
-        self._step = PendingStep(0, [], [], self._numbering, report=self._repaired)
+        self._report = _weakly(self._repaired)
+        self._step = PendingStep(0, [], [], self._numbering, report=self._report)
         self._rescuing = False
         self._rescue_seen = 0
         created = None
@@ -185,7 +187,9 @@ class Journal:
             if not create_later:
                 store.create(created)
                 created = None
-        self._writer = StepWriter(store, session.id, cut=self._cut_for_flush, create=created)
+        self._writer = StepWriter(
+            store, session.id, cut=_weakly(self._cut_for_flush), create=created
+        )
         if rows is not None:
             merged = node_states if node_states is not None else stored_parts(rows)
             for (path, part), data in merged.items():
@@ -208,10 +212,20 @@ class Journal:
             self._orphans = {
                 m.path for m in rows.messages if m.removed is None
             } - self._nodes.keys()
-        session.bus.subscribe(self._on_event, statuses=False)  # it reads the nodes' own
+        self._unsubscribe: Callable[[], None] | None = session.bus.subscribe(
+            self._on_event,
+            statuses=False,  # it reads the nodes' own
+        )
 
     def __repr__(self) -> str:
         return f"Journal(session={self.session.id!r}, store={self.store!r})"
+
+    def detach(self) -> None:
+        """Stop recording the session: for its owner done with it for good, once it was
+        flushed (see `Session.release`)."""
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
 
     # what the runtime reports
 
@@ -418,7 +432,7 @@ class Journal:
         step = self._step
         if not step.empty():
             self._writer.put(step, at_once=at_once)
-            self._step = PendingStep(0, [], [], self._numbering, report=self._repaired)
+            self._step = PendingStep(0, [], [], self._numbering, report=self._report)
 
     def _seal(self) -> None:
         """Add the events and messages recorded since the last seal to the step, with the node
@@ -647,6 +661,20 @@ class Numbering:
         self.next += 1
         self.numbers[id(message)] = (message, str(number))
         return number
+
+
+def _weakly(method: Callable[..., None]) -> Callable[..., None]:
+    """`method`, holding its journal by a weak reference: the hooks a journal hands its writer
+    and its steps, which it holds, so that they are no reference cycle with it; a call once the
+    journal is gone does nothing."""
+    bound = weakref.WeakMethod(method)
+
+    def call(*args: Any) -> None:
+        method = bound()
+        if method is not None:
+            method(*args)
+
+    return call
 
 
 @dataclass

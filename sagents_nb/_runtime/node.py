@@ -61,7 +61,7 @@ class Node:
         path: str,
         parent: Node | None = None,
     ) -> None:
-        self.session = session
+        self._session: Session | None = session
         self.agent = agent
         self.kind = kind
         self.kind_state: dict[str, Any] = {}
@@ -111,6 +111,20 @@ class Node:
         """(the choice in force at a fork's cut, what its agents chose when it was taken)."""
         self.paused_below: dict[str, str] = {}
         """Descendants waiting at a pause (path -> what they wait before): this node waits too."""
+
+    @property
+    def session(self) -> Session:
+        """The node's session."""
+        if self._session is None:
+            raise RuntimeError(
+                f"node {self.path!r} was released with its session (a sweep's run, once its "
+                "record was taken): open the stored session again to read it"
+            )
+        return self._session
+
+    def release(self) -> None:
+        """Drop its references up, to its session and parent (see `Session.release`)."""
+        self._session = self.parent = None
 
     def __repr__(self) -> str:
         return f"Node({self.path!r}, kind={kind_name(self.kind)}, status={self.status!r})"

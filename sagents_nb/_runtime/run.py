@@ -475,8 +475,12 @@ class Run:
     def _signal_stop(self) -> None:
         self._stop.set()
         waiters, self._waiters = self._waiters, []
+        running = asyncio._get_running_loop()
         for loop, future in waiters:
-            loop.call_soon_threadsafe(_settle, future)
+            if loop is running:  # its own loop: no wake-up through the loop's socket
+                loop.call_soon(_settle, future)
+            else:
+                loop.call_soon_threadsafe(_settle, future)
 
     def _started(self) -> None:
         self._first = len(self.session.bus.log)

@@ -302,6 +302,24 @@ class Session:
         if self.journal is not None:
             self.journal.flush()
 
+    def release(self) -> None:
+        """For an owner done with this session for good, once its runs ended and were flushed
+        (a sweep, once a run's record is taken): drop the references between it and its runs,
+        journal and nodes, and from each child node to its parent, so that reference counting
+        frees it with all its parts when the owner drops it, without the cycle collector. Its
+        events stay readable; its runs and journal are forgotten, its nodes unusable. Does
+        nothing while a run is queued, running or paused (the cycle collector frees it then)."""
+        if not all(run.done for run in self.runs):
+            return
+        self.runs.clear()
+        self.current_run = None
+        self._tail = None
+        if self.journal is not None:
+            self.journal.detach()
+            self.journal = None
+        for node in self.root.walk():
+            node.release()
+
     def node(self, path: str) -> Node | None:
         """The live node at `path` (for inspection)."""
         return self.root.find(path)
