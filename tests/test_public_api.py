@@ -113,9 +113,12 @@ def test_a_run_without_a_store_or_a_stream_loads_neither() -> None:
     store = {m for m in loaded if m.startswith("sagents_nb._store")}
     deferred = {"sagents_nb._runtime.journal", "sagents_nb._runtime.snapshot"}
     assert store | (loaded & {*deferred, "sagents_nb._endpoints.sse"}) == set()
-    # nor the kinds it does not use: each loads with its name's first look-up
+    # nor the kinds it does not use (each loads with its name's first look-up), the recovery
+    # from a context overflow (with the first overflow) or the costs (with `result.cost`)
     kinds = {"_cli_agent", "_native", "_realtime", "_resident", "_resident_control"}
     assert loaded & {f"sagents_nb.kinds.{name}" for name in kinds} == set()
+    later = {"_runtime.overflow", "_endpoints.overflow", "_runtime.costs"}
+    assert loaded & {f"sagents_nb.{name}" for name in later} == set()
 
 
 def test_the_deferred_kinds_load_on_first_look_up_and_by_name() -> None:
