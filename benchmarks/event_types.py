@@ -41,19 +41,13 @@ import timeit
 from pathlib import Path
 from typing import Any
 
+from run import FIRST_REQUEST, FIRST_RUN
+
 HERE = Path(__file__).resolve().parent
 PACKAGE = HERE.parent / "sagents_nb"
 SOURCES = (PACKAGE / "_base" / "messages.py", PACKAGE / "events.py")
 NESTED = ("ToolCall", "Message", "Usage", "PausedRequest")
 """The classes other classes hold as fields."""
-FIRST_RUN = (
-    "import sagents_nb as sn; sn.Agent('a').run_sync('hi', llm=sn.mock_llm(lambda req: 'ok'))"
-)
-FIRST_REQUEST = (
-    "import httpx; "
-    "c = httpx.Client(transport=httpx.MockTransport(lambda r: httpx.Response(200, json={'a': 1}))); "
-    "c.post('http://mock/v1', json={'q': 1}).json()"
-)
 PYDANTIC_FAMILY = ("pydantic", "pydantic_core", "annotated_types", "typing_extensions")
 PYDANTIC_FAMILY += ("typing_inspection", "sagents_nb", "msgspec")
 
@@ -162,14 +156,18 @@ def turn():
 '''
 
 
+def head(aliases: dict[str, str], *imports: str) -> list[str]:
+    """A variant's first lines: its imports, the type aliases and the registry."""
+    return [*imports, *(f"{name} = {value}" for name, value in aliases.items()), "_TYPES = {}"]
+
+
 def pydantic_source(shapes: list[Shape], aliases: dict[str, str]) -> str:
     """The classes as today: pydantic models, schemas deferred, registered by `type`."""
-    out = [
+    out = head(
+        aliases,
         "from typing import Annotated, Any, ClassVar, Literal, Union",
         "from pydantic import BaseModel, ConfigDict, Field, TypeAdapter",
-        *(f"{name} = {value}" for name, value in aliases.items()),
-        "_TYPES = {}",
-    ]
+    )
     for shape in shapes:
         out.append(f"class {shape.name}({shape.base}):")
         if shape.base == "BaseModel":
@@ -216,12 +214,7 @@ def as_dict(event):
 
 def msgspec_source(shapes: list[Shape], aliases: dict[str, str]) -> str:
     """`msgspec.Struct`s: keyword-only, events tagged by `type`."""
-    out = [
-        "from typing import Any, ClassVar, Literal, Union",
-        "import msgspec, msgspec.json",
-        *(f"{name} = {value}" for name, value in aliases.items()),
-        "_TYPES = {}",
-    ]
+    out = head(aliases, "from typing import Any, ClassVar, Literal, Union", "import msgspec.json")
     for shape in shapes:
         if shape.name == "Event":
             # msgspec sets a struct's tag after `__init_subclass__`: `parse` finds the classes
