@@ -18,7 +18,7 @@ three ways into a temporary folder and measures each:
 and estimates FIRST_RUN (`benchmarks/run.py`) with each: FIRST_RUN measured in the same rounds,
 minus what the pydantic variant adds to the context, plus what the alternative adds.
 
-    .venv/bin/python benchmarks/event_types.py [--rounds 21] [--json]
+    .venv/bin/python benchmarks/event_types.py [--rounds 21] [--callgrind] [--json]
 
 msgspec must be importable (it is in the shared venv; otherwise build a venv under
 benchmarks/.envs with sagents_nb's dependencies and msgspec, and run the script with it).
@@ -410,8 +410,10 @@ def in_process(folder: Path, repeat: int) -> dict[str, dict[str, float]]:
     return found
 
 
-def processes(folder: Path, rounds: int) -> dict[str, dict[str, float]]:
-    """Fresh processes over bare Python, interleaved rounds: ms (wall, CPU), medians."""
+def processes(folder: Path, rounds: int, callgrind: bool) -> dict[str, dict[str, float]]:
+    """Fresh processes over bare Python, interleaved rounds: ms (wall, CPU), medians; with
+    `callgrind`, also millions of instructions, one process each under valgrind (the same
+    figure every time, whatever the machine's load)."""
     modules = context_modules()
     context = f"import importlib\nfor _m in {modules!r}:\n    try: importlib.import_module(_m)\n"
     context += "    except Exception: pass\n"
@@ -433,7 +435,7 @@ def processes(folder: Path, rounds: int) -> dict[str, dict[str, float]]:
         "FIRST_RUN": FIRST_RUN,
         "FIRST_REQUEST": FIRST_REQUEST,
     }
-    env = dict(os.environ, PYTHONPATH=f"{folder}{os.pathsep}{HERE.parent}")
+    env = dict(os.environ, PYTHONPATH=f"{folder}{os.pathsep}{HERE.parent}", PYTHONHASHSEED="0")
     env["PYTHONPYCACHEPREFIX"] = str(folder / "pycache")  # bytecode written once, then read
     env.pop("PYTHONDONTWRITEBYTECODE", None)
 
@@ -454,14 +456,30 @@ def processes(folder: Path, rounds: int) -> dict[str, dict[str, float]]:
             times[name].append(one(code))
     bare_wall = statistics.median(t[0] for t in times["bare"])
     bare_cpu = statistics.median(t[1] for t in times["bare"])
-    return {
+    found = {
         name: {
-            "wall": (statistics.median(t[0] for t in found) - bare_wall) * 1e3,
-            "cpu": (statistics.median(t[1] for t in found) - bare_cpu) * 1e3,
+            "wall": (statistics.median(t[0] for t in runs) - bare_wall) * 1e3,
+            "cpu": (statistics.median(t[1] for t in runs) - bare_cpu) * 1e3,
         }
-        for name, found in times.items()
-        if name != "bare"
+        for name, runs in times.items()
     }
+    if callgrind:
+        counts = {name: instructions(code, env, folder) for name, code in codes.items()}
+        for name, count in counts.items():
+            found[name]["instructions"] = (count - counts["bare"]) / 1e6
+    del found["bare"]
+    return found
+
+
+def instructions(code: str, env: dict[str, str], folder: Path) -> int:
+    """The instructions a process running `code` executes (callgrind's total)."""
+    out = folder / "callgrind.out"
+    valgrind = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"]
+    subprocess.run(
+        [*valgrind, sys.executable, "-c", code], check=True, env=env, capture_output=True
+    )
+    summary = next(line for line in out.read_text().splitlines() if line.startswith("summary:"))
+    return int(summary.split()[1])
 
 
 def report(steady: dict[str, dict[str, float]], fresh: dict[str, dict[str, float]]) -> None:
@@ -472,25 +490,22 @@ def report(steady: dict[str, dict[str, float]], fresh: dict[str, dict[str, float
             f"{name:10} {row['construct']:10.1f} {row['dump']:10.1f} {row['as_dict']:10.1f}"
             f" {row['parse']:10.1f} {row['bytes']:7.0f}"
         )
-    print("\nFresh processes, ms over bare Python (medians; wall / CPU):")
+    clocks = list(fresh["context"])
+    print(f"\nFresh processes over bare Python, medians ({' / '.join(clocks)}; ms, M):")
     for name, row in fresh.items():
-        print(f"  {name:45} {row['wall']:7.1f} / {row['cpu']:6.1f}")
+        print(f"  {name:45}" + " / ".join(f"{row[clock]:7.1f}" for clock in clocks))
     context, today = fresh["context"], fresh["context + pydantic, first turn as today"]
     request = fresh["FIRST_REQUEST"]
-    print("\nFIRST_RUN estimated with each (measured, minus today's pydantic events, plus the")
-    print("alternative's; assumes the tools, pausing and tool calls load pydantic only on use):")
+    print("\nFIRST_RUN estimated with each over FIRST_REQUEST (measured, minus today's pydantic")
+    print("events, plus the alternative's; assumes tools, pausing and tool calls load pydantic")
+    print("only on use):")
     for name in ("pydantic, first turn as today", "msgspec, first turn", "slots, first turn"):
         row = fresh[f"context + {name}"]
-        est = {
-            clock: fresh["FIRST_RUN"][clock]
-            - (today[clock] - context[clock])
-            + (row[clock] - context[clock])
-            for clock in ("wall", "cpu")
-        }
-        print(
-            f"  {name.split(',')[0]:10} wall {est['wall']:6.1f} ({est['wall'] / request['wall']:.2f}x)"
-            f"  CPU {est['cpu']:6.1f} ({est['cpu'] / request['cpu']:.2f}x FIRST_REQUEST)"
-        )
+        ratios = []
+        for clock in clocks:
+            est = fresh["FIRST_RUN"][clock] - (today[clock] - context[clock])
+            ratios.append(f"{clock} {(est + row[clock] - context[clock]) / request[clock]:.2f}x")
+        print(f"  {name.split(',')[0]:10} " + "  ".join(ratios))
 
 
 def main() -> None:
@@ -498,6 +513,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=21, help="interleaved process rounds")
     parser.add_argument("--repeat", type=int, default=7, help="timeit repeats in process")
     parser.add_argument("--json", action="store_true", help="also print the figures as JSON")
+    parser.add_argument("--callgrind", action="store_true", help="also count instructions")
     args = parser.parse_args()
     import msgspec
     import pydantic
@@ -509,7 +525,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         write_variants(Path(folder))
         steady = in_process(Path(folder), args.repeat)
-        fresh = processes(Path(folder), args.rounds)
+        fresh = processes(Path(folder), args.rounds, args.callgrind)
     report(steady, fresh)
     print(f"load average {os.getloadavg()[0]:.1f} at {time.strftime('%H:%M:%S')}")
     if args.json:
