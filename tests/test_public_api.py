@@ -113,6 +113,30 @@ def test_a_run_without_a_store_or_a_stream_loads_neither() -> None:
     store = {m for m in loaded if m.startswith("sagents_nb._store")}
     deferred = {"sagents_nb._runtime.journal", "sagents_nb._runtime.snapshot"}
     assert store | (loaded & {*deferred, "sagents_nb._endpoints.sse"}) == set()
+    # nor the kinds it does not use (each loads with its name's first look-up), the recovery
+    # from a context overflow (with the first overflow) or the costs (with `result.cost`)
+    kinds = {"_cli_agent", "_native", "_realtime", "_resident", "_resident_control"}
+    assert loaded & {f"sagents_nb.kinds.{name}" for name in kinds} == set()
+    later = {"_runtime.overflow", "_endpoints.overflow", "_runtime.costs"}
+    assert loaded & {f"sagents_nb.{name}" for name in later} == set()
+
+
+def test_the_deferred_kinds_load_on_first_look_up_and_by_name() -> None:
+    code = (
+        "import sys, sagents_nb as sn\n"
+        "from sagents_nb.kinds import Native\n"
+        "assert 'sagents_nb.kinds._resident' not in sys.modules\n"
+        "assert {'CliAgent', 'Realtime', 'Resident'} <= set(dir(sn.kinds))\n"
+        "assert type(sn.kinds.checked_kind('resident', where='x')) is sn.kinds.Resident\n"
+        "print(sorted(sn.kinds.registry()), sn.kinds.registry()['realtime'].__name__,\n"
+        "      Native.__name__, sn.kinds.CliAgent.__name__)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == [
+        *("['main',", "'realtime',", "'resident',", "'worker']", "Realtime"),
+        *("Native", "CliAgent"),
+    ]
+    assert not hasattr(sn.kinds, "Nothing") and "Nothing" not in dir(sn.kinds)
 
 
 def test_lazy_public_names_are_listed_and_resolve_on_first_use() -> None:

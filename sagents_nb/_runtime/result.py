@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Any
 
 from .._base.messages import Usage
 from .._base.text import counted
-from .costs import Cost, priced, spend, subtree
 
 if TYPE_CHECKING:
     from .._base.prices import PriceBook
     from .._endpoints.openai import Exchange
     from ..events import Event
+    from .costs import Cost
 
 
 @dataclass
@@ -130,11 +130,15 @@ class Result:
     def cost(self) -> Cost:
         """What the run cost: API calls estimated from prices (`no price` for a model no
         table knows, never 0), CLI children's costs as they reported them."""
+        from .costs import priced, spend  # with the first cost asked for, not with a first run
+
         return priced(spend(self.events).values(), self.prices)
 
     def node_cost(self, path: str, *, subtree_too: bool = True) -> Cost:
         """What node `path` cost in this run, with everything below it unless `subtree_too`
         is False (its own model calls only)."""
+        from .costs import priced, spend, subtree
+
         nodes = spend(self.events)
         mine = subtree(nodes, path) if subtree_too else [n for at, n in nodes.items() if at == path]
         return priced(mine, self.prices)

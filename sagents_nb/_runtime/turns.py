@@ -25,7 +25,6 @@ from ..events import (
 from ..kinds import View, kind_name
 from .delegation import team_tools
 from .limits import LimitReached, before_model_call
-from .overflow import fit_view, shrink
 from .pausing import APPROVE, PendingRequest
 
 if TYPE_CHECKING:
@@ -135,6 +134,8 @@ async def _turns(node: Node) -> Outcome:
         kind.prepare(node)
         view = View.of(kind.build_context(node, node.input_text))
         if node.view_fit is not None:
+            from .overflow import fit_view  # loads with a first overflow, not with a first run
+
             view = fit_view(node, view)
         if node.notices:
             noted = View([*view, system("\n".join(node.notices))])
@@ -145,6 +146,8 @@ async def _turns(node: Node) -> Outcome:
         try:
             completion = await call_model(node, view, tools, stream=kind.stream)
         except EndpointError as exc:
+            from .overflow import shrink
+
             await shrink(node, kind, view, exc, shrinks)  # or raises
             shrinks += 1
             continue

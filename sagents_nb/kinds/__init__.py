@@ -7,13 +7,13 @@ notebook plugs in the same way, and `register` lists it in the views' kind selec
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from .._base.checks import check_callable, check_str, refuse
 from ._child import Child
-from ._cli_agent import CliAgent
 from ._main import Main
-from ._native import Native
 from ._protocol import (
     BaseKind,
     ChildKind,
@@ -22,16 +22,48 @@ from ._protocol import (
     DisposePolicy,
     View,
 )
-from ._realtime import Realtime
-from ._resident import Resident
 from ._worker import Worker
 
-_registry: dict[str, Callable[[], ChildKind]] = {
+if TYPE_CHECKING:
+    from ._cli_agent import CliAgent
+    from ._native import Native
+    from ._realtime import Realtime
+    from ._resident import Resident
+
+_LAZY = {
+    "CliAgent": "._cli_agent",
+    "Native": "._native",
+    "Realtime": "._realtime",
+    "Resident": "._resident",
+}
+"""The kinds a first run does not use, by module: each loads when its name is first looked up
+(issue 32's first use; `tests/test_public_api.py`)."""
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = globals()[name] = getattr(importlib.import_module(module, __name__), name)
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
+
+_registry: dict[str, Callable[[], ChildKind] | str] = {
     "worker": Worker,
-    "resident": Resident,
-    "realtime": Realtime,
+    "resident": "Resident",
+    "realtime": "Realtime",
     "main": Main,
 }
+"""The selectable kinds by name; a built-in not loaded yet is named by its class."""
+
+
+def _factory(entry: Callable[[], ChildKind] | str) -> Callable[[], ChildKind]:
+    factory: Callable[[], ChildKind] = __getattr__(entry) if isinstance(entry, str) else entry
+    return factory
 
 
 def register(name: str, factory: Callable[[], ChildKind]) -> None:
@@ -48,7 +80,7 @@ def register(name: str, factory: Callable[[], ChildKind]) -> None:
 
 def registry() -> dict[str, Callable[[], ChildKind]]:
     """The selectable kinds by name: the built-ins and any registered."""
-    return dict(_registry)
+    return {name: _factory(entry) for name, entry in _registry.items()}
 
 
 def checked_kind(value: object, *, where: str, name: str = "kind") -> ChildKind | None:
@@ -57,12 +89,12 @@ def checked_kind(value: object, *, where: str, name: str = "kind") -> ChildKind 
     if value is None or isinstance(value, BaseKind):
         return value
     if isinstance(value, str):
-        factory = _registry.get(value)
-        if factory is None:
+        entry = _registry.get(value)
+        if entry is None:
             refuse(
                 name, value, f"a registered kind name ({', '.join(sorted(_registry))})", where=where
             )
-        return factory()
+        return _factory(entry)()
     if isinstance(value, type) and issubclass(value, BaseKind):
         try:
             return value()
