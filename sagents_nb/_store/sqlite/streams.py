@@ -30,6 +30,7 @@ import zlib
 from collections.abc import Callable, Iterable
 from itertools import accumulate
 from json.encoder import encode_basestring, encode_basestring_ascii
+from operator import itemgetter
 from typing import Any
 
 from pydantic_core import to_json
@@ -183,7 +184,7 @@ class _Run:
 
 def _streams(events: list[Any], cutter: Cutter) -> tuple[list[Stream], set[int]]:
     """The streams among `events`, and the seqs of the chunks they hold."""
-    if not any(event[2] == TYPE for event in events):
+    if TYPE not in map(_type, events):
         return [], set()
     open_: dict[str, _Run] = {}  # by path: its chunks since its last other event
     runs: list[_Run] = []
@@ -204,6 +205,9 @@ def _streams(events: list[Any], cutter: Cutter) -> tuple[list[Stream], set[int]]
             streams.append(stream)
             packed.update(event[0] for event, _, _ in run.chunks)
     return streams, packed
+
+
+_type = itemgetter(2)
 
 
 def _chunk(event: Any) -> Chunk | None:
