@@ -78,11 +78,6 @@ reports is committed."""
 _path = operator.attrgetter("path")
 
 
-def _names_changes(event: Event) -> bool:
-    """The event follows a change of its node's task entries or kind state."""
-    return type(event).names_child or event.type in _KIND_STATE_SAVES
-
-
 class Journal:
     """Records what a session does, step by step, for its `Store`.
 
@@ -429,20 +424,19 @@ class Journal:
         """Add the events and messages recorded since the last seal to the step, with the node
         states, kind states and task entries they changed, stamped with the last event (the
         caller holds the lock)."""
-        events = list(self.session.bus.log[self._logged :])  # walked three times below
+        events = self.session.bus.log.since(self._logged)  # walked three times below
         if not (events or self._writes or self._dirty or self._queue_dirty):
             return
         self._dirty.update(map(_path, events))
-        for event in filter(_names_changes, events):
-            path, what = event.path, event.type
+        for event in events:
             if type(event).names_child:  # they change the child's counters too
                 self._dirty.add(event.child)  # type: ignore[attr-defined]
-                self._task_dirty.add(path)
-            else:  # a kind's state is stored when its node's status changes, and at a swap
-                self._kind_dirty.add(path)
-                if what == "kind_swapped":  # forgets the tasks settled under the old kind
-                    self._task_dirty.add(path)
-                    self._swapped.add(path)
+                self._task_dirty.add(event.path)
+            elif event.type in _KIND_STATE_SAVES:  # a kind's state is stored when its node's
+                self._kind_dirty.add(event.path)  # status changes, and at a swap
+                if event.type == "kind_swapped":  # forgets the tasks settled under the old kind
+                    self._task_dirty.add(event.path)
+                    self._swapped.add(event.path)
         step = self._step
         seq = step.seq = events[-1].seq if events else self.session.bus.last_seq
         step.events += events
