@@ -30,7 +30,6 @@ import zlib
 from collections.abc import Callable, Iterable
 from itertools import accumulate
 from json.encoder import encode_basestring, encode_basestring_ascii
-from operator import itemgetter
 from typing import Any
 
 from pydantic_core import to_json
@@ -184,7 +183,8 @@ class _Run:
 
 def _streams(events: list[Any], cutter: Cutter) -> tuple[list[Stream], set[int]]:
     """The streams among `events`, and the seqs of the chunks they hold."""
-    if TYPE not in map(_type, events):
+    chunked = [event[3] for event in events if event[2] == TYPE]
+    if len(set(chunked)) == len(chunked):  # no node has two chunks: nothing to pack
         return [], set()
     open_: dict[str, _Run] = {}  # by path: its chunks since its last other event
     runs: list[_Run] = []
@@ -205,9 +205,6 @@ def _streams(events: list[Any], cutter: Cutter) -> tuple[list[Stream], set[int]]
             streams.append(stream)
             packed.update(event[0] for event, _, _ in run.chunks)
     return streams, packed
-
-
-_type = itemgetter(2)
 
 
 def _chunk(event: Any) -> Chunk | None:
