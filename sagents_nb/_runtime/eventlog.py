@@ -24,7 +24,7 @@ class EventLog(Sequence[Event]):
     there were when it was taken, as a list's slice is.
     """
 
-    __slots__ = ("_decode", "_items", "_lock", "_start", "_stop")
+    __slots__ = ("_decode", "_items", "_live", "_lock", "_start", "_stop")
 
     def __init__(self, items: Iterable[Event | EventRow] = (), decode: Decode | None = None):
         self._items: list[Event | EventRow] = list(items)
@@ -33,6 +33,8 @@ class EventLog(Sequence[Event]):
         self._start = 0
         self._stop: int | None = None
         """None: the whole log, growing; else where this view ends."""
+        self._live = len(self._items)
+        """Where the events the bus appended begin (the items before may be stored rows)."""
 
     def append(self, event: Event) -> None:
         if self._stop is not None:
@@ -56,6 +58,7 @@ class EventLog(Sequence[Event]):
                 return [self[i] for i in range(start, stop, stride)]
             view = EventLog.__new__(EventLog)
             view._items, view._decode, view._lock = self._items, self._decode, self._lock
+            view._live = self._live
             view._start, view._stop = self._start + start, self._start + max(start, stop)
             return view
         size = len(self)
@@ -64,6 +67,14 @@ class EventLog(Sequence[Event]):
         at = self._start + (index if index >= 0 else size + index)
         item = self._items[at]
         return item if isinstance(item, Event) else self._decoded(at)
+
+    def since(self, index: int) -> list[Event]:
+        """`list(self[index:])`, quicker for the newest events (the journal's seal): those the
+        bus appended are taken as they are."""
+        start = self._start + index
+        if start >= self._live:
+            return self._items[start : self._stop]  # type: ignore[return-value]
+        return list(self[index:])
 
     def _decoded(self, at: int) -> Event:
         with self._lock:  # readers on two threads get the same object

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pydantic_core import to_jsonable_python
+from pydantic_core import PydanticSerializationError, to_json, to_jsonable_python
 
 from .._base.errors import ConfigurationError, StoreError
 from .._base.loop import library_loop, on_library_thread, running_library_loop
@@ -27,11 +27,11 @@ from .._store.protocol import (
     StoredSession,
     TaskRow,
 )
-from .._store.text import UNENCODABLE, Report, has_surrogate, repaired, safe_json
+from .._store.text import UNENCODABLE, Report, body_text, has_surrogate, repaired, safe_json
 from .._store.writer import MAX_DELAY_SECONDS, QUIET_SECONDS, StepWriter, later
-from ..events import ErrorOccurred, ModelRequest, ModelResponse, _event_classes
+from ..events import ErrorOccurred, ModelRequest, ModelResponse, TextDelta, _event_classes
 from .breakpoints import split, stored
-from .snapshot import NodeSnapshot, dump_json, kind_state, stored_parts
+from .snapshot import KindSpecs, NodeSnapshot, dump_json, kind_state, stored_parts
 
 log = logging.getLogger("sagents_nb")
 
@@ -76,11 +76,6 @@ call that returns (`result()`, `wait()`, `run_sync`, session creation) returns a
 reports is committed."""
 
 _path = operator.attrgetter("path")
-
-
-def _names_changes(event: Event) -> bool:
-    """The event follows a change of its node's task entries or kind state."""
-    return type(event).names_child or event.type in _KIND_STATE_SAVES
 
 
 class Journal:
@@ -155,6 +150,7 @@ class Journal:
         is written whole rather than as changes."""
         self._kinds: dict[str, str] = {}
         """The JSON of each node's kind state as last written."""
+        self._kind_specs = KindSpecs()
         self._kind_failed: set[str] = set()
         """Nodes whose kind failed to dump its state (told once)."""
         self._queue: dict[str, Any] = {"inputs": []}
@@ -438,20 +434,19 @@ class Journal:
         """Add the events and messages recorded since the last seal to the step, with the node
         states, kind states and task entries they changed, stamped with the last event (the
         caller holds the lock)."""
-        events = list(self.session.bus.log[self._logged :])  # walked three times below
+        events = self.session.bus.log.since(self._logged)  # walked three times below
         if not (events or self._writes or self._dirty or self._queue_dirty):
             return
         self._dirty.update(map(_path, events))
-        for event in filter(_names_changes, events):
-            path, what = event.path, event.type
+        for event in events:
             if type(event).names_child:  # they change the child's counters too
                 self._dirty.add(event.child)  # type: ignore[attr-defined]
-                self._task_dirty.add(path)
-            else:  # a kind's state is stored when its node's status changes, and at a swap
-                self._kind_dirty.add(path)
-                if what == "kind_swapped":  # forgets the tasks settled under the old kind
-                    self._task_dirty.add(path)
-                    self._swapped.add(path)
+                self._task_dirty.add(event.path)
+            elif event.type in _KIND_STATE_SAVES:  # a kind's state is stored when its node's
+                self._kind_dirty.add(event.path)  # status changes, and at a swap
+                if event.type == "kind_swapped":  # forgets the tasks settled under the old kind
+                    self._task_dirty.add(event.path)
+                    self._swapped.add(event.path)
         step = self._step
         seq = step.seq = events[-1].seq if events else self.session.bus.last_seq
         step.events += events
@@ -487,7 +482,7 @@ class Journal:
         """The JSON of what the node's kind keeps (`kind_state`); a kind whose `dump_state`
         fails is logged (once per node), and its state is not stored this time."""
         try:
-            return kind_state(node)
+            return kind_state(node, self._kind_specs)
         except Exception as exc:  # a custom kind's bug must not stop the recording
             if node.path in self._kind_failed:
                 return None
@@ -726,33 +721,33 @@ class PendingStep:
         row its message had *then* (live as of the event, so in a fork there), never one a
         later write of the same step (a compaction storing the message again) added."""
         number = self.numbering.number
-
-        def numbered(write: MessageWrites) -> tuple[str, str, int, list[Any], bool]:
-            path, transcript, seq, messages, swap = write
-            return path, transcript, seq, [(number(m), m) for m in messages], swap
-
-        writes, events, done = [], [], 0
-        for e in self.events:
-            while done < len(self.messages) and self.messages[done][2] <= e.seq:
-                writes.append(numbered(self.messages[done]))
-                done += 1
-            events.append((e.seq, e.run, e.type, e.path, self._event_body(e)))
-        writes += map(numbered, self.messages[done:])
         report = self.report
         encoded: dict[int, str] = {}  # the root's display copies are its messages: encoded once
+        writes: list[tuple[str, str, int, list[tuple[int, str]], bool]] = []
 
-        def message_json(message: Message) -> str:
-            text = encoded.get(id(message))
-            if text is None:
-                text = encoded[id(message)] = _message_json(message, report)
-            return text
+        def write(entry: MessageWrites) -> None:
+            path, transcript, seq, messages, swap = entry
+            rows = []
+            for message in messages:
+                text = encoded.get(id(message))
+                if text is None:
+                    text = encoded[id(message)] = _message_json(message, report)
+                rows.append((number(message), text))
+            writes.append((path, transcript, seq, rows, swap))
 
+        pending, done, body = self.messages, 0, self._event_body
+        events = []
+        for e in self.events:
+            seq = e.seq
+            while done < len(pending) and pending[done][2] <= seq:
+                write(pending[done])
+                done += 1
+            events.append((seq, e.run, e.type, e.path, body(e)))
+        for entry in pending[done:]:
+            write(entry)
         return (
             events,
-            [
-                (path, transcript, seq, [(n, message_json(m)) for n, m in rows], swap)
-                for path, transcript, seq, rows, swap in writes
-            ],
+            writes,
             [
                 (path, part, seq, _node_json(part, data, previous, report))
                 for path, part, seq, data, previous in self.nodes
@@ -762,15 +757,28 @@ class PendingStep:
         )
 
     def _event_body(self, event: Event) -> str | dict[str, Any]:
-        """The event's fields when they are all plain values (the writer makes their JSON),
-        else its JSON; text that UTF-8 cannot encode is repaired (see `_store.text`)."""
-        texts = text_fields(type(event))
-        if texts is not None:
-            fields = event.__dict__  # events are not changed once emitted
-            if any(_unencodable(fields[name]) for name in texts):
-                return repaired(fields, self.report)
-            return fields
+        """The event's JSON; a stream's chunk (`TextDelta`) as its fields, which a store packs
+        (the writer makes their JSON); text that UTF-8 cannot encode is repaired (see
+        `_store.text`)."""
+        kind = type(event)
+        plain = _PLAIN_JSON.get(kind)
+        if plain is None:
+            plain = _PLAIN_JSON[kind] = kind is not TextDelta and is_plain(kind)
+        if plain:
+            try:
+                return to_json(event.__dict__).decode()  # events are not changed once emitted
+            except PydanticSerializationError:  # a lone surrogate: repaired, as below
+                return body_text(self._fields(event))  # type: ignore[return-value]
+        if text_fields(kind) is not None:
+            return self._fields(event)
         return safe_json(lambda: self._event_json(event).encode(), lambda: event, self.report)
+
+    def _fields(self, event: Event) -> dict[str, Any]:
+        """A plain event's fields, their text repaired if need be."""
+        fields = event.__dict__
+        if any(_unencodable(fields[name]) for name in text_fields(type(event)) or ()):
+            return repaired(fields, self.report)  # type: ignore[no-any-return]
+        return fields
 
     def _event_json(self, event: Event) -> str:
         """The event's JSON; a request's view and a response's message name stored messages
@@ -793,6 +801,9 @@ class PendingStep:
         return _message_json(message, self.report)
 
 
+_PLAIN_JSON: dict[type[Event], bool] = {}
+"""Whether an event class's rows are made from its fields here (`_event_body`)."""
+
 _VIEW = {"messages"}
 _MESSAGE = {"message"}
 
@@ -806,11 +817,14 @@ def _node_json(part: str, data: Any, previous: NodeSnapshot | None, report: Repo
 def _message_json(message: Message, report: Report | None = None) -> str:
     # the class's serializer is looked up each time: bound at import, it would stay the
     # slower placeholder a deferred schema build leaves
-    return safe_json(
-        lambda: message.__pydantic_serializer__.to_json(message, exclude_defaults=True),
-        lambda: message.model_dump(mode="json", exclude_defaults=True),
-        report,
-    )
+    try:
+        return message.__pydantic_serializer__.to_json(message, exclude_defaults=True).decode()
+    except UNENCODABLE:
+        return safe_json(
+            lambda: message.__pydantic_serializer__.to_json(message, exclude_defaults=True),
+            lambda: message.model_dump(mode="json", exclude_defaults=True),
+            report,
+        )
 
 
 def _dump(data: Any, report: Report | None) -> str:

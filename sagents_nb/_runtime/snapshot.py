@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import operator
 import re
 import sys
 from collections.abc import Callable
-from operator import itemgetter
+from itertools import compress
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 import pydantic_core
@@ -105,12 +106,13 @@ class NodeSnapshot(NamedTuple):
 
     def row(self) -> dict[str, Any]:
         """The JSON object a `state` row stores (tuples are arrays, mappings objects)."""
-        return {name: _stored(name, value) for name, value in zip(self._fields, self, strict=True)}
+        return _stored(dict(zip(self._fields, self, strict=True)))
 
     def changes(self, previous: NodeSnapshot) -> dict[str, Any]:
         """The part of `row()` that differs from `previous` (a row may hold only that)."""
-        changed = zip(self._fields, self, previous, strict=True)
-        return {name: _stored(name, new) for name, new, old in changed if new != old}
+        changed = list(map(operator.ne, self, previous))
+        names, values = compress(self._fields, changed), compress(self, changed)
+        return _stored(dict(zip(names, values, strict=True)))
 
     def apply(self, node: Node) -> None:
         """Put the node's own fields back on `node` (its history must already be restored)."""
@@ -137,14 +139,17 @@ _new = tuple.__new__
 _MAPPINGS = frozenset({"counters", "persistent"})
 """Fields a snapshot keeps as tuples of items and a row stores as objects."""
 
-_row_values = itemgetter(*NodeSnapshot._fields)
+_row_values = operator.itemgetter(*NodeSnapshot._fields)
 _OBJECTS = [NodeSnapshot._fields.index(name) for name in _MAPPINGS]
 _ARRAYS = [NodeSnapshot._fields.index(name) for name in ("usage", "refused", "notices", "outcome")]
 """The fields a snapshot keeps as tuples and a row stores as arrays."""
 
 
-def _stored(name: str, value: Any) -> Any:
-    return dict(value) if name in _MAPPINGS else value
+def _stored(data: dict[str, Any]) -> dict[str, Any]:
+    """`data` (fields of a snapshot) as a row stores them: each mapping's items as an object."""
+    for name in _MAPPINGS.intersection(data):
+        data[name] = dict(data[name])
+    return data
 
 
 def stored_parts(rows: SessionRows) -> dict[tuple[str, str], Any]:
@@ -157,13 +162,14 @@ def stored_parts(rows: SessionRows) -> dict[tuple[str, str], Any]:
     return parts
 
 
-def kind_state(node: Node) -> str:
+def kind_state(node: Node, spec_of: Callable[[ChildKind], dict[str, Any]] | None = None) -> str:
     """The JSON of the node's kind as it runs: its name, its class (`module:qualname`), the
     arguments it was built with (`given`, None when they are not JSON-able) and what it keeps
-    besides the messages (`state`: `dump_state(node)`, None when nothing)."""
+    besides the messages (`state`: `dump_state(node)`, None when nothing). `spec_of`:
+    `kind_spec`, or a `KindSpecs` that works it out once for each kind object."""
     kind = node.kind
     state = kind.dump_state(node)
-    spec = kind_spec(kind)
+    spec = (spec_of or kind_spec)(kind)
     # the object itself, for a fork taken in this process (a kind's arguments may not be JSON)
     node.session.kinds_ran[(node.path, spec["class"])] = kind
     return dump_json({"kind": kind.name, **spec, "state": state})
@@ -184,6 +190,20 @@ def kind_spec(kind: ChildKind) -> dict[str, Any]:
     if stored is not None and _may_hold_a_secret(stored):
         stored = None
     return {"class": class_path(cls), "given": stored}
+
+
+class KindSpecs:
+    """`kind_spec` worked out once for each kind object (many nodes share a few: their
+    agents'; the objects are kept, so an id stays its own)."""
+
+    def __init__(self) -> None:
+        self._known: dict[int, tuple[ChildKind, dict[str, Any]]] = {}
+
+    def __call__(self, kind: ChildKind) -> dict[str, Any]:
+        known = self._known.get(id(kind))
+        if known is None:
+            known = self._known[id(kind)] = (kind, kind_spec(kind))
+        return known[1]
 
 
 def class_path(cls: type) -> str:

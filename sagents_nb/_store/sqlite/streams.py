@@ -183,7 +183,8 @@ class _Run:
 
 def _streams(events: list[Any], cutter: Cutter) -> tuple[list[Stream], set[int]]:
     """The streams among `events`, and the seqs of the chunks they hold."""
-    if not any(event[2] == TYPE for event in events):
+    chunked = [event[3] for event in events if event[2] == TYPE]
+    if len(set(chunked)) == len(chunked):  # no node has two chunks: nothing to pack
         return [], set()
     open_: dict[str, _Run] = {}  # by path: its chunks since its last other event
     runs: list[_Run] = []

@@ -25,6 +25,7 @@ import json
 import re
 import sqlite3
 from collections.abc import Callable, Iterator
+from operator import itemgetter
 from typing import Any
 
 from pydantic_core import PydanticSerializationError, to_json
@@ -214,12 +215,17 @@ def _may_cut(body: object) -> bool:
 def _short_only(step: PlainStep) -> bool:
     """Whether no row of `step` may hold a string to keep apart."""
     events, messages, nodes, tasks, _ = step
-    return not (
-        any(_may_cut(e[4]) for e in events)
-        or any(_may_cut(body) for write in messages for _, body in write[3])
-        or any(_may_cut(n[3]) for n in nodes)
-        or any(map(_long_task, tasks))
-    )
+    bodies = [*map(_fifth, events), *map(_fourth, nodes)]
+    for write in messages:
+        bodies += map(_second, write[3])
+    if max(map(len, bodies), default=0) >= MIN_CHARS:  # JSON text that long (or many fields)
+        return False
+    if dict in set(map(type, bodies)) and any(_may_cut(b) for b in bodies if type(b) is dict):
+        return False  # plain fields with a long text
+    return not any(map(_long_task, tasks))
+
+
+_second, _fourth, _fifth = itemgetter(1), itemgetter(3), itemgetter(4)
 
 
 def _long_task(task: tuple[Any, ...]) -> bool:

@@ -14,6 +14,7 @@ import contextlib
 import functools
 import sqlite3
 from collections.abc import Iterator, Sequence
+from itertools import chain
 from typing import Any
 
 from ..protocol import PlainStep
@@ -60,7 +61,11 @@ def tune(db: sqlite3.Connection) -> None:
 def write_steps(db: sqlite3.Connection, sid: str, steps: Sequence[PlainStep]) -> None:
     """Write steps in order (the caller holds a transaction); rows whose order does not
     matter share one statement."""
-    events = [(sid, *event[:4], body_text(event[4])) for step in steps for event in step[0]]
+    events: list[tuple[object, ...]] = [
+        (sid, seq, run, kind, path, body_text(body) if type(body) is dict else body)
+        for step in steps
+        for seq, run, kind, path, body in step[0]
+    ]
     if events:
         insert_events(db, sid, events)
     nodes = [(sid, *node) for step in steps for node in step[2]]
@@ -165,7 +170,7 @@ def insert_rows(
         size = min(64, 1 << ((len(rows) - start).bit_length() - 1))
         chunk = rows[start : start + size]
         statement = _multi_row(insert, len(chunk[0]), size, then)
-        db.execute(statement, [v for row in chunk for v in row])
+        db.execute(statement, list(chain.from_iterable(chunk)))
         start += size
 
 
