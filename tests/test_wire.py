@@ -267,17 +267,20 @@ class _Kept(httpx.AsyncBaseTransport):
         self.closed += 1
 
 
-def test_a_request_through_the_endpoints_own_transport_carries_an_http_clients_headers() -> None:
+@pytest.mark.parametrize("key", [SECRET, ""])
+def test_a_request_through_the_endpoints_own_transport_carries_an_http_clients_headers(
+    key: str,
+) -> None:
     kept = _Kept()
-    llm = sn.LLM("https://api.example.test/v1", api_key=SECRET, transport=kept, read_timeout=7)
+    llm = sn.LLM("https://api.example.test/v1", api_key=key, transport=kept, read_timeout=7)
     body = {"model": "m", "messages": [{"role": "user", "content": "Bonjour, ça va ? 你好"}]}
     completion = asyncio.run(llm.complete(body))
     assert completion.message.content == "東京 ✓"
     sent = kept.requests[0]
-    client = httpx.AsyncClient(
-        headers={"Content-Type": "application/json", "Authorization": f"Bearer {SECRET}"},
-        timeout=7,
-    )
+    headers = {"Content-Type": "application/json"}
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
+    client = httpx.AsyncClient(headers=headers, timeout=7)
     expected = client.build_request("POST", llm._url, content=sent.content)
     assert sent.headers.multi_items() == expected.headers.multi_items()
     assert sent.extensions["timeout"] == expected.extensions["timeout"]

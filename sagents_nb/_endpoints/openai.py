@@ -252,9 +252,11 @@ class LLM:
             if self._transport is None:
                 timeout = min(self.read_timeout, self.timeout)
                 self._client = httpx.AsyncClient(timeout=timeout, headers=own)
-            else:
-                self._headers = _default_headers().copy()
+            elif self._api_key:
+                self._headers = _client_headers().copy()
                 self._headers.update(own)
+            else:
+                self._headers = _client_headers()  # read only (a request copies it)
             self._client_loop = loop
             self._deadlines = Deadlines(loop)
         return self._client
@@ -777,11 +779,13 @@ def _parsed_url(url: str) -> httpx.URL:
 
 
 @lru_cache(maxsize=1)
-def _default_headers() -> httpx.Headers:
-    """The headers an `httpx.AsyncClient` sends by default (its user agent, accepted encodings)."""
+def _client_headers() -> httpx.Headers:
+    """The headers an endpoint's `httpx.AsyncClient` sends but its key: httpx's own (its user
+    agent, accepted encodings) and the JSON content type."""
     import httpx
 
-    return httpx.AsyncClient(transport=httpx.AsyncBaseTransport()).headers
+    sends_json = {"Content-Type": "application/json"}
+    return httpx.AsyncClient(transport=httpx.AsyncBaseTransport(), headers=sends_json).headers
 
 
 @lru_cache(maxsize=16)
