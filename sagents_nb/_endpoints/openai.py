@@ -226,7 +226,12 @@ class LLM:
 
     @property
     def _http_url(self) -> httpx.URL:
-        """`_url` parsed (httpx parses a str URL again on every request)."""
+        """`_url` parsed (httpx parses a str URL again on every request): once a process, but
+        for a URL with userinfo (a key there is kept by its endpoint alone)."""
+        if "@" in self._url:
+            import httpx
+
+            return httpx.URL(self._url)
         return _parsed_url(self._url)
 
     @property
