@@ -63,3 +63,19 @@ def test_a_cancel_from_elsewhere_stays_a_cancel() -> None:
         assert deadlines.active == set()
 
     asyncio.run(main())
+
+
+def test_a_closed_endpoint_leaves_no_timer_on_the_loop() -> None:
+    """A sweep closes each run's own endpoint: the timers of 10,000 runs used to stay on the
+    library's loop until their deadlines, 300 s later."""
+    import sagents_nb as sn
+
+    async def main() -> int:
+        loop = asyncio.get_running_loop()
+        for _ in range(20):
+            llm = sn.mock_llm(lambda request: "ok")
+            await llm.complete({"model": "m", "messages": [{"role": "user", "content": "à 東京"}]})
+            await llm.aclose()
+        return sum(not handle.cancelled() for handle in loop._scheduled)  # type: ignore[attr-defined]
+
+    assert asyncio.run(main()) == 0

@@ -249,3 +249,61 @@ def test_a_long_stream_keeps_a_bounded_wire_log() -> None:
     assert logged["chunk_count"] == pieces and logged["omitted_chunks"] == pieces - 40
     assert len(logged["chunks"]) == 32 and len(logged["last_chunks"]) == 8
     assert len(json.dumps(llm.exchanges[-1].to_dict())) < 20_000
+
+
+class _Kept(httpx.AsyncBaseTransport):
+    """A transport of an endpoint's own that keeps what it is sent and how often it is closed."""
+
+    def __init__(self) -> None:
+        self.requests: list[httpx.Request] = []
+        self.closed = 0
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append(request)
+        body = {"choices": [{"message": {"role": "assistant", "content": "東京 ✓"}}]}
+        return httpx.Response(200, json=body)
+
+    async def aclose(self) -> None:
+        self.closed += 1
+
+
+@pytest.mark.parametrize("key", [SECRET, ""])
+def test_a_request_through_the_endpoints_own_transport_carries_an_http_clients_headers(
+    key: str,
+) -> None:
+    kept = _Kept()
+    llm = sn.LLM("https://api.example.test/v1", api_key=key, transport=kept, read_timeout=7)
+    body = {"model": "m", "messages": [{"role": "user", "content": "Bonjour, ça va ? 你好"}]}
+    completion = asyncio.run(llm.complete(body))
+    assert completion.message.content == "東京 ✓"
+    sent = kept.requests[0]
+    headers = {"Content-Type": "application/json"}
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
+    client = httpx.AsyncClient(headers=headers, timeout=7)
+    expected = client.build_request("POST", llm._url, content=sent.content)
+    assert sent.headers.multi_items() == expected.headers.multi_items()
+    assert sent.extensions["timeout"] == expected.extensions["timeout"]
+    assert str(sent.url) == str(expected.url)
+
+
+def test_aclose_closes_the_endpoints_own_transport_once_it_was_used() -> None:
+    kept = _Kept()
+    llm = sn.LLM("http://local.test/v1", transport=kept)
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+
+    async def scenario() -> list[int]:
+        closed = []
+        await llm.aclose()  # never used: nothing to close
+        closed.append(kept.closed)
+        await llm.complete(body)
+        await llm.complete(body)
+        await llm.aclose()
+        await llm.aclose()  # closed already
+        closed.append(kept.closed)
+        await llm.complete(body)  # opened again
+        await llm.aclose()
+        closed.append(kept.closed)
+        return closed
+
+    assert asyncio.run(scenario()) == [0, 1, 2]

@@ -42,6 +42,8 @@ def droppable(task: asyncio.Task[T]) -> asyncio.Task[T]:
 def library_loop() -> asyncio.AbstractEventLoop:
     """The library's event loop, started on first use (and again after a fork or a dead thread)."""
     global _loop, _thread, _pid
+    if _loop is not None and threading.current_thread() is _thread and _pid == os.getpid():
+        return _loop  # asked on its own thread (the runtime's many look-ups): it runs
     with _lock:
         if _loop is None or _pid != os.getpid() or _thread is None or not _thread.is_alive():
             if _loop is not None and _pid == os.getpid():

@@ -194,6 +194,8 @@ class _Job:
         self.progress: Progress | None = None
         self.previous: dict[str, Previous] = {}
         self.pairs = [(item, variant) for item in items for variant in variants]
+        self.bases = [run_id(item, v.name) for item, v in self.pairs] if store is not None else []
+        """Each pair's run id in the store (`run_id`), made once (here, not on the loop)."""
         self.records: list[RunRecord | None] = [None] * len(self.pairs)
         self.workers: list[asyncio.Task[None]] = []
         self.cancelled = False
@@ -203,8 +205,8 @@ class _Job:
         previous = self.previous
         queue = []
         why: dict[int, str | None] = {}
-        for index, (item, variant) in enumerate(self.pairs):
-            found = previous.get(run_id(item, variant.name)) if self.store is not None else None
+        for index, (_, variant) in enumerate(self.pairs):
+            found = previous.get(self.bases[index]) if self.store is not None else None
             if found is not None and found.finished is not None:
                 self.records[index] = found.finished
                 found.finished.prices = PriceBook(checked_prices(variant.session.get("prices")))
@@ -240,8 +242,8 @@ class _Job:
         if self.store is None:
             return {}
         wanted = {
-            run_id(item, v.name): (item, v.name, run_fingerprint(v, item.prompts))
-            for item, v in self.pairs
+            base: (item, v.name, run_fingerprint(v, item.prompts))
+            for base, (item, v) in zip(self.bases, self.pairs, strict=True)
         }
         return previous_runs(self.store, wanted)
 
@@ -249,20 +251,19 @@ class _Job:
         for index, stored_attempts in pending:
             if self.cancelled:
                 return
-            item, variant = self.pairs[index]
-            record = await self._attempts(item, variant, stored_attempts)
+            record = await self._attempts(index, stored_attempts)
             self.records[index] = record
             self.done += 1
             self.errors += record.status == "error"
             if self.progress is not None:
                 self.progress.advance(self.done, self.errors)
 
-    async def _attempts(self, item: Item, variant: Variant, stored: int) -> RunRecord:
-        base = run_id(item, variant.name)
+    async def _attempts(self, index: int, stored: int) -> RunRecord:
+        item, variant = self.pairs[index]
         attempt = stored
         while True:
             attempt += 1
-            session_id = attempt_id(base, attempt) if self.store is not None else None
+            session_id = attempt_id(self.bases[index], attempt) if self.store is not None else None
             try:
                 record = await (self.runner or self._run_here)(variant, item, session_id)
             except asyncio.CancelledError:

@@ -29,6 +29,13 @@ class Deadlines:
                 self.handle.cancel()
             self.handle = self.loop.call_at(when, self._check)
 
+    def close(self) -> None:
+        """Drop the timer when no request is in flight (its endpoint is closed): left, it
+        would stay on the loop until the deadline it was set for."""
+        if not self.active and self.handle is not None:
+            self.handle.cancel()
+            self.handle = None
+
     def _check(self) -> None:
         self.handle = None
         now = self.loop.time()

@@ -14,7 +14,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC
-from functools import cached_property
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from .._base.checks import check_int, check_number, check_str, refuse
@@ -213,19 +213,26 @@ class LLM:
         self.exchanges: deque[Exchange] = deque(maxlen=keep_exchanges)
         self._transport = transport
         self._client: httpx.AsyncClient | None = None
+        """Made at first use when there is no transport of this endpoint's own (`_open`)."""
         self._client_loop: asyncio.AbstractEventLoop | None = None
+        """The loop the endpoint was opened on (`_open`); None: not open (`aclose`)."""
         self._deadlines: Deadlines
+        self._headers: httpx.Headers
+        """With a transport of its own: its requests' headers (an `httpx.AsyncClient`'s)."""
         self._url = self._root + "/chat/completions"
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(base_url={self.base_url!r}, model={self.model!r})"
 
-    @cached_property
+    @property
     def _http_url(self) -> httpx.URL:
-        """`_url` parsed once: httpx parses a str URL again on every request."""
-        import httpx
+        """`_url` parsed (httpx parses a str URL again on every request): once a process, but
+        for a URL with userinfo (a key there is kept by its endpoint alone)."""
+        if "@" in self._url:
+            import httpx
 
-        return httpx.URL(self._url)
+            return httpx.URL(self._url)
+        return _parsed_url(self._url)
 
     @property
     def label(self) -> str:
@@ -236,19 +243,25 @@ class LLM:
         """`text` with the API key (if any) replaced by `***`."""
         return self._redact(text)
 
-    def _http(self) -> httpx.AsyncClient:
+    def _open(self) -> httpx.AsyncClient | None:
+        """Ready for requests on the running loop (again on another loop, or after `aclose`):
+        its deadlines there and its headers, and an HTTP client unless it has a transport of
+        its own, which `_send` calls directly. The client, or None."""
         loop = asyncio.get_running_loop()
-        if self._client is None or self._client_loop is not loop:
+        if self._client_loop is not loop:
             import httpx
 
-            headers = {"Content-Type": "application/json"}
+            own = {"Content-Type": "application/json"}
             if self._api_key:
-                headers["Authorization"] = f"Bearer {self._api_key}"
-            self._client = httpx.AsyncClient(
-                transport=self._transport,
-                timeout=min(self.read_timeout, self.timeout),
-                headers=headers,
-            )
+                own["Authorization"] = f"Bearer {self._api_key}"
+            if self._transport is None:
+                timeout = min(self.read_timeout, self.timeout)
+                self._client = httpx.AsyncClient(timeout=timeout, headers=own)
+            elif self._api_key:
+                self._headers = _client_headers().copy()
+                self._headers.update(own)
+            else:
+                self._headers = _client_headers()  # read only (a request copies it)
             self._client_loop = loop
             self._deadlines = Deadlines(loop)
         return self._client
@@ -261,7 +274,8 @@ class LLM:
         """
         copy = _copy.copy(self)
         copy._client = copy._client_loop = None
-        copy.__dict__.pop("_deadlines", None)  # the used one's timers, on its loop
+        for used in ("_deadlines", "_headers"):  # the used one's timers, on its loop; headers
+            copy.__dict__.pop(used, None)
         copy.exchanges = deque(maxlen=self.exchanges.maxlen)
         fresh_transport = getattr(self._transport, "fresh", None)
         if fresh_transport is not None:
@@ -269,10 +283,17 @@ class LLM:
         return copy
 
     async def aclose(self) -> None:
-        """Close the HTTP client (a new one is made on next use)."""
+        """Close the HTTP client, or the endpoint's own transport, if used since the last
+        close (the endpoint opens again on next use)."""
+        if self._client_loop is None:
+            return
+        self._client_loop = None
+        self._deadlines.close()
         if self._client is not None:
             await self._client.aclose()
             self._client = None
+        elif self._transport is not None:
+            await self._transport.aclose()
 
     async def complete(
         self,
@@ -305,22 +326,23 @@ class LLM:
         base = self.backoff * (2**attempt)
         return base / 2 + random.random() * base / 2
 
-    async def _send(self, client: httpx.AsyncClient, content: bytes) -> httpx.Response:
+    async def _send(self, client: httpx.AsyncClient | None, content: bytes) -> httpx.Response:
         """POST `content`; the response is returned unread (so a stream can be followed)."""
-        if self._transport is None:
+        if client is not None:
             request = client.build_request("POST", self._http_url, content=content)
             return await client.send(request, stream=True)
-        # An explicit transport (a mock, a recorder) is called directly: the client's cookie,
+        # An explicit transport (a mock, a recorder) is called directly: a client's cookie,
         # redirect and auth machinery has nothing to do there and costs a third of a mock turn.
-        # The request carries the client's headers and timeout, as `build_request` would make it.
+        # The request carries a client's headers and timeout, as `build_request` would make it.
         import httpx
 
+        assert self._transport is not None, "an endpoint without a transport has a client"
         request = httpx.Request(
             "POST",
             self._http_url,
             content=content,
-            headers=client.headers,
-            extensions={"timeout": client.timeout.as_dict()},
+            headers=self._headers,
+            extensions={"timeout": _timeout(min(self.read_timeout, self.timeout))},
         )
         response = await self._transport.handle_async_request(request)
         response.request = request
@@ -331,7 +353,7 @@ class LLM:
     ) -> Completion:
         import httpx
 
-        client = self._http()
+        client = self._open()
         headers = {"Authorization": "Bearer ***"} if self._api_key else {}
         exchange = Exchange(url=self.base_url + "/chat/completions", request=body, headers=headers)
         self.exchanges.append(exchange)
@@ -751,6 +773,36 @@ class StreamAssembler:
         summary["chunk_count"] = self.chunk_count
         summary["truncated"] = truncated
         return summary
+
+
+@lru_cache(maxsize=64)
+def _parsed_url(url: str) -> httpx.URL:
+    """An endpoint's URL parsed once in the process (each run of a sweep has its own endpoint)."""
+    import httpx
+
+    return httpx.URL(url)
+
+
+@lru_cache(maxsize=1)
+def _client_headers() -> httpx.Headers:
+    """The headers an endpoint's `httpx.AsyncClient` sends but its key: httpx's own (its user
+    agent, accepted encodings) and the JSON content type."""
+    import httpx
+
+    sends_json = {"Content-Type": "application/json"}
+    return httpx.AsyncClient(transport=httpx.AsyncBaseTransport(), headers=sends_json).headers
+
+
+@lru_cache(maxsize=16)
+def _timeouts(seconds: float) -> tuple[tuple[str, float | None], ...]:
+    import httpx
+
+    return tuple(httpx.Timeout(seconds).as_dict().items())
+
+
+def _timeout(seconds: float) -> dict[str, float | None]:
+    """A request's `timeout` extension, as an `httpx.AsyncClient(timeout=seconds)` sets it."""
+    return dict(_timeouts(seconds))
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
