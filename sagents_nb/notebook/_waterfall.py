@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .._base.prices import DEFAULT, PriceBook
+from .._base.prices import DEFAULT, NO_PRICE, PriceBook
 from .._runtime.costs import NodeSpend, dollars, priced
 from ._timings import NodeTiming, RunTiming, Span
 from ._words import counted
@@ -88,6 +88,7 @@ def _roll(run: RunTiming, node: NodeTiming, depth: int, prices: PriceBook) -> li
     estimates = [r.subtree_estimated_usd for r in below if r.subtree_estimated_usd is not None]
     if own.estimated_usd is not None:
         estimates.append(own.estimated_usd)
+    unpriced = _union(own.unpriced, *(r.unpriced for r in below))
     row = NodeTokens(
         path=node.path,
         agent=node.agent,
@@ -109,9 +110,9 @@ def _roll(run: RunTiming, node: NodeTiming, depth: int, prices: PriceBook) -> li
         spent=used + sum(r.spent for r in below),
         estimated_usd=own.estimated_usd,
         subtree_estimated_usd=sum(estimates) if estimates else None,
-        unpriced=_union(own.unpriced, *(r.unpriced for r in below)),
+        unpriced=unpriced,
         price_sources=_union(own.sources, *(r.price_sources for r in below)),
-        no_price=own.missing,
+        no_price=prices.missing if unpriced else NO_PRICE,
     )
     return [row, *(r for rows in subtrees for r in rows)]
 

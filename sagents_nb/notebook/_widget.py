@@ -265,9 +265,13 @@ class LiveView(anywidget.AnyWidget):
             pinned = focus.node if focus.node in projector.nodes else projector.followed()
             more = tuple(sorted(focus.tree_more.items()))
             tree_stamp = (projector.version, pinned, focus.tree_filter, more)
-            if self._tree[0] != tree_stamp:  # a tab or a search changes no row
+            rows = self._tree_rows
+            # a tab or a search changes no row; the price table, once loaded, changes costs
+            if self._tree[0] != tree_stamp or rows.priceable(projector):
                 ask = TreeAsk(pinned, dict(more), focus.tree_filter)
-                self._tree = (tree_stamp, self._tree_rows.state(projector, ask))
+                self._tree = (tree_stamp, rows.state(projector, ask))
+            if rows.waiting:
+                self._throttle.request()  # again at the next update, until the table is loaded
             return self._header(), self._tree[1], pane, self._found_state()
 
     def _found_state(self) -> dict[str, Any]:
