@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ._context_pane import context_pane
 from ._decision_pane import decision_lines
 from ._render import clip
-from ._tree import more_words, tree_state
+from ._tree import more_words
 from ._waterfall import NodeTokens, token_rollup
 from ._words import counted
 
@@ -43,7 +43,7 @@ def static_view(view: LiveView) -> dict[str, str]:
     with view.projector.lock:
         view.projector.catch_up()
         header = view._header()
-        tree = tree_state(view.projector)
+        tree = view._tree_rows.state(view.projector)  # the view's own sums: no second look
         root = view.projector.nodes.get(view.projector.root or "")
         detail = context_pane(root, None)["detail"] if root is not None else None
         decided = decision_lines(view.projector.decisions)

@@ -49,20 +49,29 @@ class TreeAsk:
 class Tree:
     """The tree's state for the front end (`state`), with what every node rolls up kept as
     running sums: a node changed since the last projector version moves its ancestors' sums by
-    the difference it makes, whatever the rows asked. A cost whose price waits for
-    genai-prices' table says so (`waiting`) and is priced once the table has loaded."""
+    the difference it makes, whatever the rows asked.
 
-    def __init__(self) -> None:
+    Args:
+        wait: a cost whose price would load genai-prices' table now says so (`WAITING`) and
+            is priced once `warm()` has loaded it (a live view's first paint does not wait);
+            False: priced at once.
+    """
+
+    def __init__(self, *, wait: bool = True) -> None:
+        self.wait = wait
         self._version = -1
         self._root: str | None = None
         self._prices: PriceBook | None = None
         self._seen: dict[str, tuple[NodeState, int, str]] = {}
         """Each node as last rolled up: its object, its version and its status as shown."""
-        self._own: dict[str, tuple[tuple[int, int, int], Any, CostSum]] = {}
-        """Each node's own tokens, its spending as priced (`_spent`) and what that cost."""
+        self._own: dict[str, tuple[tuple[int, int, int], tuple[Any, ...], CostSum | None]] = {}
+        """Each node's own tokens, its spending as priced (`_spent`) and what that cost (None:
+        nothing)."""
         self._totals: dict[str, list[int]] = {}
         """Tokens, prompt and completion tokens of each node's subtree, and its descendants."""
         self._sums: dict[str, CostSum] = {}
+        """The cost of each subtree where a node below its top spent anything (elsewhere the
+        subtree costs what its top does: most nodes are leaves)."""
         self._statuses: dict[str, int] = {}
         self._child_statuses: dict[str, dict[str, int]] = {}
         """Each node's children by status as shown (its aggregate row's figures)."""
@@ -107,68 +116,111 @@ class Tree:
         moves with each change; a view that took a folded projector over has new node objects),
         and those whose cost waited for the table once it has loaded: each moves its own and
         its ancestors' sums by its difference, so a push during a run of 1,000 nodes costs
-        what its changed nodes do."""
+        what its changed nodes do. Most nodes changed (the first state, a projector taken
+        over): every sum is made again, bottom up."""
         priceable = self.priceable(projector)
         if self._version == projector.version and not priceable:
             return
         self._version = projector.version
         nodes = projector.nodes
         seen = self._seen
-        if (
-            projector.root != self._root
-            or projector.prices is not self._prices
-            or not (seen.keys() <= nodes.keys())
-        ):
-            self._root, self._prices = projector.root, projector.prices
-            seen.clear()
-            self._own, self._totals, self._sums = {}, {}, {}
-            self._statuses, self._child_statuses, self._costs = {}, {}, {}
-            self._waiting = set()
-            priceable = False
         changed = []
         for path, node in nodes.items():
             kept = seen.get(path)
             if kept is None or kept[0] is not node or kept[1] != node.version:
                 changed.append(path)
+        if (
+            2 * len(changed) > len(nodes)
+            or projector.root != self._root
+            or projector.prices is not self._prices
+            or not (seen.keys() <= nodes.keys())
+        ):
+            self._build(projector)
+            return
         for path in changed:  # a new node's parent may come after it in `nodes`
             if path not in seen:
                 self._totals[path] = [0, 0, 0, 0]
-                self._sums[path] = CostSum()
-                self._own[path] = ((0, 0, 0), None, CostSum())
+                self._own[path] = ((0, 0, 0), (), None)
         repriced = self._waiting - set(changed) if priceable else set()
         for path in changed:
             self._roll_up(projector, path)
         for path in repriced:
             self._roll_up(projector, path)
 
+    def _build(self, projector: Projector) -> None:
+        """Every node's sums made afresh: its own figures, then added to its parent's, deepest
+        nodes first."""
+        self._root, self._prices = projector.root, projector.prices
+        nodes, book = projector.nodes, projector.prices or DEFAULT
+        self._seen = seen = {}
+        self._own, self._totals, self._sums = own, totals, sums = {}, {}, {}
+        statuses: dict[str, int] = {}
+        siblings: dict[str, dict[str, int]] = {}
+        self._statuses, self._child_statuses = statuses, siblings
+        self._costs, self._waiting = {}, set()
+        for path, node in nodes.items():
+            status = SHOWN.get(node.status, node.status)
+            seen[path] = (node, node.version, status)
+            statuses[status] = statuses.get(status, 0) + 1
+            if node.parent is not None:
+                counts = siblings.get(node.parent)
+                if counts is None:
+                    counts = siblings[node.parent] = {}
+                counts[status] = counts.get(status, 0) + 1
+            tokens = (node.tokens, node.prompt_tokens, node.completion_tokens)
+            totals[path] = [*tokens, 0]
+            own[path] = (tokens, _spent(node), self._priced(node, book))
+        for path in sorted(nodes, key=lambda path: path.count("/"), reverse=True):
+            parent = nodes[path].parent
+            if parent is None:
+                continue
+            below, above = totals[path], totals[parent]
+            above[0] += below[0]
+            above[1] += below[1]
+            above[2] += below[2]
+            above[3] += 1 + below[3]
+            cost = sums.get(path) or own[path][2]
+            if cost is not None:
+                self._subtree(parent).add(cost)
+
+    def _priced(self, node: NodeState, book: PriceBook) -> CostSum | None:
+        """What the node's own spending costs (None: it spent nothing); noted in `_waiting`
+        while a price waits for the table."""
+        spend = node.spend
+        if not spend.tokens and spend.reported_usd is None:
+            self._waiting.discard(node.path)
+            return None
+        cost = CostSum.of(spend, book, wait=self.wait)
+        if cost.waiting:
+            self._waiting.add(node.path)
+            warm()
+        else:
+            self._waiting.discard(node.path)
+        return cost
+
     def _roll_up(self, projector: Projector, path: str) -> None:
         """Move `path`'s and its ancestors' sums by what changed in it since it was last seen."""
         nodes = projector.nodes
         node = nodes[path]
         kept = self._seen.get(path)
-        status = shown(node.status)
+        status = SHOWN.get(node.status, node.status)
         self._seen[path] = (node, node.version, status)
+        if kept is None or kept[2] != status:
+            self._count(node, kept[2] if kept is not None else None, status)
         tokens, spent, cost = self._own[path]
         own = (node.tokens, node.prompt_tokens, node.completion_tokens)
         key = _spent(node)
-        if kept is not None and kept[2] != status:
-            self._count(node, kept[2], -1)
-        if kept is None or kept[2] != status:
-            self._count(node, status, 1)
         if kept is not None and own == tokens and key == spent and path not in self._waiting:
             return  # a status, a turn or a call: no sum moves
         difference = None
         if key != spent or path in self._waiting:
-            priced = CostSum.of(node.spend, projector.prices or DEFAULT, wait=True)
-            if priced.waiting:
-                self._waiting.add(path)
-                warm()
-            else:
-                self._waiting.discard(path)
+            priced = self._priced(node, projector.prices or DEFAULT)
             if priced != cost:
                 difference = CostSum()
-                difference.add(priced)
-                difference.add(cost, -1)
+                if priced is not None:
+                    difference.add(priced)
+                if cost is not None:
+                    difference.add(cost, -1)
             cost = priced
         self._own[path] = (own, key, cost)
         moved = [now - before for now, before in zip(own, tokens, strict=True)]
@@ -181,16 +233,34 @@ class Tree:
             if kept is None and at != path:
                 totals[3] += 1
             if difference is not None:
-                self._sums[at].add(difference)
+                if at != path:
+                    self._subtree(at).add(difference)
+                elif at in self._sums:
+                    self._sums[at].add(difference)
                 self._costs.pop(at, None)
             at = nodes[at].parent
 
-    def _count(self, node: NodeState, status: str, by: int) -> None:
-        """Count `node` (`by=1`) or stop counting it (`-1`) as `status`, in the summary and
+    def _subtree(self, path: str) -> CostSum:
+        """The running cost of `path`'s subtree, made from its own the first time a node below
+        it spends."""
+        total = self._sums.get(path)
+        if total is None:
+            total = self._sums[path] = CostSum()
+            own = self._own[path][2]
+            if own is not None:
+                total.add(own)
+        return total
+
+    def _count(self, node: NodeState, before: str | None, status: str) -> None:
+        """Count `node` as `status` instead of `before` (None: a new node), in the summary and
         among its parent's children."""
-        _count(self._statuses, status, by)
+        counters = [self._statuses]
         if node.parent is not None:
-            _count(self._child_statuses.setdefault(node.parent, {}), status, by)
+            counters.append(self._child_statuses.setdefault(node.parent, {}))
+        for counter in counters:
+            if before is not None:
+                _count(counter, before, -1)
+            _count(counter, status, 1)
 
     def _visible(self, projector: Projector, text: str) -> set[str] | None:
         if not text:
@@ -293,7 +363,7 @@ class Tree:
         kept = self._costs.get(node.path)
         if kept is not None:
             return kept
-        total = self._sums[node.path]
+        total = self._sums.get(node.path) or self._own[node.path][2] or CostSum()
         if total.waiting:
             kept = {"estimated_usd": None, "reported_usd": None, "text": WAITING, "waiting": True}
         elif total.estimates or total.reports or total.unpriced:
@@ -313,13 +383,16 @@ def more_words(more: Mapping[str, Any]) -> str:
 
 
 def tree_state(projector: Projector, ask: TreeAsk | None = None) -> dict[str, Any]:
-    """The delegation tree as the front end draws it (`Tree.state`), worked out afresh."""
-    return Tree().state(projector, ask)
+    """The delegation tree as the front end draws it (`Tree.state`), worked out afresh (its
+    costs priced at once)."""
+    return Tree(wait=False).state(projector, ask)
 
 
 def _spent(node: NodeState) -> tuple[Any, ...]:
     """What a node's cost is worked out from: its tokens by model and its CLIs' reports."""
     spend = node.spend
+    if not spend.tokens and spend.reported_usd is None:
+        return ()
     return (*((model, *tokens) for model, tokens in spend.tokens.items()), spend.reported_usd)
 
 
