@@ -152,12 +152,10 @@ class Tree:
         nodes first."""
         self._root, self._prices = projector.root, projector.prices
         nodes, book = projector.nodes, projector.prices or DEFAULT
-        self._seen = seen = {}
-        self._own, self._totals, self._sums = own, totals, sums = {}, {}, {}
-        statuses: dict[str, int] = {}
-        siblings: dict[str, dict[str, int]] = {}
-        self._statuses, self._child_statuses = statuses, siblings
-        self._costs, self._waiting = {}, set()
+        self._seen, self._own, self._totals, self._sums = {}, {}, {}, {}
+        self._statuses, self._child_statuses, self._costs, self._waiting = {}, {}, {}, set()
+        seen, own, totals, sums = self._seen, self._own, self._totals, self._sums
+        statuses, siblings = self._statuses, self._child_statuses
         for path, node in nodes.items():
             status = SHOWN.get(node.status, node.status)
             seen[path] = (node, node.version, status)
