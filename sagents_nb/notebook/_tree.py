@@ -59,6 +59,8 @@ class Tree:
 
     def __init__(self, *, wait: bool = True) -> None:
         self.wait = wait
+        self.rolls = 0
+        """Roll-ups done: the sums may have moved since a state made at a lower count."""
         self._version = -1
         self._root: str | None = None
         self._prices: PriceBook | None = None
@@ -122,6 +124,7 @@ class Tree:
         if self._version == projector.version and not priceable:
             return
         self._version = projector.version
+        self.rolls += 1
         nodes = projector.nodes
         seen = self._seen
         changed = []

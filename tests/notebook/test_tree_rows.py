@@ -4,6 +4,7 @@ aggregate row hides."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import threading
 import time
@@ -250,3 +251,35 @@ def test_a_live_view_paints_before_the_table_loads_and_prices_once_it_has(
         assert "waiting" not in shown.tree["cost"]
     finally:
         shown.close()
+
+
+FIRST_PAINT = """
+import sys, threading
+import sagents_nb as sn
+from sagents_nb._base import prices
+prices._WARMER = threading.Thread(target=lambda: None)  # the table never loads meanwhile
+from sagents_nb.notebook import view
+
+def handler(request):
+    if request.agent == "chef" and not request.tool_results:
+        return sn.reply(tool_calls=[sn.call("task", agent="aide", prompt="résume 日本")], usage=USAGE)
+    return sn.reply("fini ✅", usage=USAGE)
+
+USAGE = {"prompt_tokens": 1000, "completion_tokens": 100, "total_tokens": 1100}
+lead = sn.Agent("chef", team=[sn.Agent("aide", does="résume")])
+session = sn.Session(lead, llm=sn.mock_llm(handler, model="gpt-4o"))
+session.send("go").result()
+shown = view(session)
+bundle = shown._repr_mimebundle_()
+print("genai_prices" in sys.modules, shown.tree["cost"]["text"])
+print(bundle[0]["text/plain"].count("loading prices"))
+"""
+
+
+def test_the_first_paint_never_waits_for_the_price_table() -> None:
+    """A view of a run in a table-priced model, shown while genai-prices has not loaded: its
+    widget state and its static text are made without importing it."""
+    out = subprocess.run(
+        [sys.executable, "-c", FIRST_PAINT], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.splitlines() == [f"False {WAITING}", "1"]
