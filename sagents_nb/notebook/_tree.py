@@ -13,6 +13,7 @@ from typing import Any
 
 from .._base.prices import DEFAULT, PriceBook, warm
 from .._runtime.costs import WAITING, CostSum
+from .._runtime.restore import collector_paused
 from ._projector import Projector
 from ._render import clip
 from ._search import fold
@@ -153,6 +154,10 @@ class Tree:
     def _build(self, projector: Projector) -> None:
         """Every node's sums made afresh: its own figures, then added to its parent's, deepest
         nodes first."""
+        with collector_paused():  # what it makes is kept: not walked by the young generations
+            self._sum_up(projector)
+
+    def _sum_up(self, projector: Projector) -> None:
         self._root, self._prices = projector.root, projector.prices
         nodes, book = projector.nodes, projector.prices or DEFAULT
         self._seen, self._own, self._totals, self._sums = {}, {}, {}, {}
