@@ -3,6 +3,7 @@ model no table knows shown as `no price`, and the extra loaded only when a cost 
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 from typing import Any
@@ -12,7 +13,8 @@ from genai_prices import Usage, calc_price
 
 import sagents_nb as sn
 from sagents_nb._base import prices as price_module
-from sagents_nb._runtime.costs import Cost
+from sagents_nb._base.prices import PriceBook, checked_prices
+from sagents_nb._runtime.costs import Cost, CostSum, NodeSpend, priced
 
 USAGE = {"prompt_tokens": 1200, "completion_tokens": 345, "total_tokens": 1545}
 CHILD_USAGE = {"prompt_tokens": 800, "completion_tokens": 60, "total_tokens": 860}
@@ -170,3 +172,33 @@ def test_a_stored_sweep_prices_a_reused_run_with_its_variants_prices(tmp_path: A
 def test_a_variants_bad_prices_are_refused_before_anything_runs() -> None:
     with pytest.raises(sn.ConfigurationError, match="variant 'bad': prices"):
         sn.compare(sn.Agent("lead"), ["hi"], variants={"bad": {"prices": {"gpt-4o": 2.5}}})
+
+
+def test_the_notebook_layer_loads_the_table_on_a_thread_of_its_own() -> None:
+    code = (
+        "import sys, sagents_nb\n"
+        "print('genai_prices' in sys.modules)\n"
+        "import sagents_nb.notebook\n"
+        "from sagents_nb._base import prices\n"
+        "prices._WARMER.join(60)\n"
+        "print(prices.loaded(), 'genai_prices' in sys.modules, prices._WARMER.name)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "True", "True", "sagents_nb-prices"]
+
+
+def test_costs_sum_exactly_whatever_the_order() -> None:
+    figures = [0.1, 1e-9, 0.2, 3.3e-7, 1e16, -1e16, 0.3, 2.5e-5]
+    book = PriceBook(checked_prices({"m": {"input": 1.0, "output": 0.0}}))
+    spends = []
+    for figure in figures:
+        spend = NodeSpend()
+        spend.reported(figure)
+        spends.append(spend)
+    forward, backward = priced(spends, book), priced(spends[::-1], book)
+    assert forward.reported_usd == backward.reported_usd == math.fsum(figures)
+    running = CostSum()
+    for spend in spends:
+        running.add(CostSum.of(spend, book))
+    running.add(CostSum.of(spends[0], book), -1)
+    assert running.cost(book).reported_usd == math.fsum(figures[1:])

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +17,8 @@ NO_EXTRA = "no price (pip install 'sagents_nb[prices]')"
 """What a cost shows when `genai-prices` is not installed and `prices=` does not name the model."""
 USER = "prices="
 """The source of a price the user gave."""
+_LOADED = threading.Event()
+"""Set once `warm()`'s thread has imported genai-prices (or found it missing)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +111,16 @@ class PriceBook:
         return self._found[model]
 
     @property
+    def loading(self) -> bool:
+        """Whether a price from genai-prices' table would load the table now: a view paints
+        without it meanwhile, while `warm()` loads it on a thread of its own."""
+        return not (self._looked or loaded())
+
+    def waits(self, model: str) -> bool:
+        """Whether `price(model)` would load genai-prices' table now (`loading`)."""
+        return model not in self.prices and self.loading
+
+    @property
     def missing(self) -> str:
         """What a cost without a price shows: `NO_PRICE`, or `NO_EXTRA` without the extra."""
         return NO_PRICE if self.table() is not None else NO_EXTRA
@@ -123,6 +136,34 @@ class PriceBook:
             else:
                 self._table = genai_prices
         return self._table
+
+
+def _load() -> None:
+    try:
+        import genai_prices
+
+        genai_prices.data_snapshot.get_snapshot()  # the table's data, parsed on first use
+    except Exception:  # a missing or broken extra is told when a cost is read
+        pass
+    finally:
+        _LOADED.set()
+
+
+_WARMER = threading.Thread(target=_load, name="sagents_nb-prices", daemon=True)
+_WARMING = threading.Lock()
+
+
+def warm() -> None:
+    """Import genai-prices on a thread of its own (once): the notebook layer starts it on
+    import, so that a view's first costs do not wait for the table to load."""
+    with _WARMING:
+        if _WARMER.ident is None:
+            _WARMER.start()
+
+
+def loaded() -> bool:
+    """Whether `warm()` is done: genai-prices imported, or found missing."""
+    return _LOADED.is_set()
 
 
 DEFAULT = PriceBook()

@@ -12,14 +12,17 @@ import html
 import weakref
 from typing import TYPE_CHECKING, Any
 
+from .._base.prices import DEFAULT
+from .._runtime.costs import WAITING
 from ._context_pane import context_pane
 from ._decision_pane import decision_lines
 from ._render import clip
-from ._tree import more_words, tree_state
+from ._tree import more_words
 from ._waterfall import NodeTokens, token_rollup
 from ._words import counted
 
 if TYPE_CHECKING:
+    from ._projector import Projector
     from ._widget import LiveView
 
 _COLOURS = {
@@ -43,7 +46,7 @@ def static_view(view: LiveView) -> dict[str, str]:
     with view.projector.lock:
         view.projector.catch_up()
         header = view._header()
-        tree = tree_state(view.projector)
+        tree = view._tree_rows.state(view.projector)  # the view's own sums: no second look
         root = view.projector.nodes.get(view.projector.root or "")
         detail = context_pane(root, None)["detail"] if root is not None else None
         decided = decision_lines(view.projector.decisions)
@@ -138,10 +141,17 @@ def _token_table(view: LiveView, number: int | None, lines: list[str]) -> str:
     with projector.lock:
         projector.timings.update(projector.events)
         run = projector.timings.runs.get(number) if number is not None else None
-        nodes = token_rollup(run, None, projector.prices) if run is not None else []
+        waits = prices_wait(projector)
+        nodes = (
+            token_rollup(run, None, projector.prices, estimated=not waits)
+            if run is not None
+            else []
+        )
     if not nodes:
         return ""
     title = f"Tokens by node, run {number} (reported; own / with the subtree)"
+    if waits:  # the static part is made again after a later cell, the table loaded by then
+        title += f"; estimated costs: {WAITING}"
     lines.append(f"\n{title}")
     cells = []
     for node in nodes[:_TOKEN_ROWS]:
@@ -162,6 +172,15 @@ def _token_table(view: LiveView, number: int | None, lines: list[str]) -> str:
         for name in ("node", "prompt", "completion", "subtree prompt", "subtree completion", "cost")
     )
     return f"<div><b>{_e(title)}</b><table><tr>{head}</tr>{''.join(cells)}</table></div>"
+
+
+def prices_wait(projector: Projector) -> bool:
+    """Whether pricing the view's model calls would wait for genai-prices' table to load
+    (`warm()` loads it meanwhile)."""
+    book = projector.prices or DEFAULT
+    return book.loading and any(
+        book.waits(model) for node in projector.nodes.values() for model in node.spend.tokens
+    )
 
 
 def _cost_words(node: NodeTokens) -> str:

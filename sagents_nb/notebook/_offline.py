@@ -26,7 +26,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._export import static_view
+from .._base.prices import DEFAULT
+from ._export import prices_wait, static_view
 from ._log_panes import event_row
 from ._paging import PAGE
 from ._panes import TABS, Focus, pane_state
@@ -363,8 +364,8 @@ def static_output(view: LiveView) -> dict[str, str]:
     static = static_view(view)
     projector = view.projector
     large = len(projector.events) > OUTPUT_EVENTS or len(projector.nodes) > OUTPUT_NODES
-    if large or projector.loading is not None:
-        return static  # its text (the whole view: `save_html`)
+    if large or projector.loading is not None or prices_wait(projector):
+        return static  # its text (the whole view: `save_html`; priced after a later cell)
     viewer = viewer_html([("", view)], static["text/html"], OUTPUT_TURNS)
     output = {**static, "text/html": viewer}
     _OUTPUTS[view] = (stamp, output)
@@ -375,7 +376,8 @@ def _stamp(view: LiveView) -> Any:
     projector = view.projector
     with projector.lock:
         projector.catch_up()
-        mine = (projector.version, len(projector.events), len(view.fork_diffs))
+        loading = (projector.prices or DEFAULT).loading  # costs priced once it has loaded
+        mine = (projector.version, len(projector.events), len(view.fork_diffs), loading)
     return (mine, tuple(_stamp(fork) for fork in view.fork_views))
 
 

@@ -118,6 +118,8 @@ class Projector:
         """Queue an event for the next `catch_up` (from any thread)."""
         self.timings = Timings()
         """The runs' spans and tokens, folded from `events` only when the Timing tab is drawn."""
+        self._followed: tuple[int, str | None] = (-1, None)
+        """The node `followed` found, and the version it looked at."""
         self.loading: Loading | None = None
         """While a long stored log is folded apart (`_replay.Replay`): how far it is. Until
         then the nodes hold the tree snapshot's figures only, and the inbox waits."""
@@ -202,6 +204,11 @@ class Projector:
     def followed(self) -> str | None:
         """The node a view follows when the person has chosen none: the first one paused, else
         the newest one running, else the root."""
+        if self._followed[0] != self.version:  # a look through every node, once per version
+            self._followed = (self.version, self._follows())
+        return self._followed[1]
+
+    def _follows(self) -> str | None:
         if self.pending:
             return self.pending[min(self.pending)].path
         for path in reversed(self.nodes):

@@ -11,8 +11,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._base.prices import PriceBook
-from .._runtime.costs import NodeSpend, priced
+from .._base.prices import DEFAULT, PriceBook, warm
+from .._runtime.costs import WAITING, CostSum
+from .._runtime.restore import collector_paused
 from ._projector import Projector
 from ._render import clip
 from ._search import fold
@@ -47,20 +48,50 @@ class TreeAsk:
 
 
 class Tree:
-    """The tree's state for the front end (`state`), with what every node rolls up worked out
-    once per projector version (again for the nodes changed since), whatever the rows asked."""
+    """The tree's state for the front end (`state`), with what every node rolls up kept as
+    running sums: a node changed since the last projector version moves its ancestors' sums by
+    the difference it makes, whatever the rows asked.
 
-    def __init__(self) -> None:
+    Args:
+        wait: a cost whose price would load genai-prices' table now says so (`WAITING`) and
+            is priced once `warm()` has loaded it (a live view's first paint does not wait);
+            False: priced at once.
+    """
+
+    def __init__(self, *, wait: bool = True) -> None:
+        self.wait = wait
+        self.rolls = 0
+        """Roll-ups done: the sums may have moved since a state made at a lower count."""
         self._version = -1
         self._root: str | None = None
         self._prices: PriceBook | None = None
         self._seen: dict[str, tuple[NodeState, int, str]] = {}
         """Each node as last rolled up: its object, its version and its status as shown."""
-        self._totals: dict[str, tuple[int, int, int, int]] = {}
-        self._statuses: Counter[str] = Counter()
+        self._own: dict[str, tuple[tuple[int, int, int], tuple[Any, ...], CostSum | None]] = {}
+        """Each node's own tokens, its spending as priced (`_spent`) and what that cost (None:
+        nothing)."""
+        self._totals: dict[str, list[int]] = {}
+        """Tokens, prompt and completion tokens of each node's subtree, and its descendants."""
+        self._sums: dict[str, CostSum] = {}
+        """The cost of each subtree where a node below its top spent anything (elsewhere the
+        subtree costs what its top does: most nodes are leaves)."""
+        self._statuses: dict[str, int] = {}
+        self._child_statuses: dict[str, dict[str, int]] = {}
+        """Each node's children by status as shown (its aggregate row's figures)."""
         self._costs: dict[str, dict[str, Any]] = {}
+        self._waiting: set[str] = set()
+        """Nodes whose cost waits for genai-prices' table."""
         self._words: dict[str, tuple[NodeState, int, str]] = {}
         self._matched: tuple[tuple[str, int], set[str]] | None = None
+
+    @property
+    def waiting(self) -> bool:
+        """Whether some cost waits for genai-prices' table (`warm()` loads it)."""
+        return bool(self._waiting)
+
+    def priceable(self, projector: Projector) -> bool:
+        """Whether costs that waited can be priced now (the table has loaded)."""
+        return bool(self._waiting) and not (projector.prices or DEFAULT).loading
 
     def state(self, projector: Projector, ask: TreeAsk | None = None) -> dict[str, Any]:
         """The tree as nested rows: a node's fields (`_row`), its listed `children`, and `more`
@@ -84,63 +115,158 @@ class Tree:
         return state
 
     def _update(self, projector: Projector) -> None:
-        """Roll up again only the nodes whose state changed since the last version (a node's
-        `version` moves with each change; a view that took a folded projector over has new
-        node objects) and their ancestors: a push during a run of 1,000 nodes redoes a few."""
-        if self._version == projector.version:
+        """Roll up the nodes whose state changed since the last version (a node's `version`
+        moves with each change; a view that took a folded projector over has new node objects),
+        and those whose cost waited for the table once it has loaded: each moves its own and
+        its ancestors' sums by its difference, so a push during a run of 1,000 nodes costs
+        what its changed nodes do. Most nodes changed (the first state, a projector taken
+        over): every sum is made again, bottom up."""
+        priceable = self.priceable(projector)
+        if self._version == projector.version and not priceable:
             return
         self._version = projector.version
+        self.rolls += 1
         nodes = projector.nodes
         seen = self._seen
-        if (
-            projector.root != self._root
-            or projector.prices is not self._prices
-            or not (seen.keys() <= nodes.keys())
-        ):
-            self._root, self._prices = projector.root, projector.prices
-            seen.clear()
-            self._totals, self._statuses, self._costs = {}, Counter(), {}
         changed = []
         for path, node in nodes.items():
             kept = seen.get(path)
             if kept is None or kept[0] is not node or kept[1] != node.version:
                 changed.append(path)
-        dirty: set[str] = set()
+        if (
+            2 * len(changed) > len(nodes)
+            or projector.root != self._root
+            or projector.prices is not self._prices
+            or not (seen.keys() <= nodes.keys())
+        ):
+            self._build(projector)
+            return
+        for path in changed:  # a new node's parent may come after it in `nodes`
+            if path not in seen:
+                self._totals[path] = [0, 0, 0, 0]
+                self._own[path] = ((0, 0, 0), (), None)
+        repriced = self._waiting - set(changed) if priceable else set()
         for path in changed:
-            at: str | None = path
-            while at is not None and at not in dirty:
-                dirty.add(at)
-                at = nodes[at].parent
-        totals, statuses, costs = self._totals, self._statuses, self._costs
-        # deepest first: a node's children are summed before it
-        for path in sorted(dirty, key=lambda path: path.count("/"), reverse=True):
-            node = nodes[path]
-            tokens, prompt, completion, below = (
-                node.tokens,
-                node.prompt_tokens,
-                node.completion_tokens,
-                0,
-            )
-            for child in node.children:
-                t = totals[child]
-                tokens, prompt, completion, below = (
-                    tokens + t[0],
-                    prompt + t[1],
-                    completion + t[2],
-                    below + 1 + t[3],
-                )
-            totals[path] = (tokens, prompt, completion, below)
-            costs.pop(path, None)
-        for path in changed:
-            node = nodes[path]
-            kept = seen.get(path)
-            status = shown(node.status)
-            if kept is not None:
-                statuses[kept[2]] -= 1
-                if not statuses[kept[2]]:
-                    del statuses[kept[2]]
-            statuses[status] += 1
+            self._roll_up(projector, path)
+        for path in repriced:
+            self._roll_up(projector, path)
+
+    def _build(self, projector: Projector) -> None:
+        """Every node's sums made afresh: its own figures, then added to its parent's, deepest
+        nodes first."""
+        with collector_paused():  # what it makes is kept: not walked by the young generations
+            self._sum_up(projector)
+
+    def _sum_up(self, projector: Projector) -> None:
+        self._root, self._prices = projector.root, projector.prices
+        nodes, book = projector.nodes, projector.prices or DEFAULT
+        self._seen, self._own, self._totals, self._sums = {}, {}, {}, {}
+        self._statuses, self._child_statuses, self._costs, self._waiting = {}, {}, {}, set()
+        seen, own, totals, sums = self._seen, self._own, self._totals, self._sums
+        statuses, siblings = self._statuses, self._child_statuses
+        for path, node in nodes.items():
+            status = SHOWN.get(node.status, node.status)
             seen[path] = (node, node.version, status)
+            statuses[status] = statuses.get(status, 0) + 1
+            if node.parent is not None:
+                counts = siblings.get(node.parent)
+                if counts is None:
+                    counts = siblings[node.parent] = {}
+                counts[status] = counts.get(status, 0) + 1
+            tokens = (node.tokens, node.prompt_tokens, node.completion_tokens)
+            totals[path] = [*tokens, 0]
+            own[path] = (tokens, _spent(node), self._priced(node, book))
+        for path in sorted(nodes, key=lambda path: path.count("/"), reverse=True):
+            parent = nodes[path].parent
+            if parent is None:
+                continue
+            below, above = totals[path], totals[parent]
+            above[0] += below[0]
+            above[1] += below[1]
+            above[2] += below[2]
+            above[3] += 1 + below[3]
+            cost = sums.get(path) or own[path][2]
+            if cost is not None:
+                self._subtree(parent).add(cost)
+
+    def _priced(self, node: NodeState, book: PriceBook) -> CostSum | None:
+        """What the node's own spending costs (None: it spent nothing); noted in `_waiting`
+        while a price waits for the table."""
+        spend = node.spend
+        if not spend.tokens and spend.reported_usd is None:
+            self._waiting.discard(node.path)
+            return None
+        cost = CostSum.of(spend, book, wait=self.wait)
+        if cost.waiting:
+            self._waiting.add(node.path)
+            warm()
+        else:
+            self._waiting.discard(node.path)
+        return cost
+
+    def _roll_up(self, projector: Projector, path: str) -> None:
+        """Move `path`'s and its ancestors' sums by what changed in it since it was last seen."""
+        nodes = projector.nodes
+        node = nodes[path]
+        kept = self._seen.get(path)
+        status = SHOWN.get(node.status, node.status)
+        self._seen[path] = (node, node.version, status)
+        if kept is None or kept[2] != status:
+            self._count(node, kept[2] if kept is not None else None, status)
+        tokens, spent, cost = self._own[path]
+        own = (node.tokens, node.prompt_tokens, node.completion_tokens)
+        key = _spent(node)
+        if kept is not None and own == tokens and key == spent and path not in self._waiting:
+            return  # a status, a turn or a call: no sum moves
+        difference = None
+        if key != spent or path in self._waiting:
+            priced = self._priced(node, projector.prices or DEFAULT)
+            if priced != cost:
+                difference = CostSum()
+                if priced is not None:
+                    difference.add(priced)
+                if cost is not None:
+                    difference.add(cost, -1)
+            cost = priced
+        self._own[path] = (own, key, cost)
+        moved = [now - before for now, before in zip(own, tokens, strict=True)]
+        at: str | None = path
+        while at is not None:
+            totals = self._totals[at]
+            totals[0] += moved[0]
+            totals[1] += moved[1]
+            totals[2] += moved[2]
+            if kept is None and at != path:
+                totals[3] += 1
+            if difference is not None:
+                if at != path:
+                    self._subtree(at).add(difference)
+                elif at in self._sums:
+                    self._sums[at].add(difference)
+                self._costs.pop(at, None)
+            at = nodes[at].parent
+
+    def _subtree(self, path: str) -> CostSum:
+        """The running cost of `path`'s subtree, made from its own the first time a node below
+        it spends."""
+        total = self._sums.get(path)
+        if total is None:
+            total = self._sums[path] = CostSum()
+            own = self._own[path][2]
+            if own is not None:
+                total.add(own)
+        return total
+
+    def _count(self, node: NodeState, before: str | None, status: str) -> None:
+        """Count `node` as `status` instead of `before` (None: a new node), in the summary and
+        among its parent's children."""
+        counters = [self._statuses]
+        if node.parent is not None:
+            counters.append(self._child_statuses.setdefault(node.parent, {}))
+        for counter in counters:
+            if before is not None:
+                _count(counter, before, -1)
+            _count(counter, status, 1)
 
     def _visible(self, projector: Projector, text: str) -> set[str] | None:
         if not text:
@@ -185,23 +311,36 @@ class Tree:
         if visible is not None:
             children = [child for child in children if child in visible]
         limit = max(TREE_CHILDREN, more.get(path, TREE_CHILDREN))
-        listed, hidden = children[:limit], children[limit:]
-        if pinned is not None and hidden:
-            on_path = [c for c in hidden if pinned == c or pinned.startswith(c + "/")]
-            if on_path:
-                listed = [*listed, *on_path]
-                hidden = [c for c in hidden if c not in on_path]
+        listed = children[:limit]
+        hidden = len(children) - len(listed)
+        if pinned is not None and hidden and pinned.startswith(path + "/"):
+            # the child of this node that the pinned node is (or is below)
+            on_path = f"{path}/{pinned[len(path) + 1 :].partition('/')[0]}"
+            if on_path not in listed and (visible is None or on_path in visible):
+                listed = [*listed, on_path]
+                hidden -= 1
         state = self._row(projector, node)
         state["children"] = [
             self._branch(projector, child, visible, pinned, more) for child in listed
         ]
         if hidden:
-            statuses = Counter(shown(nodes[child].status) for child in hidden)
+            statuses: Counter[str]
+            if visible is None:  # every child but those listed, from the running count
+                statuses = Counter(self._child_statuses[path])
+                statuses.subtract(shown(nodes[child].status) for child in listed)
+            else:
+                shown_ = set(listed)
+                statuses = Counter(
+                    shown(nodes[child].status) for child in children if child not in shown_
+                )
             state["more"] = {
-                "count": len(hidden),
+                "count": hidden,
                 "listed": limit,
                 "page": TREE_PAGE,
-                "statuses": statuses.most_common(),
+                "statuses": sorted(
+                    ((status, n) for status, n in statuses.items() if n > 0),
+                    key=lambda item: (-item[1], item[0]),
+                ),
             }
         return state
 
@@ -230,18 +369,16 @@ class Tree:
         kept = self._costs.get(node.path)
         if kept is not None:
             return kept
-        spends: list[NodeSpend] = []
-        stack = [node.path]
-        while stack:
-            below = projector.nodes[stack.pop()]
-            spends.append(below.spend)
-            stack.extend(below.children)
-        cost = priced(spends, projector.prices)
-        kept = self._costs[node.path] = {
-            "estimated_usd": cost.estimated_usd,
-            "reported_usd": cost.reported_usd,
-            "text": str(cost) if cost.usd is not None or cost.unpriced else "",
-        }
+        total = self._sums.get(node.path) or self._own[node.path][2] or CostSum()
+        if total.waiting:
+            kept = {"estimated_usd": None, "reported_usd": None, "text": WAITING, "waiting": True}
+        elif total.estimates or total.reports or total.unpriced:
+            cost = total.cost(projector.prices or DEFAULT)
+            kept = {"estimated_usd": cost.estimated_usd, "reported_usd": cost.reported_usd}
+            kept["text"] = str(cost)
+        else:
+            kept = {"estimated_usd": None, "reported_usd": None, "text": ""}
+        self._costs[node.path] = kept
         return kept
 
 
@@ -252,8 +389,25 @@ def more_words(more: Mapping[str, Any]) -> str:
 
 
 def tree_state(projector: Projector, ask: TreeAsk | None = None) -> dict[str, Any]:
-    """The delegation tree as the front end draws it (`Tree.state`), worked out afresh."""
-    return Tree().state(projector, ask)
+    """The delegation tree as the front end draws it (`Tree.state`), worked out afresh (its
+    costs priced at once)."""
+    return Tree(wait=False).state(projector, ask)
+
+
+def _spent(node: NodeState) -> tuple[Any, ...]:
+    """What a node's cost is worked out from: its tokens by model and its CLIs' reports."""
+    spend = node.spend
+    if not spend.tokens and spend.reported_usd is None:
+        return ()
+    return (*((model, *tokens) for model, tokens in spend.tokens.items()), spend.reported_usd)
+
+
+def _count(counter: dict[str, int], key: str, by: int) -> None:
+    count = counter.get(key, 0) + by
+    if count:
+        counter[key] = count
+    else:
+        del counter[key]
 
 
 def _call_words(node: NodeState) -> str:

@@ -7,8 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .._base.prices import DEFAULT, PriceBook
-from .._runtime.costs import NodeSpend, dollars, priced
+from .._base.prices import DEFAULT, NO_PRICE, PriceBook
+from .._runtime.costs import Cost, NodeSpend, dollars, priced
 from ._timings import NodeTiming, RunTiming, Span
 from ._words import counted
 
@@ -65,29 +65,37 @@ class NodeTokens:
 
 
 def token_rollup(
-    run: RunTiming, top: str | None = None, prices: PriceBook | None = None
+    run: RunTiming,
+    top: str | None = None,
+    prices: PriceBook | None = None,
+    *,
+    estimated: bool = True,
 ) -> list[NodeTokens]:
     """Every node of `top`'s subtree (the root's by default), depth first, with its own tokens
     and its subtree's, reported costs summed where any were reported, and its model calls
-    priced with `prices` (genai-prices' table alone by default)."""
+    priced with `prices` (genai-prices' table alone by default; none priced without
+    `estimated`)."""
     top = top or run.root
     if top is None or top not in run.nodes:
         return []
-    return _roll(run, run.nodes[top], 0, prices or DEFAULT)
+    return _roll(run, run.nodes[top], 0, prices or DEFAULT, estimated)
 
 
-def _roll(run: RunTiming, node: NodeTiming, depth: int, prices: PriceBook) -> list[NodeTokens]:
+def _roll(
+    run: RunTiming, node: NodeTiming, depth: int, prices: PriceBook, estimated: bool
+) -> list[NodeTokens]:
     """`node`'s row, then its subtree's rows, depth first."""
-    subtrees = [_roll(run, run.nodes[path], depth + 1, prices) for path in node.children]
+    subtrees = [_roll(run, run.nodes[path], depth + 1, prices, estimated) for path in node.children]
     below = [rows[0] for rows in subtrees]
     costs = [row.subtree_cost_usd for row in below if row.subtree_cost_usd is not None]
     if node.cost_usd is not None:
         costs.append(node.cost_usd)
     used = node.prompt_tokens + node.completion_tokens + node.unreported > 0
-    own = priced([NodeSpend(node.by_model)], prices)
+    own = priced([NodeSpend(node.by_model)], prices) if estimated else Cost(None, None)
     estimates = [r.subtree_estimated_usd for r in below if r.subtree_estimated_usd is not None]
     if own.estimated_usd is not None:
         estimates.append(own.estimated_usd)
+    unpriced = _union(own.unpriced, *(r.unpriced for r in below))
     row = NodeTokens(
         path=node.path,
         agent=node.agent,
@@ -109,9 +117,9 @@ def _roll(run: RunTiming, node: NodeTiming, depth: int, prices: PriceBook) -> li
         spent=used + sum(r.spent for r in below),
         estimated_usd=own.estimated_usd,
         subtree_estimated_usd=sum(estimates) if estimates else None,
-        unpriced=_union(own.unpriced, *(r.unpriced for r in below)),
+        unpriced=unpriced,
         price_sources=_union(own.sources, *(r.price_sources for r in below)),
-        no_price=own.missing,
+        no_price=prices.missing if unpriced else NO_PRICE,
     )
     return [row, *(r for rows in subtrees for r in rows)]
 

@@ -126,7 +126,9 @@ class LiveView(anywidget.AnyWidget):
         self.on_msg(self._on_message)
         # From here on only the library loop thread changes this widget's traits.
         self._ready = True
-        if self.projector.inbox:  # events the initial state missed, whose pushes were dropped
+        # events the initial state missed, or costs waiting for the price table: their
+        # pushes, asked for before now, were dropped
+        if self.projector.inbox or self._tree_rows.waiting:
             self._throttle.request()
 
     def __repr__(self) -> str:
@@ -264,10 +266,15 @@ class LiveView(anywidget.AnyWidget):
             focus = self.focus
             pinned = focus.node if focus.node in projector.nodes else projector.followed()
             more = tuple(sorted(focus.tree_more.items()))
-            tree_stamp = (projector.version, pinned, focus.tree_filter, more)
-            if self._tree[0] != tree_stamp:  # a tab or a search changes no row
-                ask = TreeAsk(pinned, dict(more), focus.tree_filter)
-                self._tree = (tree_stamp, self._tree_rows.state(projector, ask))
+            rows = self._tree_rows
+            # a tab or a search changes no row; the price table, once loaded, changes costs
+            # (priced here, or by the static text, which reads the same rows: `rolls`)
+            asked = (pinned, focus.tree_filter, more)
+            if self._tree[0] != (projector.version, rows.rolls, asked) or rows.priceable(projector):
+                state = rows.state(projector, TreeAsk(pinned, dict(more), focus.tree_filter))
+                self._tree = ((projector.version, rows.rolls, asked), state)
+            if rows.waiting:
+                self._throttle.request()  # again at the next update, until the table is loaded
             return self._header(), self._tree[1], pane, self._found_state()
 
     def _found_state(self) -> dict[str, Any]:

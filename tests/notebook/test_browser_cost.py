@@ -49,3 +49,43 @@ def test_the_tree_and_the_timing_table_show_estimated_costs(page: Any, lab: Lab)
     assert "estimated from prices=" in (estimated.get_attribute("title") or "")
     assert row.locator("td.sn-cost-reported").inner_text().strip() == "—"
     assert "(estimated)" in view.locator(".sn-wf-head").inner_text()
+
+
+TABLE_PRICED = """
+import threading
+import sagents_nb as sn
+import sagents_nb.notebook
+from sagents_nb._base import prices
+prices._WARMER.join()
+prices._LOADED = threading.Event()  # as if genai-prices' table were still loading
+
+USAGE = {"prompt_tokens": 1000, "completion_tokens": 100, "total_tokens": 1100}
+lead = sn.Agent("chef", team=[sn.Agent("aide", does="résume")])
+
+def handler(request):
+    if request.agent == "chef" and not request.tool_results:
+        return sn.reply(tool_calls=[sn.call("task", agent="aide", prompt="résume 日本 🎌")], usage=USAGE)
+    return sn.reply("fini ✅", usage=USAGE)
+
+session = sn.Session(lead, llm=sn.mock_llm(handler, model="gpt-4o"))
+session.send("go").result()
+session
+"""
+
+
+def test_the_tree_says_it_is_pricing_until_the_table_has_loaded(page: Any, lab: Lab) -> None:
+    open_notebook(page, lab.notebook("pricing.ipynb", TABLE_PRICED, "prices._LOADED.set()"))
+    run_cell(page, 0)
+    view = page.locator(".sagents-view")
+    cost = view.locator('.sn-node[data-path="chef"] .sn-cost')
+    cost.wait_for()
+    assert cost.inner_text() == "· pricing…"
+    assert "loading prices (genai-prices)" in (cost.get_attribute("title") or "")
+    run_cell(page, 1)
+    page.wait_for_function(
+        """() => document.querySelector('.sagents-view .sn-node[data-path="chef"] .sn-cost')
+                   ?.textContent.includes('est.')""",
+        timeout=15_000,
+    )
+    assert cost.inner_text().startswith("· $") and cost.inner_text().endswith(" est.")
+    assert "genai-prices" in (cost.get_attribute("title") or "")

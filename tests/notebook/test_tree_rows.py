@@ -4,11 +4,20 @@ aggregate row hides."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import threading
+import time
 from typing import Any
 
+import pytest
+
 import sagents_nb as sn
-from sagents_nb._base.prices import PriceBook, checked_prices
+from sagents_nb._base import prices as price_module
+from sagents_nb._base.prices import NO_EXTRA, PriceBook, checked_prices
+from sagents_nb._runtime.costs import WAITING, priced
 from sagents_nb.events import ModelRequest
+from sagents_nb.notebook import view
 from sagents_nb.notebook._projector import Projector
 from sagents_nb.notebook._tree import (
     TREE_CHILDREN,
@@ -109,3 +118,168 @@ def test_a_tree_kept_across_pushes_rolls_up_as_one_worked_out_afresh() -> None:
     priced = tree.state(projector)
     assert priced == tree_state(projector) and priced["cost"]["estimated_usd"]
     assert tree_state(projector)["summary"]["statuses"] == {"done": CHILDREN + 1}
+
+
+USAGE = {"prompt_tokens": 1234, "completion_tokens": 321, "total_tokens": 1555}
+
+
+def priced_run(model: str = "gpt-4o", **options: Any) -> sn.Session:
+    """A lead delegating to three helpers, every reply with its usage, in `model`."""
+
+    def handler(req: Any) -> Any:
+        if "task" in req.tools and req.last["role"] == "user":
+            calls = [sn.call("task", agent="aide", prompt=f"résume 第{i}部 🎯") for i in range(3)]
+            return sn.reply(tool_calls=calls, usage=USAGE)
+        return sn.reply("fait ✓", usage=USAGE)
+
+    lead = sn.Agent("chef", team=[sn.Agent("aide", does="résume")])
+    session = sn.Session(lead, llm=sn.mock_llm(handler, model=model), **options)
+    session.send("go").result()
+    return session
+
+
+def rows(state: dict[str, Any]) -> list[dict[str, Any]]:
+    return [state, *(row for child in state["children"] for row in rows(child))]
+
+
+def subtree_cost(projector: Projector, path: str) -> Any:
+    spends = [
+        node.spend for at, node in projector.nodes.items() if (at + "/").startswith(path + "/")
+    ]
+    return priced(spends, projector.prices)
+
+
+@pytest.fixture
+def table_loading(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+    """genai-prices' table as if `warm()` were still loading it: set the event to finish."""
+    loading = threading.Event()
+    monkeypatch.setattr(price_module, "_LOADED", loading)
+    return loading
+
+
+def test_costs_summed_as_they_run_are_those_of_the_table_worked_out_afresh() -> None:
+    """A tree kept across batches of a table-priced run: each cost cell is the subtree's
+    `priced` cost, to the last bit, whatever order its sums were made in."""
+    session = priced_run()
+    events = list(session.events)
+    projector, tree = Projector(), Tree()
+    projector.prices = session.prices
+    for start in range(0, len(events), 5):
+        projector.fold_all(events[start : start + 5])
+        state = tree.state(projector)
+        assert state == tree_state(projector)
+    for row in rows(state):
+        cost = subtree_cost(projector, row["id"])
+        assert row["cost"] == {
+            "estimated_usd": cost.estimated_usd,
+            "reported_usd": None,
+            "text": str(cost),
+        }
+    root = state["cost"]
+    assert root["estimated_usd"] == pytest.approx(5 * table_price(1234, 321))  # 2 + 3 × 1 calls
+    assert root["text"].startswith("$") and "genai-prices" in root["text"]
+
+
+def table_price(prompt: int, completion: int) -> float:
+    from genai_prices import Usage, calc_price
+
+    usage = Usage(input_tokens=prompt, output_tokens=completion)
+    return float(calc_price(usage, model_ref="gpt-4o").total_price)
+
+
+def test_while_the_table_loads_costs_say_so_and_are_priced_once_it_has(
+    table_loading: threading.Event,
+) -> None:
+    session = priced_run()
+    projector, tree = Projector(), Tree()
+    projector.prices = PriceBook()  # a book that has not read the table yet
+    projector.fold_all(list(session.events))
+    waiting = tree.state(projector)
+    for row in rows(waiting):
+        assert row["cost"] == {
+            "estimated_usd": None,
+            "reported_usd": None,
+            "text": WAITING,
+            "waiting": True,
+        }
+    assert tree.waiting and not tree.priceable(projector)
+    assert tree.state(projector) == waiting  # still loading: nothing to price
+    table_loading.set()
+    assert tree.priceable(projector)
+    priced_state = tree.state(projector)
+    assert not tree.waiting and priced_state == tree_state(projector)
+    assert priced_state["cost"]["text"] == str(subtree_cost(projector, "chef"))
+
+
+def test_the_users_prices_need_no_table(table_loading: threading.Event) -> None:
+    session = priced_run(prices={"gpt-4o": {"input": 1.0, "output": 10.0}})
+    projector, tree = Projector(), Tree()
+    projector.prices = session.prices
+    projector.fold_all(list(session.events))
+    state = tree.state(projector)
+    assert not tree.waiting and not table_loading.is_set()
+    assert state["cost"]["estimated_usd"] == pytest.approx(5 * (1234 * 1.0 + 321 * 10.0) / 1e6)
+    assert state["cost"]["text"].endswith("estimated (prices=)")
+
+
+def test_without_the_extra_a_cost_cell_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    session = priced_run()
+    monkeypatch.setitem(sys.modules, "genai_prices", None)  # as if not installed
+    projector, tree = Projector(), Tree()
+    projector.prices = PriceBook()
+    projector.fold_all(list(session.events))
+    state = tree.state(projector)
+    assert state["cost"]["text"] == f"{NO_EXTRA} for gpt-4o"
+    assert state["cost"]["estimated_usd"] is None and not tree.waiting
+
+
+def test_a_live_view_paints_before_the_table_loads_and_prices_once_it_has(
+    table_loading: threading.Event,
+) -> None:
+    session = priced_run()
+    session.prices = PriceBook()  # not read yet: the view's cells wait for the table
+    shown = view(session)
+    try:
+        assert shown.tree["cost"]["text"] == WAITING
+        table_loading.set()
+        deadline = time.monotonic() + 30
+        while shown.tree["cost"].get("waiting") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert shown.tree["cost"]["text"].startswith("$")
+        assert "waiting" not in shown.tree["cost"]
+    finally:
+        shown.close()
+
+
+FIRST_PAINT = """
+import sys, threading
+import sagents_nb as sn
+from sagents_nb._base import prices
+prices._WARMER = threading.Thread(target=lambda: None)  # the table never loads meanwhile
+from sagents_nb.notebook import view
+
+def handler(request):
+    if request.agent == "chef" and not request.tool_results:
+        return sn.reply(tool_calls=[sn.call("task", agent="aide", prompt="résume 日本")], usage=USAGE)
+    return sn.reply("fini ✅", usage=USAGE)
+
+USAGE = {"prompt_tokens": 1000, "completion_tokens": 100, "total_tokens": 1100}
+lead = sn.Agent("chef", team=[sn.Agent("aide", does="résume")])
+session = sn.Session(lead, llm=sn.mock_llm(handler, model="gpt-4o"))
+session.send("go").result()
+shown = view(session)
+bundle = shown._repr_mimebundle_()
+print("genai_prices" in sys.modules, shown.tree["cost"]["text"])
+print(bundle[0]["text/plain"].count("loading prices"))
+"""
+
+
+def test_the_first_paint_never_waits_for_the_price_table() -> None:
+    """A view of a run in a table-priced model, shown while genai-prices has not loaded: its
+    widget state and its static text are made without importing it."""
+    out = subprocess.run(
+        [sys.executable, "-c", FIRST_PAINT], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.splitlines() == [f"False {WAITING}", "1"]

@@ -266,6 +266,7 @@ function kindSelectors(view, state) {
 
 // A node's cost in the tree: estimated (priced) and reported (a CLI's own) told apart.
 function costWords(cost) {
+  if (cost.waiting) return "pricing…";
   const parts = [];
   if (cost.estimated_usd !== null) parts.push(`$${cost.estimated_usd.toFixed(4)} est.`);
   if (cost.reported_usd !== null) parts.push(`$${cost.reported_usd.toFixed(4)} reported`);
