@@ -771,7 +771,10 @@ class PendingStep:
                 return body_text(self._fields(event))  # type: ignore[return-value]
         if text_fields(kind) is not None:
             return self._fields(event)
-        return safe_json(lambda: self._event_json(event).encode(), lambda: event, self.report)
+        try:
+            return self._event_json(event)
+        except UNENCODABLE:
+            return safe_json(lambda: self._event_json(event).encode(), lambda: event, self.report)
 
     def _fields(self, event: Event) -> dict[str, Any]:
         """A plain event's fields, their text repaired if need be."""
@@ -785,7 +788,15 @@ class PendingStep:
         by number."""
         kind = type(event)
         if kind is ModelRequest:
-            parts = ",".join(map(self._message_ref, event.messages))  # type: ignore[attr-defined]
+            numbers = self.numbering.numbers
+            parts = ",".join(
+                [
+                    known[1]
+                    if (known := numbers.get(id(message))) is not None and known[0] is message
+                    else _message_json(message, self.report)
+                    for message in event.messages  # type: ignore[attr-defined]
+                ]
+            )
             head = event.__pydantic_serializer__.to_json(event, exclude=_VIEW).decode()
             return f'{head[:-1]},"messages":[{parts}]}}'
         if kind is ModelResponse:
