@@ -735,14 +735,21 @@ class PendingStep:
                 rows.append((number(message), text))
             writes.append((path, transcript, seq, rows, swap))
 
-        pending, done, body = self.messages, 0, self._event_body
+        pending, done, body, plain = self.messages, 0, self._event_body, _PLAIN_JSON
+        waiting = len(pending)
         events = []
         for e in self.events:
             seq = e.seq
-            while done < len(pending) and pending[done][2] <= seq:
+            while done < waiting and pending[done][2] <= seq:
                 write(pending[done])
                 done += 1
-            events.append((seq, e.run, e.type, e.path, body(e)))
+            text = None
+            if plain.get(type(e)):  # most events: `_event_body`'s first case, without a call
+                try:
+                    text = to_json(e.__dict__).decode()
+                except PydanticSerializationError:
+                    pass
+            events.append((seq, e.run, e.type, e.path, body(e) if text is None else text))
         for entry in pending[done:]:
             write(entry)
         return (
