@@ -853,8 +853,9 @@ def _dump(data: Any, report: Report | None) -> str:
 
 
 def _task_values(values: tuple[Any, ...], report: Report | None) -> tuple[Any, ...]:
-    """A task row's values (or a retired task's key), its text repaired if need be."""
-    if any(map(_unencodable, values)):
+    """A task row's values (or a retired task's key: text, numbers or None), its text
+    repaired if need be. Their texts are checked joined: a surrogate shows there as alone."""
+    if has_surrogate("".join([value for value in values if type(value) is str])):
         return repaired(values, report)
     return values
 
