@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 import sagents_nb as sn
+from sagents_nb._runtime.journal import Numbering, PendingStep
+from sagents_nb.events import RunFinished
 from sagents_nb.store import MemoryStore
 
 
@@ -94,3 +96,24 @@ def test_a_state_row_with_an_escaped_lone_surrogate_reads_back(tmp_path: Path) -
     reopened = sn.Session.open(db, session.id, agent=sn.Agent("solo"))
     assert reopened.root.input_text == "à \ud800 東京" and reopened.root.status == "done"
     reopened.store.close()
+
+
+def test_an_event_made_json_by_its_class_has_its_lone_surrogate_repaired_and_reported() -> None:
+    event = RunFinished.model_construct(
+        type="run_finished",
+        seq=3,
+        ts=1.0,
+        path="a",
+        run="r",
+        status="ok",
+        text="fin \ud800 猫 🐱",
+        turns=1,
+        usage=None,
+    )
+    said: list[int] = []
+    body = PendingStep(0, [], [], Numbering(), report=said.append)._event_body(event)
+    assert body == (
+        '{"type":"run_finished","seq":3,"ts":1.0,"path":"a","run":"r","status":"ok",'
+        '"text":"fin \ufffd 猫 🐱","turns":1,"usage":null}'
+    )
+    assert said == [1]

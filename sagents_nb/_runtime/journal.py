@@ -735,14 +735,21 @@ class PendingStep:
                 rows.append((number(message), text))
             writes.append((path, transcript, seq, rows, swap))
 
-        pending, done, body = self.messages, 0, self._event_body
+        pending, done, body, plain = self.messages, 0, self._event_body, _PLAIN_JSON
+        waiting = len(pending)
         events = []
         for e in self.events:
             seq = e.seq
-            while done < len(pending) and pending[done][2] <= seq:
+            while done < waiting and pending[done][2] <= seq:
                 write(pending[done])
                 done += 1
-            events.append((seq, e.run, e.type, e.path, body(e)))
+            text = None
+            if plain.get(type(e)):  # most events: `_event_body`'s first case, without a call
+                try:
+                    text = to_json(e.__dict__).decode()
+                except PydanticSerializationError:
+                    pass
+            events.append((seq, e.run, e.type, e.path, body(e) if text is None else text))
         for entry in pending[done:]:
             write(entry)
         return (
@@ -771,7 +778,10 @@ class PendingStep:
                 return body_text(self._fields(event))  # type: ignore[return-value]
         if text_fields(kind) is not None:
             return self._fields(event)
-        return safe_json(lambda: self._event_json(event).encode(), lambda: event, self.report)
+        try:
+            return self._event_json(event)
+        except UNENCODABLE:
+            return safe_json(lambda: self._event_json(event).encode(), lambda: event, self.report)
 
     def _fields(self, event: Event) -> dict[str, Any]:
         """A plain event's fields, their text repaired if need be."""
@@ -785,7 +795,15 @@ class PendingStep:
         by number."""
         kind = type(event)
         if kind is ModelRequest:
-            parts = ",".join(map(self._message_ref, event.messages))  # type: ignore[attr-defined]
+            numbers = self.numbering.numbers
+            parts = ",".join(
+                [
+                    known[1]
+                    if (known := numbers.get(id(message))) is not None and known[0] is message
+                    else _message_json(message, self.report)
+                    for message in event.messages  # type: ignore[attr-defined]
+                ]
+            )
             head = event.__pydantic_serializer__.to_json(event, exclude=_VIEW).decode()
             return f'{head[:-1]},"messages":[{parts}]}}'
         if kind is ModelResponse:
@@ -835,8 +853,9 @@ def _dump(data: Any, report: Report | None) -> str:
 
 
 def _task_values(values: tuple[Any, ...], report: Report | None) -> tuple[Any, ...]:
-    """A task row's values (or a retired task's key), its text repaired if need be."""
-    if any(map(_unencodable, values)):
+    """A task row's values (or a retired task's key: text, numbers or None), its text
+    repaired if need be. Their texts are checked joined: a surrogate shows there as alone."""
+    if has_surrogate("".join([value for value in values if type(value) is str])):
         return repaired(values, report)
     return values
 
