@@ -17,7 +17,7 @@ import httpx
 from .._base.caller import CALLER, Caller, path_matches
 from .._base.checks import check_bool, check_callable, check_items, check_str, refuse
 from .._base.errors import ConfigurationError
-from .openai import LLM, Served
+from .openai import LLM, Served, unescaped_json
 
 
 @dataclass(frozen=True)
@@ -161,6 +161,9 @@ class ChatRequest:
 
 Handler = Callable[[ChatRequest], Any]
 
+PLAIN = frozenset({str, Reply, type(None)})
+"""Types of a handler's answer that are never awaitable (its common answers)."""
+
 
 def _transport_for(mock: MockLLM) -> httpx.MockTransport:
     """The transport calling `mock`'s handler (what `sn.record` wraps). It reaches `mock` by a
@@ -251,9 +254,10 @@ class MockLLM(LLM):
     async def _answer(self, raw: bytes) -> bytes | httpx.Response:
         """The handler's answer to the request body `raw`: a completion's JSON body, or the
         response to send as it is (the handler's own, a stream, an error)."""
-        chat = ChatRequest(json.loads(raw), len(raw), CALLER.get())
+        # `raw` is UTF-8 (`_utf8`), decoded here so that `json` need not guess its encoding
+        chat = ChatRequest(json.loads(raw.decode()), len(raw), CALLER.get())
         answer = self.handler(chat)
-        if inspect.isawaitable(answer):
+        if type(answer) not in PLAIN and inspect.isawaitable(answer):
             answer = await answer
         if isinstance(answer, httpx.Response):
             return answer
@@ -314,7 +318,7 @@ class MockLLM(LLM):
             ],
             "usage": usage,
         }
-        return json_text(body).encode()
+        return json_bytes(body)
 
 
 def _response(reply: bytes | httpx.Response) -> httpx.Response:
@@ -325,12 +329,20 @@ def _response(reply: bytes | httpx.Response) -> httpx.Response:
 def json_text(value: Any) -> str:
     """JSON as a real server sends it, "é" and "東京" as themselves (UTF-8 on the wire). A lone
     surrogate has no UTF-8 form: a value holding one is written with `\\u` escapes, still valid."""
-    text = json.dumps(value, ensure_ascii=False)
+    text = unescaped_json(value)
     try:
         text.encode()
     except UnicodeEncodeError:
         return json.dumps(value)
     return text
+
+
+def json_bytes(value: Any) -> bytes:
+    """`json_text(value)` in UTF-8, as sent."""
+    try:
+        return unescaped_json(value).encode()
+    except UnicodeEncodeError:
+        return json.dumps(value).encode()
 
 
 def _estimated_usage(request_size: int, text: str) -> dict[str, int]:

@@ -393,7 +393,7 @@ class LLM:
         response: httpx.Response | Served | None = None
         assembler: StreamAssembler | None = None
         try:
-            content = _utf8(json.dumps(body, ensure_ascii=False))
+            content = _utf8(unescaped_json(body))
             try:
                 async with self._deadlines.at(deadline):
                     response = await self._send(client, content)
@@ -835,6 +835,9 @@ def _timeout(seconds: float) -> dict[str, float | None]:
     """A request's `timeout` extension, as an `httpx.AsyncClient(timeout=seconds)` sets it."""
     return dict(_timeouts(seconds))
 
+
+unescaped_json: Callable[[Any], str] = json.JSONEncoder(ensure_ascii=False).encode
+"""`json.dumps(value, ensure_ascii=False)`, by one encoder made once (`dumps` makes one a call)."""
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
