@@ -240,6 +240,7 @@ class MockLLM(LLM):
     async def _send(
         self, client: httpx.AsyncClient | None, content: bytes
     ) -> httpx.Response | Served:
+        """The handler's answer, with no transport between (unless another one was set)."""
         if self._transport is not self._own_transport:  # another one set: it answers
             return await super()._send(client, content)
         answer = await self._answer(content)
@@ -254,7 +255,7 @@ class MockLLM(LLM):
     async def _answer(self, raw: bytes) -> bytes | httpx.Response:
         """The handler's answer to the request body `raw`: a completion's JSON body, or the
         response to send as it is (the handler's own, a stream, an error)."""
-        # `raw` is UTF-8 (`_utf8`), decoded here so that `json` need not guess its encoding
+        # `raw` is what `_attempt` sent, UTF-8 (`_utf8`): decoded here, `json` need not guess
         chat = ChatRequest(json.loads(raw.decode()), len(raw), CALLER.get())
         answer = self.handler(chat)
         if type(answer) not in PLAIN and inspect.isawaitable(answer):
