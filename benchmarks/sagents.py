@@ -1,8 +1,9 @@
 """sagents_nb through its public API on its own mock endpoint (the full wire path).
 
-The runtime builds the JSON body, the `httpx.MockTransport` under `sn.mock_llm` parses it and
-calls the handler, the handler answers (O(1): counters, the request's message count, the last
-message), the mock serialises the reply and the runtime parses it.
+The runtime builds the JSON body as UTF-8 bytes, `sn.mock_llm` parses them and calls the handler,
+the handler answers (O(1): counters, the request's message count, the last message), the mock
+serialises the reply to JSON bytes and the runtime parses them (a mock's own requests make no
+httpx request or response: the floor's `httpx.MockTransport` does).
 
 Scenarios:
 - `fanout`: `parent.run_sync(...)` delegating N times; the headline.

@@ -7,7 +7,7 @@ import inspect
 import itertools
 import json
 import weakref
-from collections.abc import Callable, Coroutine, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -17,7 +17,7 @@ import httpx
 from .._base.caller import CALLER, Caller, path_matches
 from .._base.checks import check_bool, check_callable, check_items, check_str, refuse
 from .._base.errors import ConfigurationError
-from .openai import LLM
+from .openai import LLM, Served, unescaped_json
 
 
 @dataclass(frozen=True)
@@ -161,12 +161,14 @@ class ChatRequest:
 
 Handler = Callable[[ChatRequest], Any]
 
+PLAIN = frozenset({str, Reply, type(None)})
+"""Types of a handler's answer that are never awaitable (its common answers)."""
 
-def _served_by(
-    mock: MockLLM,
-) -> Callable[[httpx.Request], Coroutine[None, None, httpx.Response]]:
-    """The transport's handler: it reaches `mock` by a weak reference, so that the endpoint and
-    its transport are no reference cycle (freed without the cycle collector)."""
+
+def _transport_for(mock: MockLLM) -> httpx.MockTransport:
+    """The transport calling `mock`'s handler (what `sn.record` wraps). It reaches `mock` by a
+    weak reference, so that the endpoint and its transport are no reference cycle (freed
+    without the cycle collector)."""
     endpoint = weakref.ref(mock)
 
     async def serve(request: httpx.Request) -> httpx.Response:
@@ -175,20 +177,26 @@ def _served_by(
             raise RuntimeError("the mock endpoint of this transport was dropped")
         return await mock._serve(request)
 
-    return serve
+    return httpx.MockTransport(serve)
 
 
 class MockLLM(LLM):
-    """An `sn.LLM` whose transport is an `httpx.MockTransport` calling a Python handler."""
+    """An `sn.LLM` whose transport is an `httpx.MockTransport` calling a Python handler.
+
+    Its own requests skip the transport: the handler gets the same JSON bytes and a plain
+    answer comes back as the JSON bytes a server would send (`_send`), with no httpx request
+    or response made for it.
+    """
 
     def __init__(self, handler: Handler, *, model: str = "mock", **options: Any) -> None:
         self.handler = handler
         self._ids = itertools.count(1)
+        self._own_transport = _transport_for(self)
         super().__init__(
             "http://mock.local/v1",
             api_key="",
             model=model,
-            transport=httpx.MockTransport(_served_by(self)),
+            transport=self._own_transport,
             **options,
         )
 
@@ -196,12 +204,12 @@ class MockLLM(LLM):
         """Its state without its transport, which a copy (pickled for Ray, deep-copied with
         an agent) makes again for itself: the transport's handler is a weak reference."""
         state = dict(self.__dict__)
-        del state["_transport"]
+        del state["_transport"], state["_own_transport"]
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        self._transport = httpx.MockTransport(_served_by(self))
+        self._transport = self._own_transport = _transport_for(self)
 
     def fresh(self) -> MockLLM:
         """A copy with its own handler: a deep copy, so an `sn.script` starts from its first
@@ -229,11 +237,28 @@ class MockLLM(LLM):
     def label(self) -> str:
         return f"mock:{getattr(self.handler, '__name__', type(self.handler).__name__)}"
 
+    async def _send(
+        self, client: httpx.AsyncClient | None, content: bytes
+    ) -> httpx.Response | Served:
+        """The handler's answer, with no transport between (unless another one was set)."""
+        if self._transport is not self._own_transport:  # another one set: it answers
+            return await super()._send(client, content)
+        answer = await self._answer(content)
+        if isinstance(answer, bytes):
+            return Served(answer)
+        answer.request = self._request(content)  # as after the transport
+        return answer
+
     async def _serve(self, request: httpx.Request) -> httpx.Response:
-        raw = await request.aread()
-        chat = ChatRequest(json.loads(raw), len(raw), CALLER.get())
+        return _response(await self._answer(await request.aread()))
+
+    async def _answer(self, raw: bytes) -> bytes | httpx.Response:
+        """The handler's answer to the request body `raw`: a completion's JSON body, or the
+        response to send as it is (the handler's own, a stream, an error)."""
+        # `raw` is what `_attempt` sent, UTF-8 (`_utf8`): decoded here, `json` need not guess
+        chat = ChatRequest(json.loads(raw.decode()), len(raw), CALLER.get())
         answer = self.handler(chat)
-        if inspect.isawaitable(answer):
+        if type(answer) not in PLAIN and inspect.isawaitable(answer):
             answer = await answer
         if isinstance(answer, httpx.Response):
             return answer
@@ -249,10 +274,14 @@ class MockLLM(LLM):
                     }
                 },
             )
-        return self.respond(answer, chat)
+        return self._reply(answer, chat)
 
     def respond(self, answer: Reply, chat: ChatRequest) -> httpx.Response:
         """The HTTP response a real server would give for `answer`."""
+        return _response(self._reply(answer, chat))
+
+    def _reply(self, answer: Reply, chat: ChatRequest) -> bytes | httpx.Response:
+        """A completion's JSON body for `answer`, or the response streaming it."""
         calls = [
             {
                 "id": spec.id or f"call_{next(self._ids)}",
@@ -290,18 +319,31 @@ class MockLLM(LLM):
             ],
             "usage": usage,
         }
-        return httpx.Response(200, content=json_text(body).encode(), headers=_JSON)
+        return json_bytes(body)
+
+
+def _response(reply: bytes | httpx.Response) -> httpx.Response:
+    """A reply as an HTTP response: a completion's JSON body as a server sends it."""
+    return httpx.Response(200, content=reply, headers=_JSON) if isinstance(reply, bytes) else reply
 
 
 def json_text(value: Any) -> str:
     """JSON as a real server sends it, "é" and "東京" as themselves (UTF-8 on the wire). A lone
     surrogate has no UTF-8 form: a value holding one is written with `\\u` escapes, still valid."""
-    text = json.dumps(value, ensure_ascii=False)
+    text = unescaped_json(value)
     try:
         text.encode()
     except UnicodeEncodeError:
         return json.dumps(value)
     return text
+
+
+def json_bytes(value: Any) -> bytes:
+    """`json_text(value)` in UTF-8, as sent."""
+    try:
+        return unescaped_json(value).encode()
+    except UnicodeEncodeError:
+        return json.dumps(value).encode()
 
 
 def _estimated_usage(request_size: int, text: str) -> dict[str, int]:

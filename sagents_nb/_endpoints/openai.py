@@ -11,10 +11,11 @@ import random
 import re
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC
 from functools import lru_cache
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from .._base.checks import check_int, check_number, check_str, refuse
@@ -124,6 +125,29 @@ def kept(value: Any) -> Any:
         return value
 
     return cut(value, 0)
+
+
+class Served:
+    """A 200 JSON reply made in this process (`sn.mock_llm`'s plain answers): what `_attempt`
+    reads of an `httpx.Response`, without httpx's request, response and stream objects."""
+
+    __slots__ = ("content",)
+    status_code = 200
+    headers: Mapping[str, str] = MappingProxyType({"content-type": "application/json"})
+
+    def __init__(self, content: bytes) -> None:
+        self.content = content
+
+    @property
+    def text(self) -> str:
+        """The body decoded as `httpx.Response.text` decodes a JSON reply without a charset."""
+        return self.content.decode("utf-8", "replace")
+
+    async def aread(self) -> bytes:
+        return self.content
+
+    async def aclose(self) -> None:
+        """Nothing to release: the body is in memory."""
 
 
 @dataclass
@@ -326,27 +350,33 @@ class LLM:
         base = self.backoff * (2**attempt)
         return base / 2 + random.random() * base / 2
 
-    async def _send(self, client: httpx.AsyncClient | None, content: bytes) -> httpx.Response:
+    async def _send(
+        self, client: httpx.AsyncClient | None, content: bytes
+    ) -> httpx.Response | Served:
         """POST `content`; the response is returned unread (so a stream can be followed)."""
         if client is not None:
             request = client.build_request("POST", self._http_url, content=content)
             return await client.send(request, stream=True)
         # An explicit transport (a mock, a recorder) is called directly: a client's cookie,
         # redirect and auth machinery has nothing to do there and costs a third of a mock turn.
-        # The request carries a client's headers and timeout, as `build_request` would make it.
+        assert self._transport is not None, "an endpoint without a transport has a client"
+        request = self._request(content)
+        response = await self._transport.handle_async_request(request)
+        response.request = request
+        return response
+
+    def _request(self, content: bytes) -> httpx.Request:
+        """The request for an endpoint's own transport: a client's headers and timeout, as
+        `build_request` would make it."""
         import httpx
 
-        assert self._transport is not None, "an endpoint without a transport has a client"
-        request = httpx.Request(
+        return httpx.Request(
             "POST",
             self._http_url,
             content=content,
             headers=self._headers,
             extensions={"timeout": _timeout(min(self.read_timeout, self.timeout))},
         )
-        response = await self._transport.handle_async_request(request)
-        response.request = request
-        return response
 
     async def _attempt(
         self, body: dict[str, Any], on_delta: Callable[[str], None] | None
@@ -360,10 +390,10 @@ class LLM:
         started = time.perf_counter()
         # httpx bounds each read; this deadline bounds the whole attempt, stream included.
         deadline = self._deadlines.loop.time() + self.timeout
-        response: httpx.Response | None = None
+        response: httpx.Response | Served | None = None
         assembler: StreamAssembler | None = None
         try:
-            content = _utf8(json.dumps(body, ensure_ascii=False))
+            content = _utf8(unescaped_json(body))
             try:
                 async with self._deadlines.at(deadline):
                     response = await self._send(client, content)
@@ -374,6 +404,7 @@ class LLM:
                         and response.status_code < 400
                         and "json" not in response.headers.get("content-type", "")
                     ):
+                        assert isinstance(response, httpx.Response), "a Served reply is JSON"
                         assembler = StreamAssembler(
                             on_delta, base_url=self.base_url, redactor=self._redact
                         )
@@ -432,7 +463,7 @@ class LLM:
                 await response.aclose()
             exchange.duration = time.perf_counter() - started
 
-    def _json_body(self, response: httpx.Response) -> dict[str, Any]:
+    def _json_body(self, response: httpx.Response | Served) -> dict[str, Any]:
         # The body is redacted before it is parsed: every excerpt, field and message made from it
         # is then free of the key, wherever it is cut.
         raw: str | bytes = self._redact(response.text) if self._redact.forms else response.content
@@ -454,7 +485,7 @@ class LLM:
             )
         return data
 
-    def _status_error(self, response: httpx.Response) -> EndpointError:
+    def _status_error(self, response: httpx.Response | Served) -> EndpointError:
         return EndpointError(
             response.status_code,
             self._redact.excerpt(response.text, EXCERPT),
@@ -804,6 +835,9 @@ def _timeout(seconds: float) -> dict[str, float | None]:
     """A request's `timeout` extension, as an `httpx.AsyncClient(timeout=seconds)` sets it."""
     return dict(_timeouts(seconds))
 
+
+unescaped_json: Callable[[Any], str] = json.JSONEncoder(ensure_ascii=False).encode
+"""`json.dumps(value, ensure_ascii=False)`, by one encoder made once (`dumps` makes one a call)."""
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 

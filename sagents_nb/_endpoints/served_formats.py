@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from functools import cached_property
 from typing import Any, Literal
 
-from .mock import ChatRequest, Reply, json_text
+from .mock import ChatRequest, Reply, json_bytes, json_text
 from .mock import _chunks as _pieces
 
 Api = Literal["chat_completions", "anthropic_messages", "responses"]
@@ -216,7 +216,7 @@ def anthropic_reply(
         "usage": tokens,
     }
     if not (request.stream or answer.stream):
-        return "application/json", json_text(message).encode(), message
+        return "application/json", json_bytes(message), message
     started = {
         **message,
         "content": [],
@@ -308,7 +308,7 @@ def responses_reply(
         },
     }
     if not (request.stream or answer.stream):
-        return "application/json", json_text(response).encode(), response
+        return "application/json", json_bytes(response), response
     events: list[tuple[str, dict[str, Any]]] = []
 
     def emit(name: str, **data: Any) -> None:
