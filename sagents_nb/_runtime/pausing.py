@@ -9,8 +9,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from pydantic_core import to_jsonable_python
-
 from .._base.checks import check_str
 from .._base.errors import ConfigurationError
 from .._base.messages import Message, ToolCall
@@ -85,6 +83,8 @@ class Decision:
             changes["reply"] = _message_data(self.reply_message())
         if "messages" in changes:
             changes["messages"] = [_message_data(m) for m in changes["messages"]]
+        from pydantic_core import to_jsonable_python
+
         return dict(to_jsonable_python(changes, fallback=str))
 
     @classmethod

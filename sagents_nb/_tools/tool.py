@@ -6,18 +6,20 @@ import asyncio
 import inspect
 import json
 import re
+import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, get_type_hints
-
-import pydantic
-from pydantic import BaseModel, ConfigDict, create_model
-from pydantic_core import to_jsonable_python
+from typing import TYPE_CHECKING, Any, get_type_hints
 
 from .._base.checks import check_bool, check_callable, check_number, check_str, refuse
 from .._base.errors import ConfigurationError
 from ..events import ToolStatus
 from .threads import run_in_worker
+
+# pydantic loads with the first tool (its arguments model), not with the runtime: a run without
+# tools needs none of it
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 _ARG_LINE = re.compile(r"^\s{2,}(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
 
@@ -162,6 +164,9 @@ def result_text(value: Any) -> str:
     """A tool's return value as the text sent to the model."""
     if isinstance(value, str):
         return value
+    from pydantic import BaseModel
+    from pydantic_core import to_jsonable_python
+
     if isinstance(value, BaseModel):
         return value.model_dump_json()
     return json.dumps(to_jsonable_python(value), ensure_ascii=False)
@@ -180,8 +185,12 @@ def parse_arguments(raw: str) -> dict[str, Any]:
     return value
 
 
-def validation_message(exc: pydantic.ValidationError) -> str:
-    """A compact, model-readable summary of a validation error."""
+def validation_message(exc: BaseException) -> str | None:
+    """A compact, model-readable summary of `exc` if it is pydantic's validation error (a tool's
+    arguments refused), else None."""
+    pydantic = sys.modules.get("pydantic")  # not loaded: no tool has validated anything
+    if pydantic is None or not isinstance(exc, pydantic.ValidationError):
+        return None
     parts = []
     for err in exc.errors(include_url=False):
         where = ".".join(str(p) for p in err["loc"]) or "arguments"
@@ -190,6 +199,8 @@ def validation_message(exc: pydantic.ValidationError) -> str:
 
 
 def _arguments_model(fn: Callable[..., Any], name: str, docs: dict[str, str]) -> type[BaseModel]:
+    import pydantic
+
     hints = get_type_hints(fn)
     fields: dict[str, Any] = {}
     for param in inspect.signature(fn).parameters.values():
@@ -201,8 +212,8 @@ def _arguments_model(fn: Callable[..., Any], name: str, docs: dict[str, str]) ->
             annotation,
             pydantic.Field(default, description=docs.get(param.name)),
         )
-    return create_model(  # type: ignore[call-overload,no-any-return]
-        f"{name}_arguments", __config__=ConfigDict(extra="forbid"), **fields
+    return pydantic.create_model(  # type: ignore[call-overload,no-any-return]
+        f"{name}_arguments", __config__=pydantic.ConfigDict(extra="forbid"), **fields
     )
 
 
