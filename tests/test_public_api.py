@@ -222,3 +222,17 @@ def test_a_run_without_tools_leaves_pydantic_to_the_events_and_messages() -> Non
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == []
+
+
+def test_a_first_run_leaves_what_it_does_not_use_unloaded() -> None:
+    # issue 32 item 3: a first run without a preprocessor, a resume, a restored pause, a tool
+    # call or a pause loads none of their modules (each loads with its first use)
+    code = (
+        "import sys, sagents_nb as sn\n"
+        "sn.Agent('a').run_sync('hi', llm=sn.mock_llm(lambda req: 'ok'))\n"
+        "print(' '.join(sorted(sys.modules)))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    deferred = {"preprocess", "resume"}
+    loaded = set(out.stdout.split())
+    assert loaded & {f"sagents_nb._runtime.{name}" for name in deferred} == set()
