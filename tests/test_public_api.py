@@ -233,6 +233,6 @@ def test_a_first_run_leaves_what_it_does_not_use_unloaded() -> None:
         "print(' '.join(sorted(sys.modules)))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    deferred = {"preprocess", "resume"}
+    deferred = {"preprocess", "resume", "decisions"}
     loaded = set(out.stdout.split())
     assert loaded & {f"sagents_nb._runtime.{name}" for name in deferred} == set()

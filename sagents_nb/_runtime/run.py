@@ -16,7 +16,6 @@ from .._base.loop import POLL_SECONDS, call_soon, on_library_thread, settle
 from .._base.messages import Message
 from ..events import Paused, PausedRequest, Resumed
 from .breakpoints import Breakpoint, When, could_fire, fires, restored, split, stored
-from .decisions import pause_key
 from .pausing import (
     APPROVE,
     Decision,
@@ -339,13 +338,17 @@ class Run:
         self.until = tuple(restored(stored.until))
         self._pause_ids = itertools.count(stored.next_id)
         self._decided = dict(stored.decided)
+        from .decisions import pause_key  # with the first restored run, not with every run
+
         self._awaiting = {pause_key(p.path, p.action, p.call_id) for p in stored.pending}
         self._ahead = dict(stored.ahead)
 
     async def gate(self, node: Node, action: str, details: dict[str, Any]) -> Decision:
         """The decision about `action` of `node`: one stored before a cut, else the user's at a
         pause if a breakpoint matches, else approval."""
-        if self._decided or self._awaiting:
+        if self._decided or self._awaiting:  # a restored run's (`restore_pauses`)
+            from .decisions import pause_key
+
             key = pause_key(node.path, action, details.get("call_id"))
             decision = self._decided.pop(key, None)
             if decision is not None:
