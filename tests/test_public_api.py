@@ -233,6 +233,7 @@ def test_a_first_run_leaves_what_it_does_not_use_unloaded() -> None:
         "print(' '.join(sorted(sys.modules)))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    deferred = {"preprocess", "resume", "decisions"}
+    deferred = {"_runtime.preprocess", "_runtime.resume", "_runtime.decisions"}
+    deferred |= {"_runtime.toolcalls", "_tools.hooks"}
     loaded = set(out.stdout.split())
-    assert loaded & {f"sagents_nb._runtime.{name}" for name in deferred} == set()
+    assert loaded & {f"sagents_nb.{name}" for name in deferred} == set()

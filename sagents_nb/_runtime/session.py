@@ -26,7 +26,7 @@ from .._base.messages import Message, Usage, built, user
 from .._base.outcome import Outcome
 from .._base.prices import PriceBook, checked_prices
 from .._endpoints.openai import LLM
-from .._tools.hooks import HOOK, is_hook
+from .._tools.tool import HOOK, is_hook
 from ..events import (
     ErrorOccurred,
     Event,
