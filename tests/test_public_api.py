@@ -234,6 +234,6 @@ def test_a_first_run_leaves_what_it_does_not_use_unloaded() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     deferred = {"_runtime.preprocess", "_runtime.resume", "_runtime.decisions"}
-    deferred |= {"_runtime.toolcalls", "_tools.hooks"}
+    deferred |= {"_runtime.toolcalls", "_tools.hooks", "_runtime.pending"}
     loaded = set(out.stdout.split())
     assert loaded & {f"sagents_nb.{name}" for name in deferred} == set()

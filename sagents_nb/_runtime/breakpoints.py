@@ -13,7 +13,7 @@ from .._base.checks import check_callable, check_str
 from .._base.errors import ConfigurationError
 
 if TYPE_CHECKING:
-    from .pausing import PendingAction
+    from .pending import PendingAction
 
 log = logging.getLogger("sagents_nb")
 

@@ -16,19 +16,13 @@ from .._base.loop import POLL_SECONDS, call_soon, on_library_thread, settle
 from .._base.messages import Message
 from ..events import Paused, PausedRequest, Resumed
 from .breakpoints import Breakpoint, When, could_fire, fires, restored, split, stored
-from .pausing import (
-    APPROVE,
-    Decision,
-    PendingAction,
-    PendingRequest,
-    checked_pause_on,
-    edit_decision,
-)
+from .pausing import APPROVE, Decision, checked_pause_on
 
 if TYPE_CHECKING:
     from ..events import Event
     from .decisions import PauseKey, StoredPauses
     from .node import Node
+    from .pending import PendingAction, PendingRequest
     from .result import Result
     from .session import Session
 
@@ -213,6 +207,8 @@ class Run:
             ConfigurationError: `arguments=` is not a JSON object, or `messages=` not a list of
                 messages; the run stays paused.
         """
+        from .pending import edit_decision  # with the first pause, as the rest of `pending`
+
         self._decide(edit_decision(changes))
 
     def step(self, pause_on: Any = None) -> None:
@@ -376,6 +372,8 @@ class Run:
         tests = tuple(test for test in tests if could_fire(test, action, path, name))
         if not tests:
             return False
+        from .pending import PendingAction  # with the first predicate asked
+
         pending = PendingAction(0, action, node.path, **(details or {}))
         return any(fires(test, pending) for test in tests)
 
@@ -405,6 +403,8 @@ class Run:
     ) -> Decision:
         """Wait at a pause for its decision (`ahead`: one taken before `resume()` asked it
         again, recorded and applied at once)."""
+        from .pending import PendingAction  # with the first pause
+
         future: asyncio.Future[Decision] = asyncio.get_running_loop().create_future()
         pending = PendingAction(
             next(self._pause_ids),

@@ -42,7 +42,7 @@ from .breakpoints import split, stored
 from .bus import EventBus
 from .limits import MAX_MODEL_CALLS, MAX_NODES, MAX_TOKENS, checked_cap, checked_count
 from .node import Node, default_token_counter
-from .pausing import APPROVE, Decision, StoredPause
+from .pausing import APPROVE, Decision
 from .result import Result, TreeNode
 from .run import Run
 
@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from .agent import Agent
     from .decisions import StoredPauses
     from .journal import Journal
+    from .pending import StoredPause
 
 
 WHERE = "sn.Session(...)"
@@ -301,6 +302,8 @@ class Session:
         waiting = list(run.pending) if run is not None and run.pending else []
         if not waiting and self.stored_pauses is not None:
             waiting = list(self.stored_pauses.pending)
+        from .pending import StoredPause
+
         return [StoredPause(p.path, p.action, p.name, p.arguments) for p in waiting]
 
     @property
