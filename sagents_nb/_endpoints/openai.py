@@ -805,7 +805,8 @@ def _timeout(seconds: float) -> dict[str, float | None]:
     return dict(_timeouts(seconds))
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE = "[\ud800-\udfff]"
+"""A lone surrogate; compiled (and cached by `re`) with the first body that holds one."""
 
 
 def _utf8(text: str) -> bytes:
@@ -814,4 +815,4 @@ def _utf8(text: str) -> bytes:
     try:
         return text.encode()
     except UnicodeEncodeError:
-        return _SURROGATE.sub("\ufffd", text).encode()
+        return re.sub(_SURROGATE, "\ufffd", text).encode()

@@ -21,7 +21,8 @@ from .threads import run_in_worker
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-_ARG_LINE = re.compile(r"^\s{2,}(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
+_ARG_LINE = r"^\s{2,}(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$"
+"""An `Args:` line; compiled (and cached by `re`) with the first docstring that has one."""
 
 
 @dataclass
@@ -247,7 +248,7 @@ def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
             elif stripped:
                 summary_lines.append(stripped)
         elif section == "args":
-            match = _ARG_LINE.match("  " + line if not line.startswith("  ") else line)
+            match = re.match(_ARG_LINE, "  " + line if not line.startswith("  ") else line)
             if match and not line.startswith("      "):
                 current = match.group(1).lstrip("*")
                 args[current] = match.group(2).strip()
