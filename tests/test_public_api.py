@@ -204,26 +204,6 @@ def test_the_ports_plugins_are_written_against_are_these_members() -> None:
     ]
 
 
-def test_a_run_without_tools_leaves_pydantic_to_the_events_and_messages() -> None:
-    # once the events and messages stop being pydantic models, a first run without tools loads
-    # no pydantic (issue 32 item 3): the tools' argument models, their validation errors and a
-    # decision's stored changes load it when first needed
-    code = (
-        "import sys, types, sagents_nb as sn\n"
-        "sn.Agent('a').run_sync('hi', llm=sn.mock_llm(lambda req: 'ok'))\n"
-        "own = {'sagents_nb.events', 'sagents_nb._base.messages'}\n"
-        "for name, module in list(sys.modules.items()):\n"
-        "    if not name.startswith('sagents_nb') or name in own: continue\n"
-        "    for key, value in vars(module).items():\n"
-        "        where = value.__name__ if isinstance(value, types.ModuleType) else\\\n"
-        "            getattr(value, '__module__', None)\n"
-        "        if isinstance(where, str) and where.split('.')[0] in {'pydantic', 'pydantic_core'}:\n"
-        "            print(f'{name}.{key}')"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.split() == []
-
-
 def test_a_first_run_leaves_what_it_does_not_use_unloaded() -> None:
     # issue 32 item 3: a first run without a preprocessor, a resume, a restored pause, a tool
     # call or a pause loads none of their modules (each loads with its first use)

@@ -8,6 +8,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic_core import to_jsonable_python
+
 from .._base.errors import ConfigurationError
 from .._base.messages import Message, ToolCall
 from .breakpoints import ACTIONS
@@ -80,8 +82,6 @@ class Decision:
             changes["reply"] = _message_data(self.reply_message())
         if "messages" in changes:
             changes["messages"] = [_message_data(m) for m in changes["messages"]]
-        from pydantic_core import to_jsonable_python
-
         return dict(to_jsonable_python(changes, fallback=str))
 
     @classmethod

@@ -7,6 +7,8 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
+import pydantic
+
 from .._base.messages import ToolCall, built
 from .._tools.hooks import ToolCallInfo, apply_after, apply_before
 from .._tools.node_tool import NodeTool
@@ -108,6 +110,8 @@ async def _invoke(node: Node, tool: Any, call_id: str, arguments: dict[str, Any]
         if isinstance(tool, NodeTool):
             return await tool.run(node, call_id, arguments)
         return ToolResult(call_id, name, await tool.invoke(arguments))
+    except pydantic.ValidationError as exc:
+        message = f"error: invalid arguments for {name}: {validation_message(exc)}"
     except ToolError as exc:
         message = f"error: {exc}"
     except TimeoutError:
@@ -116,11 +120,7 @@ async def _invoke(node: Node, tool: Any, call_id: str, arguments: dict[str, Any]
     except asyncio.CancelledError:
         raise
     except BaseException as exc:  # SystemExit from an argparse helper must not end the loop
-        invalid = validation_message(exc)
-        if invalid is not None:
-            message = f"error: invalid arguments for {name}: {invalid}"
-        else:
-            message = f"error: tool {name} failed: {type(exc).__name__}: {exc}"
+        message = f"error: tool {name} failed: {type(exc).__name__}: {exc}"
     return ToolResult(call_id, name, message, "error")
 
 

@@ -6,23 +6,20 @@ import asyncio
 import inspect
 import json
 import re
-import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, get_type_hints
+from typing import Any, get_type_hints
+
+import pydantic
+from pydantic import BaseModel, ConfigDict, create_model
+from pydantic_core import to_jsonable_python
 
 from .._base.checks import check_bool, check_callable, check_number, check_str, refuse
 from .._base.errors import ConfigurationError
 from ..events import ToolStatus
 from .threads import run_in_worker
 
-# pydantic loads with the first tool (its arguments model), not with the runtime: a run without
-# tools needs none of it
-if TYPE_CHECKING:
-    from pydantic import BaseModel
-
-_ARG_LINE = r"^\s{2,}(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$"
-"""An `Args:` line; compiled (and cached by `re`) with the first docstring that has one."""
+_ARG_LINE = re.compile(r"^\s{2,}(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
 
 
 @dataclass
@@ -175,9 +172,6 @@ def result_text(value: Any) -> str:
     """A tool's return value as the text sent to the model."""
     if isinstance(value, str):
         return value
-    from pydantic import BaseModel
-    from pydantic_core import to_jsonable_python
-
     if isinstance(value, BaseModel):
         return value.model_dump_json()
     return json.dumps(to_jsonable_python(value), ensure_ascii=False)
@@ -196,12 +190,8 @@ def parse_arguments(raw: str) -> dict[str, Any]:
     return value
 
 
-def validation_message(exc: BaseException) -> str | None:
-    """A compact, model-readable summary of `exc` if it is pydantic's validation error (a tool's
-    arguments refused), else None."""
-    pydantic = sys.modules.get("pydantic")  # not loaded: no tool has validated anything
-    if pydantic is None or not isinstance(exc, pydantic.ValidationError):
-        return None
+def validation_message(exc: pydantic.ValidationError) -> str:
+    """A compact, model-readable summary of a validation error."""
     parts = []
     for err in exc.errors(include_url=False):
         where = ".".join(str(p) for p in err["loc"]) or "arguments"
@@ -210,8 +200,6 @@ def validation_message(exc: BaseException) -> str | None:
 
 
 def _arguments_model(fn: Callable[..., Any], name: str, docs: dict[str, str]) -> type[BaseModel]:
-    import pydantic
-
     hints = get_type_hints(fn)
     fields: dict[str, Any] = {}
     for param in inspect.signature(fn).parameters.values():
@@ -223,8 +211,8 @@ def _arguments_model(fn: Callable[..., Any], name: str, docs: dict[str, str]) ->
             annotation,
             pydantic.Field(default, description=docs.get(param.name)),
         )
-    return pydantic.create_model(  # type: ignore[call-overload,no-any-return]
-        f"{name}_arguments", __config__=pydantic.ConfigDict(extra="forbid"), **fields
+    return create_model(  # type: ignore[call-overload,no-any-return]
+        f"{name}_arguments", __config__=ConfigDict(extra="forbid"), **fields
     )
 
 
@@ -248,7 +236,7 @@ def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
             elif stripped:
                 summary_lines.append(stripped)
         elif section == "args":
-            match = re.match(_ARG_LINE, "  " + line if not line.startswith("  ") else line)
+            match = _ARG_LINE.match("  " + line if not line.startswith("  ") else line)
             if match and not line.startswith("      "):
                 current = match.group(1).lstrip("*")
                 args[current] = match.group(2).strip()
