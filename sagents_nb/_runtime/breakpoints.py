@@ -24,7 +24,7 @@ child's answer (before its parent reads it)."""
 Breakpoint = Callable[["PendingAction"], bool]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)  # its own `__repr__`: none made to be dropped
 class When:
     """A breakpoint: pause at a pending action matching every field given (`sn.when(...)`).
 
