@@ -31,7 +31,7 @@ if _typing.TYPE_CHECKING:
     from ._endpoints.openai import LLM
     from ._runtime.agent import Agent, Task
     from ._runtime.breakpoints import when
-    from ._runtime.pausing import PendingAction
+    from ._runtime.pending import PendingAction
     from ._runtime.preprocess import Mentions, MessagePreprocessor, PreprocessContext
     from ._runtime.result import Result, TreeNode
     from ._runtime.run import Run
@@ -113,7 +113,7 @@ _LAZY = {
     "Message": "._base.messages",
     "MessagePreprocessor": "._runtime.preprocess",
     "MockServer": "._endpoints.mock_server",
-    "PendingAction": "._runtime.pausing",
+    "PendingAction": "._runtime.pending",
     "PreprocessContext": "._runtime.preprocess",
     "Result": "._runtime.result",
     "Run": "._runtime.run",

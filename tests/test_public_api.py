@@ -118,6 +118,10 @@ def test_a_run_without_a_store_or_a_stream_loads_neither() -> None:
     kinds = {"_cli_agent", "_native", "_realtime", "_resident", "_resident_control"}
     assert loaded & {f"sagents_nb.kinds.{name}" for name in kinds} == set()
     later = {"_runtime.overflow", "_endpoints.overflow", "_runtime.costs"}
+    # nor what a run without a preprocessor, a resume, a restored pause, a tool call or a pause
+    # uses (issue 32 item 3: each loads with its first use)
+    later |= {"_runtime.preprocess", "_runtime.resume", "_runtime.decisions", "_runtime.pending"}
+    later |= {"_runtime.toolcalls", "_tools.hooks"}
     assert loaded & {f"sagents_nb.{name}" for name in later} == set()
 
 

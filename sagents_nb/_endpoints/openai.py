@@ -839,7 +839,8 @@ def _timeout(seconds: float) -> dict[str, float | None]:
 unescaped_json: Callable[[Any], str] = json.JSONEncoder(ensure_ascii=False).encode
 """`json.dumps(value, ensure_ascii=False)`, by one encoder made once (`dumps` makes one a call)."""
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE = "[\ud800-\udfff]"
+"""A lone surrogate; compiled (and cached by `re`) with the first body that holds one."""
 
 
 def _utf8(text: str) -> bytes:
@@ -848,4 +849,4 @@ def _utf8(text: str) -> bytes:
     try:
         return text.encode()
     except UnicodeEncodeError:
-        return _SURROGATE.sub("\ufffd", text).encode()
+        return re.sub(_SURROGATE, "\ufffd", text).encode()

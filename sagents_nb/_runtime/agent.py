@@ -8,8 +8,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from .._base.checks import check_int, check_items, check_str, refuse
 from .._base.errors import ConfigurationError
 from .._base.loop import run_sync
-from .._tools.hooks import HOOK, is_hook
-from .._tools.tool import Tool
+from .._tools.tool import HOOK, Tool, is_hook
 from .breakpoints import Breakpoint, split
 from .pausing import checked_pause_on
 

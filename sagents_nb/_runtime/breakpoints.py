@@ -13,7 +13,7 @@ from .._base.checks import check_callable, check_str
 from .._base.errors import ConfigurationError
 
 if TYPE_CHECKING:
-    from .pausing import PendingAction
+    from .pending import PendingAction
 
 log = logging.getLogger("sagents_nb")
 
@@ -24,7 +24,7 @@ child's answer (before its parent reads it)."""
 Breakpoint = Callable[["PendingAction"], bool]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)  # its own `__repr__`: none made to be dropped
 class When:
     """A breakpoint: pause at a pending action matching every field given (`sn.when(...)`).
 

@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .._base.errors import ConfigurationError
-from .pausing import Decision, PendingAction
+from .pausing import Decision
+from .pending import PendingAction
 
 if TYPE_CHECKING:
     from .._store.protocol import EventRow

@@ -15,7 +15,6 @@ from .delegation import task_finished
 from .not_rebuilt import shown_kind
 from .result import TreeNode
 from .tasks import QueuedInput, TaskEntry
-from .toolcalls import execute_call
 from .turns import agent_choice, note_choice, run_task, summarise
 
 if TYPE_CHECKING:
@@ -332,6 +331,10 @@ class Node:
 
     async def execute_tools(self, calls: list[Any]) -> list[ToolResult]:
         """Run tool calls concurrently (hooks and pauses applied); results in call order."""
+        from .toolcalls import (
+            execute_call,  # with the hooks, on the first call: not every run calls
+        )
+
         if len(calls) == 1:
             return [await execute_call(self, calls[0])]
         tasks: list[asyncio.Task[Any]] = []

@@ -16,20 +16,13 @@ from .._base.loop import POLL_SECONDS, call_soon, on_library_thread, settle
 from .._base.messages import Message
 from ..events import Paused, PausedRequest, Resumed
 from .breakpoints import Breakpoint, When, could_fire, fires, restored, split, stored
-from .decisions import pause_key
-from .pausing import (
-    APPROVE,
-    Decision,
-    PendingAction,
-    PendingRequest,
-    checked_pause_on,
-    edit_decision,
-)
+from .pausing import APPROVE, Decision, checked_pause_on
 
 if TYPE_CHECKING:
     from ..events import Event
     from .decisions import PauseKey, StoredPauses
     from .node import Node
+    from .pending import PendingAction, PendingRequest
     from .result import Result
     from .session import Session
 
@@ -214,6 +207,8 @@ class Run:
             ConfigurationError: `arguments=` is not a JSON object, or `messages=` not a list of
                 messages; the run stays paused.
         """
+        from .pending import edit_decision  # with the first pause, as the rest of `pending`
+
         self._decide(edit_decision(changes))
 
     def step(self, pause_on: Any = None) -> None:
@@ -339,13 +334,17 @@ class Run:
         self.until = tuple(restored(stored.until))
         self._pause_ids = itertools.count(stored.next_id)
         self._decided = dict(stored.decided)
+        from .decisions import pause_key  # with the first restored run, not with every run
+
         self._awaiting = {pause_key(p.path, p.action, p.call_id) for p in stored.pending}
         self._ahead = dict(stored.ahead)
 
     async def gate(self, node: Node, action: str, details: dict[str, Any]) -> Decision:
         """The decision about `action` of `node`: one stored before a cut, else the user's at a
         pause if a breakpoint matches, else approval."""
-        if self._decided or self._awaiting:
+        if self._decided or self._awaiting:  # a restored run's (`restore_pauses`)
+            from .decisions import pause_key
+
             key = pause_key(node.path, action, details.get("call_id"))
             decision = self._decided.pop(key, None)
             if decision is not None:
@@ -373,6 +372,8 @@ class Run:
         tests = tuple(test for test in tests if could_fire(test, action, path, name))
         if not tests:
             return False
+        from .pending import PendingAction  # with the first predicate asked
+
         pending = PendingAction(0, action, node.path, **(details or {}))
         return any(fires(test, pending) for test in tests)
 
@@ -402,6 +403,8 @@ class Run:
     ) -> Decision:
         """Wait at a pause for its decision (`ahead`: one taken before `resume()` asked it
         again, recorded and applied at once)."""
+        from .pending import PendingAction  # with the first pause
+
         future: asyncio.Future[Decision] = asyncio.get_running_loop().create_future()
         pending = PendingAction(
             next(self._pause_ids),

@@ -26,7 +26,7 @@ from .._base.messages import Message, Usage, built, user
 from .._base.outcome import Outcome
 from .._base.prices import PriceBook, checked_prices
 from .._endpoints.openai import LLM
-from .._tools.hooks import HOOK, is_hook
+from .._tools.tool import HOOK, is_hook
 from ..events import (
     ErrorOccurred,
     Event,
@@ -42,10 +42,8 @@ from .breakpoints import split, stored
 from .bus import EventBus
 from .limits import MAX_MODEL_CALLS, MAX_NODES, MAX_TOKENS, checked_cap, checked_count
 from .node import Node, default_token_counter
-from .pausing import APPROVE, Decision, StoredPause
-from .preprocess import AgentState, PreprocessContext, checked_preprocessor, preprocessor_name
+from .pausing import APPROVE, Decision
 from .result import Result, TreeNode
-from .resume import enqueue_resume
 from .run import Run
 
 if TYPE_CHECKING:
@@ -53,6 +51,7 @@ if TYPE_CHECKING:
     from .agent import Agent
     from .decisions import StoredPauses
     from .journal import Journal
+    from .pending import StoredPause
 
 
 WHERE = "sn.Session(...)"
@@ -87,6 +86,24 @@ def checked_agent(value: Any) -> Agent:
     if not (hasattr(value, "members") and hasattr(value, "pause_on")):
         refuse("agent", value, "an sn.Agent (or an sn.Task subclass)", where=WHERE)
     return value
+
+
+# The preprocessors' module (its context dataclasses, `Mentions`) loads with the first session
+# given a preprocessor, and `resume`'s with the first resume: a first run needs neither.
+
+
+def _checked_preprocessor(value: Any) -> Any:
+    if value is None:
+        return None
+    from .preprocess import checked_preprocessor
+
+    return checked_preprocessor(value)
+
+
+def _preprocessor_name(preprocessor: Any) -> str:
+    from .preprocess import preprocessor_name
+
+    return preprocessor_name(preprocessor)
 
 
 class Session:
@@ -168,7 +185,7 @@ class Session:
         self.agent = agent = checked_agent(agent)
         self._llm = checked_llm(llm) if llm is not None else LLM()
         self.scope = scope
-        self._preprocessor = checked_preprocessor(preprocessor)
+        self._preprocessor = _checked_preprocessor(preprocessor)
         self._preprocessors: dict[str, Any] = {}
         self._remember_preprocessor(preprocessor)
         self.journal: Journal | None = None
@@ -285,6 +302,8 @@ class Session:
         waiting = list(run.pending) if run is not None and run.pending else []
         if not waiting and self.stored_pauses is not None:
             waiting = list(self.stored_pauses.pending)
+        from .pending import StoredPause
+
         return [StoredPause(p.path, p.action, p.name, p.arguments) for p in waiting]
 
     @property
@@ -332,11 +351,11 @@ class Session:
 
     @preprocessor.setter
     def preprocessor(self, value: Any) -> None:
-        old, self._preprocessor = self._preprocessor, checked_preprocessor(value)
+        old, self._preprocessor = self._preprocessor, _checked_preprocessor(value)
         self._remember_preprocessor(value)
         event = self.bus.emit(
             PreprocessorSwapped(
-                path=self.root.path, old=preprocessor_name(old), new=preprocessor_name(value)
+                path=self.root.path, old=_preprocessor_name(old), new=_preprocessor_name(value)
             )
         )
         self.swaps.append((event.seq, "preprocessor", old, self._preprocessor))
@@ -350,7 +369,7 @@ class Session:
     def _remember_preprocessor(self, preprocessor: Any) -> None:
         if preprocessor is not None:
             # in the order first seen, so that the selector's options keep their places
-            self._preprocessors[preprocessor_name(preprocessor)] = preprocessor
+            self._preprocessors[_preprocessor_name(preprocessor)] = preprocessor
 
     @property
     def llm(self) -> LLM:
@@ -530,6 +549,8 @@ class Session:
         pauses wherever its `path`, `action` and `tool` match, unless `pause_on` passes
         predicates again, which take the place of those.
         """
+        from .resume import enqueue_resume
+
         return block_on(submit(enqueue_resume(self, pause_on)), what="session.resume()")
 
     def fork(self, at: int | None = None) -> Session:
@@ -572,7 +593,7 @@ class Session:
             try:
                 display, llm_message = await self._preprocess(user(text))
             except Rejected as refusal:
-                name = preprocessor_name(self._preprocessor)
+                name = _preprocessor_name(self._preprocessor)
                 self.bus.emit(
                     MessageRefused(path=self.root.path, preprocessor=name, reason=refusal.reason)
                 )
@@ -595,6 +616,8 @@ class Session:
         preprocessor = self._preprocessor
         if preprocessor is None:
             return message, message
+        from .preprocess import AgentState, PreprocessContext
+
         context = PreprocessContext(
             agent_id=self.root.path,
             conversation_id=self.id,
@@ -621,12 +644,12 @@ class Session:
             raise
         except BaseException as exc:  # SystemExit too: user code must not end the loop thread
             raise Rejected(
-                f"preprocessor {preprocessor_name(preprocessor)} failed "
+                f"preprocessor {_preprocessor_name(preprocessor)} failed "
                 f"({type(exc).__name__}: {exc}); the message was not sent"
             ) from exc
         if not isinstance(display, Message) or not isinstance(llm_message, Message):
             raise Rejected(
-                f"preprocessor {preprocessor_name(preprocessor)} must return two "
+                f"preprocessor {_preprocessor_name(preprocessor)} must return two "
                 "sn.Message objects (display, llm)"
             )
         return display, llm_message
@@ -664,7 +687,7 @@ class Session:
                     self.bus.emit(
                         MessagePreprocessed(
                             path=root.path,
-                            preprocessor=preprocessor_name(self._preprocessor),
+                            preprocessor=_preprocessor_name(self._preprocessor),
                             display=run.display,
                             llm=run.message,
                         )

@@ -25,7 +25,7 @@ from ..events import (
 from ..kinds import View, kind_name
 from .delegation import team_tools
 from .limits import LimitReached, before_model_call
-from .pausing import APPROVE, PendingRequest
+from .pausing import APPROVE
 
 if TYPE_CHECKING:
     from ..kinds import ChildKind
@@ -348,6 +348,8 @@ async def call_model(
     measured = _measure(view, node.token_count)
     decision: Decision = APPROVE
     if node.session.may_pause(node, "model"):  # the whole request is built only for a pause
+        from .pending import PendingRequest
+
         request = PendingRequest(
             messages=view,
             tools=wire_tools,

@@ -40,15 +40,6 @@ class ToolHook(Protocol):
     def after_tool(self, call: ToolCallInfo, result: ToolResult) -> str | ToolResult | None: ...
 
 
-HOOK = "a hook (an object with before_tool and/or after_tool)"
-"""What `hooks=` takes, for the error that refuses something else."""
-
-
-def is_hook(value: object) -> bool:
-    """Whether `value` is a tool hook: it has `before_tool` or `after_tool`."""
-    return hasattr(value, "before_tool") or hasattr(value, "after_tool")
-
-
 async def _maybe_await(value: Any) -> Any:
     return await value if inspect.isawaitable(value) else value
 

@@ -158,6 +158,16 @@ def tool(
     return wrap(fn) if fn is not None else wrap
 
 
+HOOK = "a hook (an object with before_tool and/or after_tool)"
+"""What `hooks=` takes, for the error that refuses something else."""
+
+
+def is_hook(value: object) -> bool:
+    """Whether `value` is a tool hook (`_tools.hooks`): it has `before_tool` or `after_tool`.
+    Here, not with the hooks, which load with a first tool call."""
+    return hasattr(value, "before_tool") or hasattr(value, "after_tool")
+
+
 def result_text(value: Any) -> str:
     """A tool's return value as the text sent to the model."""
     if isinstance(value, str):

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 from .. import kinds
 from .._base.errors import ConfigurationError
 from .._base.messages import Message
-from .._runtime.pausing import APPROVE, PAUSE_ACTIONS, Decision, edit_decision
+from .._runtime.pausing import APPROVE, PAUSE_ACTIONS, Decision
+from .._runtime.pending import edit_decision
 from ._paging import PAGE
 from ._panes import TABS, Focus
 from ._render import ROWS
@@ -19,7 +20,7 @@ from ._search import QUERY_LIMIT, event_index
 from ._tree import TREE_CHILDREN
 
 if TYPE_CHECKING:
-    from .._runtime.pausing import PendingAction
+    from .._runtime.pending import PendingAction
     from .._runtime.run import Run
     from ._widget import LiveView
 
