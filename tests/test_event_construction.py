@@ -4,8 +4,6 @@
 from __future__ import annotations
 
 import pickle
-import subprocess
-import sys
 from typing import Any, Literal
 
 import msgspec
@@ -196,17 +194,3 @@ def test_parsing_validates_what_construction_does_not() -> None:
         '"storage_messages":1,"view_tokens":1,"storage_tokens":1,"later":5}'
     )
     assert old.from_storage is None  # type: ignore[attr-defined]
-
-
-def test_a_first_mock_run_imports_no_pydantic() -> None:
-    # pydantic (and pydantic_core) load with a first tool: the events and messages are
-    # msgspec structs, so a first run without tools (issue 32's first-use target) needs neither
-    code = (
-        "import sys, sagents_nb as sn\n"
-        "r = sn.Agent('a', instructions='be brief').run_sync('hi', "
-        "llm=sn.mock_llm(lambda req: 'ok'))\n"
-        "assert r.status == 'done' and r.text == 'ok', r\n"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pydantic', 'pydantic_core')))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]", out.stdout
