@@ -23,7 +23,7 @@ from sagents_nb._store.writer import StepWriter
 from sagents_nb.events import Event, event_fields, parse_event
 from sagents_nb.store import SessionRows, Store, StoredSession
 
-from .strategies import events
+from .strategies import events, models
 from .test_store_contract import KINDS, make_store
 
 
@@ -173,3 +173,14 @@ def test_any_event_is_stored_and_read_back(any_store: Store, drawn: list[Event])
 
 
 _ids = itertools.count()
+
+
+@settings(max_examples=150, deadline=None)
+@given(models(sn.Message))
+def test_a_message_row_holds_its_fields_but_their_defaults(message: sn.Message) -> None:
+    """The journal writes a message's row by hand (`stored_fields`, on every stored message):
+    the form pydantic's `exclude_defaults` gave, which reads back to the same message."""
+    from sagents_nb._runtime.journal import stored_fields
+
+    assert stored_fields(message) == message.model_dump(exclude_defaults=True)
+    assert sn.Message.model_validate(stored_fields(message)) == message

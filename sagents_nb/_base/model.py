@@ -133,21 +133,31 @@ class Model(_Struct, metaclass=ModelMeta):
         return f"{type(self).__name__}({', '.join(shown)})"
 
 
+_DEFAULTS: dict[type, tuple[tuple[str, Any], ...]] = {}
+"""Each class's fields and their defaults (a factory's value made once, only compared)."""
+
+
+def _defaults(cls: type[Model]) -> tuple[tuple[str, Any], ...]:
+    found = _DEFAULTS.get(cls)
+    if found is None:
+        found = _DEFAULTS[cls] = tuple(
+            (name, field.default if field.default_factory is None else field.default_factory())
+            for name, field in cls.model_fields.items()
+        )
+    return found
+
+
 def _data(value: Any, no_defaults: bool, no_none: bool) -> Any:
     """`value` as JSON-like data, fields equal to their defaults and/or None left out (nested
     structs' too), as pydantic's `exclude_defaults` / `exclude_none` do."""
-    if isinstance(value, msgspec.Struct):
+    if isinstance(value, Model):
         data = {}
-        for name, field in type(value).model_fields.items():  # type: ignore[attr-defined]
+        for name, default in _DEFAULTS.get(type(value)) or _defaults(type(value)):
             item = getattr(value, name)
-            if no_none and item is None:
+            if (no_none and item is None) or (
+                no_defaults and item == default and default is not REQUIRED
+            ):
                 continue
-            if no_defaults:
-                default = field.default
-                if field.default_factory is not None:
-                    default = field.default_factory()
-                if default is not REQUIRED and item == default:
-                    continue
             data[name] = _data(item, no_defaults, no_none)
         return data
     if isinstance(value, (list, tuple)):

@@ -847,8 +847,30 @@ def _node_json(part: str, data: Any, previous: NodeSnapshot | None, report: Repo
     return _dump(data.row() if previous is None else data.changes(previous), report)
 
 
+def stored_fields(message: Message) -> dict[str, Any]:
+    """`message` as its row keeps it: `model_dump(exclude_defaults=True)`, written out (this
+    runs for every message a session stores)."""
+    data: dict[str, Any] = {"role": message.role}
+    if message.content is not None:
+        data["content"] = message.content
+    if message.tool_calls is not None:
+        data["tool_calls"] = [
+            {"id": c.id, "name": c.name}
+            if c.arguments == "{}"
+            else {"id": c.id, "name": c.name, "arguments": c.arguments}
+            for c in message.tool_calls
+        ]
+    if message.tool_call_id is not None:
+        data["tool_call_id"] = message.tool_call_id
+    if message.name is not None:
+        data["name"] = message.name
+    if message.meta:
+        data["meta"] = message.meta
+    return data
+
+
 def _message_json(message: Message, report: Report | None = None) -> str:
-    data = message.model_dump(exclude_defaults=True)
+    data = stored_fields(message)
     try:
         return encode(data).decode()
     except UNENCODABLE:
