@@ -18,7 +18,7 @@ _WHERE = "sn.Message(...)"
 
 
 class ToolCall(Model, frozen=True):  # type: ignore[misc]
-    """One tool call requested by the model."""
+    """One tool call requested by the model (its fields text, else `ArgumentError`)."""
 
     id: str
     """The call id the model gave; tool results answer it."""
@@ -26,6 +26,12 @@ class ToolCall(Model, frozen=True):  # type: ignore[misc]
     """The tool's name."""
     arguments: str = "{}"
     """The arguments exactly as the model sent them (a JSON text, possibly malformed)."""
+
+    def __post_init__(self) -> None:
+        for name in ("id", "name", "arguments"):
+            value = getattr(self, name)
+            if not isinstance(value, str):
+                refuse(name, value, "a str", where="sn.ToolCall(...)")
 
     def to_wire(self) -> dict[str, Any]:
         """The OpenAI chat-completions shape of this call."""
@@ -110,11 +116,18 @@ def _tool_calls(calls: Any) -> tuple[ToolCall, ...]:
 
 
 class Usage(Model):
-    """Token usage as reported by the endpoint (or estimated)."""
+    """Token usage as reported by the endpoint (or estimated); counts are ints, else
+    `ArgumentError`."""
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("prompt_tokens", "completion_tokens", "total_tokens"):
+            value = getattr(self, name)
+            if not isinstance(value, int):
+                refuse(name, value, "an int", where="sn.Usage(...)")
 
     def __add__(self, other: "Usage") -> "Usage":
         return Usage(
