@@ -7,6 +7,7 @@ import pickle
 from typing import Any, Literal
 
 import msgspec
+import pydantic
 import pytest
 
 import sagents_nb as sn
@@ -179,6 +180,12 @@ def test_an_event_defined_elsewhere_registers_and_parses() -> None:
 
         class Clash(Event):
             type: Literal["run_started"] = "run_started"
+
+    with pytest.raises(TypeError, match=r"Pydantic\.tags: pydantic's Field\(\.\.\.\) does not"):
+
+        class Pydantic(Event):
+            type: Literal["test_pydantic"] = "test_pydantic"
+            tags: list[str] = pydantic.Field(default_factory=list)
 
 
 def test_parsing_validates_what_construction_does_not() -> None:

@@ -39,6 +39,13 @@ class ModelMeta(msgspec.StructMeta):
         mcls, name: str, bases: tuple[type, ...], namespace: dict[str, Any], **options: Any
     ) -> Any:
         annotations = namespace.get("__annotations__", {})
+        for field in annotations:
+            if type(namespace.get(field)).__name__ == "FieldInfo":  # pydantic's `Field(...)`
+                raise TypeError(
+                    f"{name}.{field}: pydantic's Field(...) does not apply to sagents_nb's "
+                    "events and messages (msgspec structs): give a plain default, or "
+                    "msgspec.field(default_factory=...)"
+                )
         tag = namespace.get("type")
         if "type" in annotations and isinstance(tag, str):
             del annotations["type"]
