@@ -8,7 +8,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from sagents_nb._base.model import REQUIRED, Model
+from sagents_nb._base.model import Model
 from sagents_nb.events import Event, _event_classes
 
 texts = st.text(max_size=40)
@@ -59,8 +59,7 @@ def models(cls: type[Model]) -> st.SearchStrategy[Any]:
     for name, info in cls.model_fields.items():
         if name == "type" and issubclass(cls, Event):
             continue
-        given = info.default is REQUIRED and info.default_factory is None
-        (required if given else optional)[name] = values(info.annotation)
+        (required if info.is_required() else optional)[name] = values(info.annotation)
     return st.fixed_dictionaries(required, optional=optional).map(lambda fields: cls(**fields))
 
 

@@ -28,6 +28,10 @@ class FieldInfo(NamedTuple):
     """The default value; `REQUIRED` for a field without one or with a `default_factory`."""
     default_factory: Any = None
 
+    def is_required(self) -> bool:
+        """Whether the field has no default (as pydantic's `FieldInfo.is_required`)."""
+        return self.default is REQUIRED and self.default_factory is None
+
 
 REQUIRED: Any = msgspec.NODEFAULT
 
