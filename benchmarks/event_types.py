@@ -88,13 +88,18 @@ def read_shapes() -> tuple[list[Shape], dict[str, str]]:
             if not isinstance(node, ast.ClassDef) or not node.bases:
                 continue
             base = ast.unparse(node.bases[0])
-            if base not in ("BaseModel", "Event"):
+            if base not in ("BaseModel", "Model", "Event"):
                 continue
-            shape = Shape(node.name, base)
+            shape = Shape(node.name, "BaseModel" if base == "Model" else base)
+            shape.frozen = any(
+                k.arg == "frozen" and ast.unparse(k.value) == "True" for k in node.keywords
+            )
             for item in node.body:
                 if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
                     name, annotation = item.target.id, ast.unparse(item.annotation)
                     value = None if item.value is None else ast.unparse(item.value)
+                    if value is not None:  # the structs' `field`, as pydantic's `Field`
+                        value = value.replace("field(default_factory=", "Field(default_factory=")
                     if annotation.startswith("ClassVar"):
                         shape.settings.append((name, value or "None"))
                     elif name == "model_config":

@@ -5,7 +5,8 @@ import typing as _typing
 # The errors are the only names bound at import: they load nothing else, and `except
 # sn.SagentsError` needs no first use. Every other public name loads with its module the first
 # time it is looked up (`__getattr__` below): the core (the events, messages, tools, kinds and
-# runtime) needs pydantic and asyncio, which are most of the cost of importing the package.
+# runtime) needs msgspec and asyncio, which are most of the cost of importing the package
+# (pydantic loads with the first tool).
 from ._base.errors import (
     CassetteMismatch,
     ConfigurationError,

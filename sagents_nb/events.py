@@ -1,36 +1,54 @@
-"""Typed events: everything that happens in a run, as JSON-serialisable pydantic models.
+"""Typed events: everything that happens in a run, as JSON-serialisable `msgspec` structs.
 
-Every event has `type` (its discriminator), `seq` (monotonic per session), `ts` (unix time),
-`path` (the id of the node it concerns, e.g. `coordinator/explore.1`) and `run` (the run's number
-in its session). `parse_event` (or `event_adapter()`) turns JSON back into the right class.
+Every event has `type` (its tag: a class constant, first in its JSON), `seq` (monotonic per
+session), `ts` (unix time), `path` (the id of the node it concerns, e.g. `coordinator/explore.1`)
+and `run` (the run's number in its session). The classes keep pydantic's methods
+(`model_dump`, `model_dump_json`, `model_validate`, `model_copy`, `model_fields`: see
+`_base.model`); constructing one does not validate its fields, parsing does. `parse_event` (or
+`event_adapter()`) turns JSON back into the right class.
 
-Defining a subclass of `Event` with its own `type` literal registers it: parsing, the store and
-the view's event log take it from the class alone (the package's events are also listed in
-`AnyEvent`, for type checkers; ARCHITECTURE.md walks adding one). A consumer that folds events
+Defining a subclass of `Event` with its own `type` literal (`type: Literal["mine"] = "mine"`)
+registers it: parsing, the store and the view's event log take it from the class alone (the
+package's events are also listed in `AnyEvent`, for type checkers; ARCHITECTURE.md walks adding
+one). Its fields are annotated, with plain defaults or `msgspec.field(default_factory=...)`;
+pydantic's `Field(...)`, validators and `model_config` do not apply. A consumer that folds events
 (the view, the Timing tab, the trace, a store's reload, the forgetting report) finds its handler
 of each event's class in a `Fold`.
 """
 
-# No `from __future__ import annotations` here: pydantic would then evaluate every field's
-# annotation from its string, for each event class and all its bases, at import.
-
 import weakref
 from collections.abc import Callable, Iterable
-from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar, Union
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar, Union
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+import msgspec
+from msgspec import field
 
 from ._base.messages import Message, Usage
+from ._base.model import Model, ModelMeta
 
 ToolStatus = Literal["ok", "error", "denied", "refused", "cancelled"]
 
 
-class Event(BaseModel):
+class _EventMeta(ModelMeta):
+    """Registers each class that names a `type` of its own (see `_register`)."""
+
+    def __new__(
+        mcls, name: str, bases: tuple[type, ...], namespace: dict[str, Any], **options: Any
+    ) -> Any:
+        cls = super().__new__(mcls, name, bases, namespace, **options)
+        if isinstance(namespace.get("type"), str):
+            _register(cls)
+        return cls
+
+
+class Event(Model, metaclass=_EventMeta, tag_field="type", tag=False):
     """Fields every event carries."""
 
-    # schemas are built on first use, not at import: most sessions use a handful of event types
-    model_config = ConfigDict(defer_build=True)
-
+    if TYPE_CHECKING:
+        type: str  # each class's `type` literal, which type checkers see as a field
+    else:
+        type: ClassVar[str]
+        """The event's tag: set by each class's `type` literal."""
     ends_step: ClassVar[bool] = False
     """An action ended with this event: a durable session commits its step soon after."""
     waits: ClassVar[bool] = False
@@ -39,7 +57,6 @@ class Event(BaseModel):
     names_child: ClassVar[bool] = False
     """Emitted at a parent's path after its task entries changed; `child` is the child's path."""
 
-    type: str
     seq: int = 0
     """Position in the session's event log, from 1."""
     ts: float = 0.0
@@ -48,11 +65,6 @@ class Event(BaseModel):
     """The node (agent instance) the event concerns."""
     run: int = 0
     """The run's number within its session, from 1."""
-
-    @classmethod
-    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
-        super().__pydantic_init_subclass__(**kwargs)
-        _register(cls)
 
 
 _TYPES: dict[str, type[Event]] = {}
@@ -66,9 +78,7 @@ def _register(cls: type[Event]) -> None:
     type is a variant of it; a class defined again, as when a notebook cell runs again,
     replaces its older self)."""
     global _adapter
-    name = cls.model_fields["type"].default
-    if not isinstance(name, str):
-        return  # an abstract base: no type of its own
+    name = cls.type
     known = _TYPES.get(name)
     if known is not None and issubclass(cls, known):
         return
@@ -92,10 +102,10 @@ class RunStarted(Event):
     type: Literal["run_started"] = "run_started"
     agent: str
     input: str | None = None
-    pause_on: list[str] = []
+    pause_on: list[str] = field(default_factory=list)
     """The run's own pause points (`send(..., pause_on=...)`), stored so that a run resumed
     after a crash still stops at them: an approval gate a restart could skip is no gate."""
-    breakpoints: list[dict[str, Any]] = []
+    breakpoints: list[dict[str, Any]] = field(default_factory=list)
     """Its `sn.when(...)` and callable breakpoints as stored (`_runtime.breakpoints.stored`):
     their declarative fields, and whether they had code, which cannot be stored."""
 
@@ -136,7 +146,7 @@ class ModelRequest(Event):
     turn: int
     model: str
     messages: list[Message]
-    tools: list[str] = Field(default_factory=list)
+    tools: list[str] = field(default_factory=list)
     tool_choice: str | None = None
     stream: bool = False
 
@@ -229,7 +239,7 @@ class TaskFinished(Event):
     status: str
     text: str
     turns: int = 0
-    usage: Usage = Field(default_factory=Usage)
+    usage: Usage = field(default_factory=Usage)
     replaced: str | None = None
     """The child's own answer when the user edited it at a `reply` pause (`text` is what the
     parent received instead)."""
@@ -289,7 +299,7 @@ class ColdSink(Event):
 
     type: Literal["cold_sink"] = "cold_sink"
     sunk: int
-    previews: list[str] = Field(default_factory=list)
+    previews: list[str] = field(default_factory=list)
     before_tokens: int
     after_tokens: int
     reason: str = "relevance"
@@ -300,7 +310,7 @@ class ColdRestore(Event):
 
     type: Literal["cold_restore"] = "cold_restore"
     restored: int
-    previews: list[str] = Field(default_factory=list)
+    previews: list[str] = field(default_factory=list)
     before_tokens: int
     after_tokens: int
 
@@ -356,16 +366,14 @@ class LLMSwapped(Event):
     new: str
 
 
-class PausedRequest(BaseModel):
+class PausedRequest(Model):
     """The model request a pause stands before, as it would be sent (the endpoint by its label,
     never its key; the tools by name)."""
-
-    model_config = ConfigDict(defer_build=True)
 
     messages: list[Message]
     """The view the node's kind built for this call."""
     model: str
-    tools: list[str] = Field(default_factory=list)
+    tools: list[str] = field(default_factory=list)
     tool_choice: str | None = None
     endpoint: str = ""
     tokens: int = 0
@@ -441,10 +449,10 @@ class RunFinished(Event):
     status: str
     text: str
     turns: int
-    usage: Usage = Field(default_factory=Usage)
+    usage: Usage = field(default_factory=Usage)
 
 
-AnyEvent = Annotated[
+AnyEvent = (
     RunStarted
     | StatusChanged
     | MessagePreprocessed
@@ -473,12 +481,28 @@ AnyEvent = Annotated[
     | Retry
     | HarnessEventOccurred
     | ErrorOccurred
-    | RunFinished,
-    Field(discriminator="type"),
-]
+    | RunFinished
+)
 
 
-_adapter: TypeAdapter[AnyEvent] | None = None
+class EventAdapter:
+    """Parses any registered event, by its `type` (pydantic's `TypeAdapter` methods)."""
+
+    def __init__(self, classes: tuple[type[Event], ...]) -> None:
+        members: Any = Union[classes]  # noqa: UP007 (built from a tuple)
+        self.union = members
+        self.decoder = msgspec.json.Decoder(members)
+
+    def validate_json(self, data: str | bytes) -> Event:
+        """The event of a JSON text."""
+        return self.decoder.decode(data)  # type: ignore[no-any-return]
+
+    def validate_python(self, data: dict[str, Any] | Event) -> Event:
+        """The event of a dict of its fields (nested messages as dicts or `Message`s)."""
+        return msgspec.convert(data, self.union)  # type: ignore[no-any-return]
+
+
+_adapter: EventAdapter | None = None
 """Built on first use, and again after a class registers."""
 
 
@@ -487,20 +511,24 @@ def _event_classes() -> tuple[type[Event], ...]:
     return tuple(_TYPES.values())
 
 
-def event_adapter() -> TypeAdapter[AnyEvent]:
-    """The TypeAdapter for any event (built on first use: it compiles every event's schema)."""
+def event_adapter() -> EventAdapter:
+    """The parser of any event, built from the registry on first use: events defined
+    elsewhere parse too."""
     global _adapter
     adapter = _adapter
     if adapter is None:
-        # built from the registry rather than `AnyEvent`: events defined elsewhere parse too
-        members: Any = Union[_event_classes()]  # noqa: UP007 (built from a tuple)
-        union: Any = Annotated[members, Field(discriminator="type")]
-        adapter = _adapter = TypeAdapter(union)
+        adapter = _adapter = EventAdapter(_event_classes())
     return adapter
 
 
+def event_fields(event: Event) -> dict[str, Any]:
+    """An event's fields as a dict, `type` first: its JSON's keys, in order."""
+    return {"type": event.type, **msgspec.structs.asdict(event)}  # type: ignore[arg-type]
+
+
 def parse_event(data: str | bytes | dict[str, Any]) -> Event:
-    """Rebuild an event from its JSON text or dict."""
+    """Rebuild an event from its JSON text or dict; a bad one raises `msgspec.ValidationError`
+    (a `ValueError`)."""
     if isinstance(data, dict):
         return event_adapter().validate_python(data)
     return event_adapter().validate_json(data)
@@ -604,6 +632,7 @@ __all__ = [
     "ContextFull",
     "ErrorOccurred",
     "Event",
+    "EventAdapter",
     "Fold",
     "HarnessEventOccurred",
     "KindSwapped",

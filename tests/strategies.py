@@ -7,8 +7,8 @@ import typing
 from typing import Any
 
 from hypothesis import strategies as st
-from pydantic import BaseModel
 
+from sagents_nb._base.model import Model
 from sagents_nb.events import Event, _event_classes
 
 texts = st.text(max_size=40)
@@ -47,16 +47,18 @@ def values(annotation: Any) -> st.SearchStrategy[Any]:
         return st.lists(values(args[0]), max_size=3).map(tuple)
     if origin is dict:
         return st.dictionaries(values(args[0]), values(args[1]), max_size=3)
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+    if isinstance(annotation, type) and issubclass(annotation, Model):
         return models(annotation)
     return st.from_type(annotation)
 
 
-def models(cls: type[BaseModel]) -> st.SearchStrategy[Any]:
-    """Instances of a pydantic model: every field drawn, fields with a default sometimes left
-    to it."""
+def models(cls: type[Model]) -> st.SearchStrategy[Any]:
+    """Instances of a struct: every field drawn, fields with a default sometimes left to it
+    (an event's `type` is its class's)."""
     required, optional = {}, {}
     for name, info in cls.model_fields.items():
+        if name == "type" and issubclass(cls, Event):
+            continue
         (required if info.is_required() else optional)[name] = values(info.annotation)
     return st.fixed_dictionaries(required, optional=optional).map(lambda fields: cls(**fields))
 

@@ -71,11 +71,12 @@ def test_import_defers_the_http_stack_plugin_scan_and_sqlite() -> None:
 
 
 def test_import_defers_the_core_and_every_optional_part() -> None:
-    # `import sagents_nb` <= 150 ms over bare Python (benchmarks/run.py): pydantic and asyncio
-    # are most of what importing the core costs, so the core (events, messages, tools, kinds,
+    # `import sagents_nb` <= 150 ms over bare Python (benchmarks/run.py): msgspec and asyncio
+    # (and pydantic, with a first tool) are most of what importing the core costs, so the core (events, messages, tools, kinds,
     # the runtime) loads with the first public name looked up, e.g. `sn.Agent`; what only some
     # users need loads later still (the store, the CLI drivers and MCP, compare and sweep).
-    deferred = {"pydantic", "pydantic_core", "asyncio", "ssl", "subprocess", "ray", "mcp"}
+    deferred = {"pydantic", "pydantic_core", "msgspec", "asyncio", "ssl", "subprocess", "ray"}
+    deferred |= {"mcp"}
     deferred |= {"sagents_nb.events", "sagents_nb.kinds", "sagents_nb._base.messages"}
     deferred |= {"sagents_nb._runtime", "sagents_nb._tools", "sagents_nb._endpoints"}
     deferred |= {"sagents_nb._store", "sagents_nb.harness", "sagents_nb._compare"}
@@ -92,9 +93,9 @@ def test_the_first_look_up_loads_the_core_without_the_optional_parts() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     loaded = set(out.stdout.split())
-    assert {"pydantic", "asyncio", "sagents_nb.events", "sagents_nb._runtime.agent"} <= loaded
+    assert {"msgspec", "asyncio", "sagents_nb.events", "sagents_nb._runtime.agent"} <= loaded
     optional = {"sagents_nb._store.sqlite", "sagents_nb.harness", "sagents_nb._compare"}
-    optional |= {"sagents_nb.notebook", "httpx", "sqlite3", "ray", "mcp"}
+    optional |= {"sagents_nb.notebook", "httpx", "sqlite3", "ray", "mcp", "pydantic"}
     assert loaded & optional == set()
 
 
@@ -123,6 +124,29 @@ def test_a_run_without_a_store_or_a_stream_loads_neither() -> None:
     later |= {"_runtime.preprocess", "_runtime.resume", "_runtime.decisions", "_runtime.pending"}
     later |= {"_runtime.toolcalls", "_tools.hooks"}
     assert loaded & {f"sagents_nb.{name}" for name in later} == set()
+
+
+def test_a_first_run_without_tools_imports_no_pydantic() -> None:
+    # issue 32's first use: the events and messages are msgspec structs, and pydantic (with
+    # pydantic_core) loads with the first tool, for its arguments model and schema
+    code = (
+        "import sys, sagents_nb as sn\n"
+        "r = sn.Agent('a', instructions='be brief').run_sync('hi', "
+        "llm=sn.mock_llm(lambda req: 'ok'))\n"
+        "assert r.status == 'done' and r.text == 'ok', r\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pydantic', 'pydantic_core')))\n"
+        "@sn.tool\n"
+        "def add(a: int, b: int) -> int:\n"
+        "    return a + b\n"
+        "replies = [sn.reply(tool_calls=[sn.call('add', a=1, b='x')]), 'ok']\n"
+        "r = sn.Agent('a', tools=[add]).run_sync('hi', llm=sn.script(*replies))\n"
+        "print(r.status, 'pydantic' in sys.modules)\n"
+        "print([e.result for e in r.events if e.type == 'tool_call_finished'])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    first, with_tool, results = out.stdout.splitlines()
+    assert first == "[]" and with_tool == "done True", out.stdout
+    assert "invalid arguments for add: b:" in results  # pydantic's refusal, said to the model
 
 
 def test_the_deferred_kinds_load_on_first_look_up_and_by_name() -> None:

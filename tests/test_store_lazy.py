@@ -131,6 +131,5 @@ def test_messages_read_back_have_caches_of_their_own() -> None:
     body = '{"role":"assistant","content":"東京 🤖","tool_calls":[{"id":"c1","name":"step","arguments":"{}"}]}'
     first, second = sn.Message.model_validate_json(body), sn.Message.model_validate_json(body)
     assert first.to_wire() == second.to_wire() and first.to_wire() is not second.to_wire()
-    assert first.__pydantic_private__ is not second.__pydantic_private__
     assert first == second == sn.Message(**first.model_dump())
-    assert sn.Message.model_construct(role="user", content="à").to_wire()["content"] == "à"
+    assert sn.Message(role="user", content="à").to_wire()["content"] == "à"

@@ -20,10 +20,10 @@ from sagents_nb._runtime.journal import Numbering, PendingStep
 from sagents_nb._runtime.restore import _Stored
 from sagents_nb._store.text import body_text
 from sagents_nb._store.writer import StepWriter
-from sagents_nb.events import Event, parse_event
+from sagents_nb.events import Event, event_fields, parse_event
 from sagents_nb.store import SessionRows, Store, StoredSession
 
-from .strategies import events
+from .strategies import events, models
 from .test_store_contract import KINDS, make_store
 
 
@@ -103,13 +103,14 @@ def test_rows_are_inserted_in_order_whatever_their_count(count: int) -> None:
 @settings(max_examples=80, deadline=None)
 @given(st.data())
 def test_events_shipped_as_their_fields_read_back_the_same(data: st.DataObject) -> None:
-    """Events whose fields are all plain values reach the store thread as their `__dict__`
-    and get their JSON there: it must parse back to the same event."""
+    """Events whose fields are all plain values may reach the store thread as their fields
+    (`event_fields`, as a stream's chunk does) and get their JSON there: it must parse back to
+    the same event."""
     from sagents_nb._runtime.journal import plain_events
     from sagents_nb._store.text import body_text
 
     event = data.draw(events(plain_events()))
-    assert parse_event(body_text(event.__dict__)) == event
+    assert parse_event(body_text(event_fields(event))) == event
 
 
 def _constant(annotation: object) -> bool:
@@ -132,15 +133,15 @@ def test_a_lone_surrogate_in_any_text_of_a_plain_event_is_repaired(data: st.Data
     fields = type(event).model_fields
     texts = [
         name
-        for name, value in event.__dict__.items()
+        for name, value in event_fields(event).items()
         if not _constant(fields[name].annotation)
         and (type(value) is str or (type(value) is list and value and type(value[0]) is str))
     ]
     if not texts:
         return
     name = data.draw(st.sampled_from(texts))
-    value = event.__dict__[name]
-    event.__dict__[name] = ["x\ud800", *value[1:]] if type(value) is list else value + "\udc80"
+    value = getattr(event, name)
+    setattr(event, name, ["x\ud800", *value[1:]] if type(value) is list else value + "\udc80")
     said: list[int] = []
     body = PendingStep(0, [], [], Numbering(), report=said.append)._event_body(event)
     assert said == [1]
@@ -172,3 +173,14 @@ def test_any_event_is_stored_and_read_back(any_store: Store, drawn: list[Event])
 
 
 _ids = itertools.count()
+
+
+@settings(max_examples=150, deadline=None)
+@given(models(sn.Message))
+def test_a_message_row_holds_its_fields_but_their_defaults(message: sn.Message) -> None:
+    """The journal writes a message's row by hand (`stored_fields`, on every stored message):
+    the form pydantic's `exclude_defaults` gave, which reads back to the same message."""
+    from sagents_nb._runtime.journal import stored_fields
+
+    assert stored_fields(message) == message.model_dump(exclude_defaults=True)
+    assert sn.Message.model_validate(stored_fields(message)) == message

@@ -99,16 +99,8 @@ def test_a_state_row_with_an_escaped_lone_surrogate_reads_back(tmp_path: Path) -
 
 
 def test_an_event_made_json_by_its_class_has_its_lone_surrogate_repaired_and_reported() -> None:
-    event = RunFinished.model_construct(
-        type="run_finished",
-        seq=3,
-        ts=1.0,
-        path="a",
-        run="r",
-        status="ok",
-        text="fin \ud800 猫 🐱",
-        turns=1,
-        usage=None,
+    event = RunFinished(
+        seq=3, ts=1.0, path="a", run="r", status="ok", text="fin \ud800 猫 🐱", turns=1, usage=None
     )
     said: list[int] = []
     body = PendingStep(0, [], [], Numbering(), report=said.append)._event_body(event)

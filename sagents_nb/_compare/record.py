@@ -11,6 +11,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from msgspec.json import encode
+
 from .._runtime.costs import NodeSpend, spend
 from .._runtime.journal import Journal
 from .._runtime.session import Session
@@ -98,7 +100,7 @@ class RunRecord:
 
     @events.setter
     def events(self, events: list[Event]) -> None:
-        self.log = b"[" + b",".join(e.__pydantic_serializer__.to_json(e) for e in events) + b"]"
+        self.log = b"[" + b",".join(encode(e) for e in events) + b"]"
         self.counts = count(events)
         self.spent = merged(spend(events).values())
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._base.checks import refuse
 from .._base.messages import Message
-from ..events import Event
+from ..events import Event, event_fields
 
 if TYPE_CHECKING:
     from .._runtime.result import TreeNode
@@ -171,7 +171,7 @@ def _first_difference(a: Sequence[Event], b: Sequence[Event], shared: int) -> in
 def _same_event(x: Event, y: Event) -> bool:
     if type(x) is not type(y):
         return False
-    mine, theirs = x.__dict__, y.__dict__
+    mine, theirs = event_fields(x), event_fields(y)
     for key, value in mine.items():
         other = theirs[key]
         if value is other or key in _UNCOMPARED:

@@ -26,7 +26,7 @@ from .._base.errors import (
     MalformedReply,
     TransportError,
 )
-from .._base.messages import Message, ToolCall, Usage, built
+from .._base.messages import Message, ToolCall, Usage
 from .deadline import Deadlines
 from .foreign_formats import foreign_format, foreign_reply
 from .secrets import Redactor, checked_key, shown_url
@@ -599,7 +599,7 @@ def parse_completion(data: dict[str, Any], base_url: str = "") -> Completion:
         if not isinstance(arguments, str):
             arguments = json.dumps(arguments if arguments is not None else {}, ensure_ascii=False)
         calls.append(
-            built(ToolCall)(
+            ToolCall(
                 id=str(raw.get("id") or f"call_{i}"),
                 name=function["name"],
                 arguments=arguments,
@@ -609,7 +609,7 @@ def parse_completion(data: dict[str, Any], base_url: str = "") -> Completion:
     if content is not None and not isinstance(content, str):
         content = _content_text(content)
     return Completion(
-        message=built(Message)(role="assistant", content=content, tool_calls=tuple(calls) or None),
+        message=Message(role="assistant", content=content, tool_calls=tuple(calls) or None),
         usage=_usage(data.get("usage")),
         finish_reason=finish_reason,
     )
@@ -630,7 +630,7 @@ def _usage(raw: Any) -> Usage | None:
         total = int(raw.get("total_tokens") or prompt + completion)
     except (TypeError, ValueError):
         return None
-    return built(Usage)(prompt_tokens=prompt, completion_tokens=completion, total_tokens=total)
+    return Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=total)
 
 
 class StreamAssembler:

@@ -129,8 +129,7 @@ class EventBus:
         """Stamp `event` (seq, ts, run), record it and deliver it."""
         with self._lock:  # setters on the kernel's thread emit too (preprocessor, llm swaps)
             self._seq += 1
-            stamp = event.__dict__  # plain dict writes: pydantic's __setattr__ is slow
-            stamp["seq"], stamp["ts"], stamp["run"] = self._seq, time.time(), self.run
+            event.seq, event.ts, event.run = self._seq, time.time(), self.run
             if type(event) is StatusChanged:
                 self.statuses[event.path] = event.status
             self.log.append(event)

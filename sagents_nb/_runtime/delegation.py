@@ -7,7 +7,7 @@ import contextlib
 from typing import TYPE_CHECKING, Any
 
 from .._base.loop import droppable
-from .._base.messages import built, user
+from .._base.messages import user
 from .._base.outcome import Outcome
 from .._tools.node_tool import NodeTool
 from .._tools.tool import ToolResult, ToolStatus
@@ -180,7 +180,7 @@ async def delegate(parent: Node, agent: Agent, prompt: str, call_id: str | None)
             parent.persistent[agent.name] = child
     entry = parent.tasks[key] = TaskEntry(child, prompt, run=run)
     parent.emit(
-        built(TaskSpawned)(
+        TaskSpawned(
             child=child.path,
             agent=agent.name,
             prompt=prompt,
@@ -203,7 +203,7 @@ async def delegate(parent: Node, agent: Agent, prompt: str, call_id: str | None)
 def task_finished(child: Node, outcome: Outcome, replaced: str | None = None) -> TaskFinished:
     """The `task_finished` event (emitted at its parent) of `child`'s task ended with `outcome`;
     `replaced`: the child's own answer when the user edited it."""
-    return built(TaskFinished)(
+    return TaskFinished(
         child=child.path,
         agent=child.agent.name,
         status=outcome.status,

@@ -14,7 +14,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pydantic_core import PydanticSerializationError, to_json, to_jsonable_python
+from msgspec import to_builtins
+from msgspec.json import encode
+from pydantic_core import to_jsonable_python
 
 from .._base.errors import ConfigurationError, StoreError
 from .._base.loop import library_loop, on_library_thread, running_library_loop
@@ -29,7 +31,14 @@ from .._store.protocol import (
 )
 from .._store.text import UNENCODABLE, Report, body_text, has_surrogate, repaired, safe_json
 from .._store.writer import MAX_DELAY_SECONDS, QUIET_SECONDS, StepWriter, later
-from ..events import ErrorOccurred, ModelRequest, ModelResponse, TextDelta, _event_classes
+from ..events import (
+    ErrorOccurred,
+    ModelRequest,
+    ModelResponse,
+    TextDelta,
+    _event_classes,
+    event_fields,
+)
 from .breakpoints import split, stored
 from .snapshot import KindSpecs, NodeSnapshot, dump_json, kind_state, stored_parts
 
@@ -746,8 +755,8 @@ class PendingStep:
             text = None
             if plain.get(type(e)):  # most events: `_event_body`'s first case, without a call
                 try:
-                    text = to_json(e.__dict__).decode()
-                except PydanticSerializationError:
+                    text = encode(e).decode()
+                except UnicodeEncodeError:
                     pass
             events.append((seq, e.run, e.type, e.path, body(e) if text is None else text))
         for entry in pending[done:]:
@@ -773,19 +782,21 @@ class PendingStep:
             plain = _PLAIN_JSON[kind] = kind is not TextDelta and is_plain(kind)
         if plain:
             try:
-                return to_json(event.__dict__).decode()  # events are not changed once emitted
-            except PydanticSerializationError:  # a lone surrogate: repaired, as below
+                return encode(event).decode()  # events are not changed once emitted
+            except UnicodeEncodeError:  # a lone surrogate: repaired, as below
                 return body_text(self._fields(event))  # type: ignore[return-value]
         if text_fields(kind) is not None:
             return self._fields(event)
         try:
             return self._event_json(event)
         except UNENCODABLE:
-            return safe_json(lambda: self._event_json(event).encode(), lambda: event, self.report)
+            return safe_json(
+                lambda: self._event_json(event).encode(), lambda: to_builtins(event), self.report
+            )
 
     def _fields(self, event: Event) -> dict[str, Any]:
         """A plain event's fields, their text repaired if need be."""
-        fields = event.__dict__
+        fields = event_fields(event)
         if any(_unencodable(fields[name]) for name in text_fields(type(event)) or ()):
             return repaired(fields, self.report)  # type: ignore[no-any-return]
         return fields
@@ -804,12 +815,12 @@ class PendingStep:
                     for message in event.messages  # type: ignore[attr-defined]
                 ]
             )
-            head = event.__pydantic_serializer__.to_json(event, exclude=_VIEW).decode()
+            head = _without(event, "messages")
             return f'{head[:-1]},"messages":[{parts}]}}'
         if kind is ModelResponse:
-            head = event.__pydantic_serializer__.to_json(event, exclude=_MESSAGE).decode()
+            head = _without(event, "message")
             return f'{head[:-1]},"message":{self._message_ref(event.message)}}}'  # type: ignore[attr-defined]
-        return event.__pydantic_serializer__.to_json(event).decode()
+        return encode(event).decode()
 
     def _message_ref(self, message: Message) -> str:
         """The message's number if it is stored, else its JSON."""
@@ -822,8 +833,12 @@ class PendingStep:
 _PLAIN_JSON: dict[type[Event], bool] = {}
 """Whether an event class's rows are made from its fields here (`_event_body`)."""
 
-_VIEW = {"messages"}
-_MESSAGE = {"message"}
+
+def _without(event: Event, name: str) -> str:
+    """The event's JSON without field `name` (written after it, by the caller)."""
+    fields = event_fields(event)
+    del fields[name]
+    return encode(fields).decode()
 
 
 def _node_json(part: str, data: Any, previous: NodeSnapshot | None, report: Report | None) -> str:
@@ -832,17 +847,34 @@ def _node_json(part: str, data: Any, previous: NodeSnapshot | None, report: Repo
     return _dump(data.row() if previous is None else data.changes(previous), report)
 
 
+def stored_fields(message: Message) -> dict[str, Any]:
+    """`message` as its row keeps it: `model_dump(exclude_defaults=True)`, written out (this
+    runs for every message a session stores)."""
+    data: dict[str, Any] = {"role": message.role}
+    if message.content is not None:
+        data["content"] = message.content
+    if message.tool_calls is not None:
+        data["tool_calls"] = [
+            {"id": c.id, "name": c.name}
+            if c.arguments == "{}"
+            else {"id": c.id, "name": c.name, "arguments": c.arguments}
+            for c in message.tool_calls
+        ]
+    if message.tool_call_id is not None:
+        data["tool_call_id"] = message.tool_call_id
+    if message.name is not None:
+        data["name"] = message.name
+    if message.meta:
+        data["meta"] = message.meta
+    return data
+
+
 def _message_json(message: Message, report: Report | None = None) -> str:
-    # the class's serializer is looked up each time: bound at import, it would stay the
-    # slower placeholder a deferred schema build leaves
+    data = stored_fields(message)
     try:
-        return message.__pydantic_serializer__.to_json(message, exclude_defaults=True).decode()
+        return encode(data).decode()
     except UNENCODABLE:
-        return safe_json(
-            lambda: message.__pydantic_serializer__.to_json(message, exclude_defaults=True),
-            lambda: message.model_dump(mode="json", exclude_defaults=True),
-            report,
-        )
+        return safe_json(lambda: encode(data), lambda: data, report)
 
 
 def _dump(data: Any, report: Report | None) -> str:

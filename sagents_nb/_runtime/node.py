@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from .._base.loop import droppable
-from .._base.messages import Message, Usage, built, estimate_tokens, system, tool_message, user
+from .._base.messages import Message, Usage, estimate_tokens, system, tool_message, user
 from .._base.outcome import Outcome
 from ..events import Event, StatusChanged, TaskSpawned
 from ..kinds import kind_name
@@ -77,7 +77,7 @@ class Node:
         self.task_turns = 0
         self.task_tool_calls = 0
         self.task_tokens = 0
-        self.usage = built(Usage)()
+        self.usage = Usage()
         self.tasks: dict[tuple[str, str], TaskEntry] = {}
         self.persistent: dict[str, Node] = {}
         self.kinds_seen: dict[str, ChildKind] = {}
@@ -132,13 +132,13 @@ class Node:
 
     def emit(self, event: Event) -> Event:
         """Emit `event` on the session's bus, stamped with this node's path."""
-        event.__dict__["path"] = self.path  # plain dict write: pydantic's __setattr__ is slow
+        event.path = self.path
         return self.session.bus.emit(event)
 
     def set_status(self, status: str, detail: str | None = None) -> None:
         """Change the status and emit `status_changed`."""
         self.status = status
-        self.emit(built(StatusChanged)(status=status, detail=detail))
+        self.emit(StatusChanged(status=status, detail=detail))
 
     # storage
 

@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic_core import to_jsonable_python
+from msgspec import to_builtins
 
 from .._base.errors import ConfigurationError
 from .._base.messages import Message, ToolCall
@@ -82,7 +82,7 @@ class Decision:
             changes["reply"] = _message_data(self.reply_message())
         if "messages" in changes:
             changes["messages"] = [_message_data(m) for m in changes["messages"]]
-        return dict(to_jsonable_python(changes, fallback=str))
+        return dict(to_builtins(changes, enc_hook=str))
 
     @classmethod
     def from_stored(cls, kind: str, changes: dict[str, Any] | None, reason: str | None) -> Decision:

@@ -22,7 +22,7 @@ from .._base.checks import (
 from .._base.errors import ConfigurationError, Rejected, RunPaused
 from .._base.ids import checked_session_id, new_session_id
 from .._base.loop import block_on, droppable, run_on_library_loop, submit
-from .._base.messages import Message, Usage, built, user
+from .._base.messages import Message, Usage, user
 from .._base.outcome import Outcome
 from .._base.prices import PriceBook, checked_prices
 from .._endpoints.openai import LLM
@@ -223,7 +223,7 @@ class Session:
         self.root.display = []
         self.runs: list[Run] = []
         self.current_run: Run | None = None
-        self.run_usage = built(Usage)()
+        self.run_usage = Usage()
         self._tail: asyncio.Task[Any] | None = None
         self.stored_from: dict[str, int] = {}
         """A reopened or forked session's stored events, as how many first events are each
@@ -673,7 +673,7 @@ class Session:
                 return
         self.current_run = run
         self.bus.run = run.number
-        self.run_usage = built(Usage)()
+        self.run_usage = Usage()
         self.run_model_calls = self.run_nodes = 0
         self.limit_hit = None
         run._started()
@@ -694,7 +694,7 @@ class Session:
                     )
             actions, tests = split(run.pause_on)
             self.bus.emit(
-                built(RunStarted)(
+                RunStarted(
                     path=root.path,
                     agent=self.agent.name,
                     input=run.display.content if run.display else None,
@@ -714,7 +714,7 @@ class Session:
             root.emit(ErrorOccurred(error_type=type(exc).__name__, message=str(exc)))
             outcome = Outcome("error", f"{type(exc).__name__}: {exc}")
         self.bus.emit(
-            built(RunFinished)(
+            RunFinished(
                 path=root.path,
                 status=outcome.status,
                 text=outcome.text,

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-import pydantic
-
-from .._base.messages import ToolCall, built
+from .._base.messages import ToolCall
 from .._tools.hooks import ToolCallInfo, apply_after, apply_before
 from .._tools.node_tool import NodeTool
 from .._tools.tool import Tool, ToolError, ToolResult, parse_arguments, validation_message
@@ -68,7 +67,7 @@ async def execute_call(node: Node, call: ToolCall) -> ToolResult:
     # the model's own argument text, unless a pause edit changed the arguments
     shown = _dump(arguments) if decision.kind == "edit" else call.arguments
     node.emit(
-        built(ToolCallStarted)(
+        ToolCallStarted(
             call_id=call.id,
             name=name,
             arguments=shown,
@@ -110,8 +109,6 @@ async def _invoke(node: Node, tool: Any, call_id: str, arguments: dict[str, Any]
         if isinstance(tool, NodeTool):
             return await tool.run(node, call_id, arguments)
         return ToolResult(call_id, name, await tool.invoke(arguments))
-    except pydantic.ValidationError as exc:
-        message = f"error: invalid arguments for {name}: {validation_message(exc)}"
     except ToolError as exc:
         message = f"error: {exc}"
     except TimeoutError:
@@ -120,8 +117,16 @@ async def _invoke(node: Node, tool: Any, call_id: str, arguments: dict[str, Any]
     except asyncio.CancelledError:
         raise
     except BaseException as exc:  # SystemExit from an argparse helper must not end the loop
-        message = f"error: tool {name} failed: {type(exc).__name__}: {exc}"
+        message = _failed(name, exc)
     return ToolResult(call_id, name, message, "error")
+
+
+def _failed(name: str, exc: BaseException) -> str:
+    """The model's error text for a failed call: invalid arguments said field by field."""
+    pydantic = sys.modules.get("pydantic")  # loaded with the first tool's arguments model
+    if pydantic is not None and isinstance(exc, pydantic.ValidationError):
+        return f"error: invalid arguments for {name}: {validation_message(exc)}"
+    return f"error: tool {name} failed: {type(exc).__name__}: {exc}"
 
 
 def _finish(
@@ -129,7 +134,7 @@ def _finish(
 ) -> ToolResult:
     result.duration = duration
     node.emit(
-        built(ToolCallFinished)(
+        ToolCallFinished(
             call_id=call.id,
             name=call.name,
             arguments=arguments,

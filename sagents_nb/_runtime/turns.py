@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._base.caller import CALLER, Caller
 from .._base.errors import ConfigurationError, EndpointError, LLMError
-from .._base.messages import Message, ToolCall, built, system, tool_message, trusted, user
+from .._base.messages import Message, ToolCall, system, tool_message, user
 from .._base.outcome import Outcome
 from .._endpoints.openai import Completion, RetryNotice
 from ..events import (
@@ -378,7 +378,7 @@ async def call_model(
         view_tokens, in_storage = _measure(shown, node.token_count) if edited else measured
         left_out = max(0, node.history_tokens - view_tokens)
         node.emit(
-            built(ContextBuilt)(
+            ContextBuilt(
                 turn=node.turns + 1,
                 kind=kind_name(node.kind),
                 view_messages=len(shown),
@@ -390,7 +390,7 @@ async def call_model(
             )
         )
     node.emit(
-        _model_request(
+        ModelRequest(
             turn=node.turns + 1,
             model=model,
             messages=shown,  # a View is fresh each turn
@@ -425,7 +425,7 @@ async def call_model(
                 len(node.history) + 1,
             )
     node.emit(
-        built(ModelResponse)(
+        ModelResponse(
             turn=node.turns,
             message=completion.message,
             usage=completion.usage,
@@ -502,13 +502,6 @@ async def summarise(node: Node, messages: Sequence[Message]) -> str:
     view = [system(SUMMARY_INSTRUCTIONS), user("\n".join(lines))]
     completion = await call_model(node, view, [], count_turn=False)
     return (completion.message.content or "") if completion is not None else ""
-
-
-def _model_request(**fields: Any) -> ModelRequest:
-    """A `ModelRequest` without validation: validating a long view would cost O(view) a turn
-    (the bus stamps `seq`, `ts` and `run`)."""
-    values = {"type": "model_request", "seq": 0, "ts": 0.0, "path": "", "run": 0, **fields}
-    return trusted(ModelRequest, values)
 
 
 async def resume_open_turn(node: Node) -> Outcome | None:

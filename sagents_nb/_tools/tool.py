@@ -8,16 +8,15 @@ import json
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, get_type_hints
-
-import pydantic
-from pydantic import BaseModel, ConfigDict, create_model
-from pydantic_core import to_jsonable_python
+from typing import TYPE_CHECKING, Any, get_type_hints
 
 from .._base.checks import check_bool, check_callable, check_number, check_str, refuse
 from .._base.errors import ConfigurationError
 from ..events import ToolStatus
 from .threads import run_in_worker
+
+if TYPE_CHECKING:
+    import pydantic
 
 _ARG_LINE = re.compile(r"^\s{2,}(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
 
@@ -172,6 +171,9 @@ def result_text(value: Any) -> str:
     """A tool's return value as the text sent to the model."""
     if isinstance(value, str):
         return value
+    from pydantic import BaseModel  # loaded with the tool's arguments model
+    from pydantic_core import to_jsonable_python
+
     if isinstance(value, BaseModel):
         return value.model_dump_json()
     return json.dumps(to_jsonable_python(value), ensure_ascii=False)
@@ -199,7 +201,12 @@ def validation_message(exc: pydantic.ValidationError) -> str:
     return "; ".join(parts)
 
 
-def _arguments_model(fn: Callable[..., Any], name: str, docs: dict[str, str]) -> type[BaseModel]:
+def _arguments_model(
+    fn: Callable[..., Any], name: str, docs: dict[str, str]
+) -> type[pydantic.BaseModel]:
+    """The pydantic model of `fn`'s arguments (pydantic loads with the first tool)."""
+    import pydantic
+
     hints = get_type_hints(fn)
     fields: dict[str, Any] = {}
     for param in inspect.signature(fn).parameters.values():
@@ -211,8 +218,8 @@ def _arguments_model(fn: Callable[..., Any], name: str, docs: dict[str, str]) ->
             annotation,
             pydantic.Field(default, description=docs.get(param.name)),
         )
-    return create_model(  # type: ignore[call-overload,no-any-return]
-        f"{name}_arguments", __config__=ConfigDict(extra="forbid"), **fields
+    return pydantic.create_model(  # type: ignore[call-overload,no-any-return]
+        f"{name}_arguments", __config__=pydantic.ConfigDict(extra="forbid"), **fields
     )
 
 

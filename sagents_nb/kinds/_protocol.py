@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, Self, runtime_checkable
 
 from .._base.errors import ConfigurationError
-from .._base.messages import Message, ToolCall, built
+from .._base.messages import Message, ToolCall
 from .._base.outcome import Outcome
 from .._tools.tool import ToolResult
 from ..events import TextDelta
@@ -276,7 +276,7 @@ class BaseKind(ChildKind):
 
     def emit(self, child: Child, text: str) -> None:
         if text:
-            child.emit(built(TextDelta)(text=text))
+            child.emit(TextDelta(text=text))
 
     async def flush(self, child: Child) -> None:
         return None

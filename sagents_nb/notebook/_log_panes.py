@@ -6,9 +6,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel
-
 from .._base.messages import Message
+from .._base.model import Model
 from ..events import Event
 from ._paging import PAGE, page_of
 from ._projector import Projector
@@ -183,7 +182,7 @@ def _short(value: Any) -> str:
         return f"{value.role}: {clip(text, 80)!r}"
     if isinstance(value, list):
         return f"[{counted(len(value), 'item')}]"
-    if isinstance(value, BaseModel):
+    if isinstance(value, Model):
         return clip(value.model_dump_json(), 80)
     if isinstance(value, str):
         return repr(clip(value, 80))

@@ -10,8 +10,7 @@ import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel
-
+from .._base.model import Model
 from ..events import Event
 from ._paging import page_of
 
@@ -57,7 +56,8 @@ def texts(event: Event) -> list[str]:
         return []
     skipped = _SKIPPED.get(event.type, ())
     found: list[str] = []
-    for name, value in event.__dict__.items():
+    for name in type(event).model_fields:
+        value = getattr(event, name)
         if type(value) is str:
             if value:
                 found.append(value)
@@ -73,9 +73,9 @@ def _strings(value: Any, found: list[str]) -> None:
     if isinstance(value, str):
         if value:
             found.append(value)
-    elif isinstance(value, BaseModel):
-        for item in value.__dict__.values():
-            _strings(item, found)
+    elif isinstance(value, Model):
+        for name in value.model_fields:
+            _strings(getattr(value, name), found)
     elif isinstance(value, dict):
         for item in value.values():
             _strings(item, found)
