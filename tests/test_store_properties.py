@@ -93,10 +93,10 @@ def test_rows_are_inserted_in_order_whatever_their_count(count: int) -> None:
     from sagents_nb._store.sqlite.writes import insert_rows
 
     db = sqlite3.connect(":memory:")
-    db.execute("CREATE TABLE t (a INTEGER, b TEXT)")
-    insert_rows(db, "INSERT INTO t", [(i, f"row {i}") for i in range(count)])
-    assert db.execute("SELECT a, b FROM t ORDER BY rowid").fetchall() == [
-        (i, f"row {i}") for i in range(count)
+    db.execute("CREATE TABLE t (session TEXT, a INTEGER, b TEXT)")
+    insert_rows(db, "INSERT INTO t", "s1", [(i, f"row {i}") for i in range(count)])
+    assert db.execute("SELECT session, a, b FROM t ORDER BY rowid").fetchall() == [
+        ("s1", i, f"row {i}") for i in range(count)
     ]
 
 
