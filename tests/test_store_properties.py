@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 import sagents_nb as sn
 from sagents_nb._runtime.journal import Numbering, PendingStep
 from sagents_nb._runtime.restore import _Stored
+from sagents_nb._runtime.snapshot import NodeSnapshot
 from sagents_nb._store.text import body_text
 from sagents_nb._store.writer import StepWriter
 from sagents_nb.events import Event, event_fields, parse_event
@@ -93,10 +94,10 @@ def test_rows_are_inserted_in_order_whatever_their_count(count: int) -> None:
     from sagents_nb._store.sqlite.writes import insert_rows
 
     db = sqlite3.connect(":memory:")
-    db.execute("CREATE TABLE t (a INTEGER, b TEXT)")
-    insert_rows(db, "INSERT INTO t", [(i, f"row {i}") for i in range(count)])
-    assert db.execute("SELECT a, b FROM t ORDER BY rowid").fetchall() == [
-        (i, f"row {i}") for i in range(count)
+    db.execute("CREATE TABLE t (session TEXT, a INTEGER, b TEXT)")
+    insert_rows(db, "INSERT INTO t", "s1", [(i, f"row {i}") for i in range(count)])
+    assert db.execute("SELECT session, a, b FROM t ORDER BY rowid").fetchall() == [
+        ("s1", i, f"row {i}") for i in range(count)
     ]
 
 
@@ -184,3 +185,61 @@ def test_a_message_row_holds_its_fields_but_their_defaults(message: sn.Message) 
 
     assert stored_fields(message) == message.model_dump(exclude_defaults=True)
     assert sn.Message.model_validate(stored_fields(message)) == message
+
+
+_SNAPSHOT = NodeSnapshot(
+    "worker",
+    "worker",
+    "parent",
+    0,
+    "running",
+    1,
+    1,
+    1,
+    79,
+    (78, 1, 79),
+    (("worker", 1),),
+    (("helper", "parent/helper"),),
+    0,
+    "p0",
+    "Running worker",
+    0,
+    (),
+    (),
+    None,
+)
+_OTHER = NodeSnapshot(
+    "solo",
+    "main",
+    None,
+    2,
+    "done",
+    3,
+    2,
+    5,
+    211,
+    (209, 2, 211),
+    (),
+    (),
+    1,
+    "é 你好 🎉",
+    None,
+    1,
+    ("shell",),
+    ("cut",),
+    ("done", "ok"),
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.booleans(), min_size=len(_SNAPSHOT), max_size=len(_SNAPSHOT)))
+def test_a_state_row_holds_exactly_the_fields_that_changed(flags: list[bool]) -> None:
+    """`changes` (a picker made once for each set of changed fields) is the part of `row()`
+    whose fields differ, in field order, mappings as objects; again from the cache."""
+    changed = NodeSnapshot(
+        *(b if f else a for a, b, f in zip(_SNAPSHOT, _OTHER, flags, strict=True))
+    )  # every field of the two differs
+    want = {k: v for (k, v), f in zip(changed.row().items(), flags, strict=True) if f}
+    for _ in range(2):
+        got = changed.changes(_SNAPSHOT)
+        assert list(got.items()) == list(want.items())

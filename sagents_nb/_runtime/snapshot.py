@@ -110,9 +110,13 @@ class NodeSnapshot(NamedTuple):
 
     def changes(self, previous: NodeSnapshot) -> dict[str, Any]:
         """The part of `row()` that differs from `previous` (a row may hold only that)."""
-        changed = list(map(operator.ne, self, previous))
-        names, values = compress(self._fields, changed), compress(self, changed)
-        return _stored(dict(zip(names, values, strict=True)))
+        changed = bytes(map(operator.ne, self, previous))
+        known = _CHANGES.get(changed)
+        if known is None:
+            known = _CHANGES[changed] = _picker(changed)
+        names, pick, mappings = known
+        data = dict(zip(names, pick(self), strict=True))
+        return _stored(data) if mappings else data
 
     def apply(self, node: Node) -> None:
         """Put the node's own fields back on `node` (its history must already be restored)."""
@@ -143,6 +147,29 @@ _row_values = operator.itemgetter(*NodeSnapshot._fields)
 _OBJECTS = [NodeSnapshot._fields.index(name) for name in _MAPPINGS]
 _ARRAYS = [NodeSnapshot._fields.index(name) for name in ("usage", "refused", "notices", "outcome")]
 """The fields a snapshot keeps as tuples and a row stores as arrays."""
+
+
+Picker = tuple[tuple[str, ...], Callable[[NodeSnapshot], tuple[Any, ...]], bool]
+"""The fields a set of changes names, what takes their values from a snapshot, and whether a
+mapping is among them."""
+
+_CHANGES: dict[bytes, Picker] = {}
+"""A `Picker` for each set of changed fields met (a flag a field, as bytes): a few a run."""
+
+
+def _picker(changed: bytes) -> Picker:
+    indexes = list(compress(range(len(changed)), changed))
+    names = tuple(NodeSnapshot._fields[i] for i in indexes)
+    pick = operator.itemgetter(*indexes) if len(indexes) > 1 else _single(indexes)
+    return names, pick, not _MAPPINGS.isdisjoint(names)
+
+
+def _single(indexes: list[int]) -> Callable[[NodeSnapshot], tuple[Any, ...]]:
+    """The picker of no field or one (`itemgetter` of one index returns the value itself)."""
+    if not indexes:
+        return lambda snapshot: ()
+    index = indexes[0]
+    return lambda snapshot: (snapshot[index],)
 
 
 def _stored(data: dict[str, Any]) -> dict[str, Any]:

@@ -60,37 +60,39 @@ def tune(db: sqlite3.Connection) -> None:
 
 def write_steps(db: sqlite3.Connection, sid: str, steps: Sequence[PlainStep]) -> None:
     """Write steps in order (the caller holds a transaction); rows whose order does not
-    matter share one statement."""
-    events: list[tuple[object, ...]] = [
-        (sid, seq, run, kind, path, body_text(body) if type(body) is dict else body)
-        for step in steps
-        for seq, run, kind, path, body in step[0]
-    ]
+    matter share one statement. Rows are bound as the steps hold them (the session id once a
+    statement, see `insert_rows`)."""
+    events = [event for step in steps for event in step[0]]
     if events:
-        insert_events(db, sid, events)
-    nodes = [(sid, *node) for step in steps for node in step[2]]
+        insert_events(db, sid, [_text_body(e) if type(e[4]) is dict else e for e in events])
+    nodes = [node for step in steps for node in step[2]]
     if nodes:
-        insert_rows(db, "INSERT OR REPLACE INTO nodes", nodes)
+        insert_rows(db, "INSERT OR REPLACE INTO nodes", sid, nodes)
     added: list[tuple[object, ...]] = []
     tasks: list[tuple[object, ...]] = []
     for _, messages, _, step_tasks, retired in steps:
         for path, transcript, seq, numbered, replace in messages:
             if replace:  # retires the rows added so far: write those first
                 if added:
-                    insert_rows(db, "INSERT INTO messages", added)
+                    insert_rows(db, "INSERT INTO messages", sid, added)
                 added = []
                 db.execute(_RETIRE_MESSAGES, (seq, sid, path, transcript))
-            added.extend((sid, n, path, transcript, seq, None, body) for n, body in numbered)
+            added.extend((n, path, transcript, seq, None, body) for n, body in numbered)
         if retired:  # retires the live rows: write those first
             if tasks:
-                insert_rows(db, INSERT_TASKS, tasks, _UPSERT_TASKS)
+                insert_rows(db, INSERT_TASKS, sid, tasks, _UPSERT_TASKS)
             tasks = []
             db.executemany(_RETIRE_TASK, [(seq, sid, *key) for *key, seq in retired])
-        tasks.extend((sid, *task) for task in step_tasks)
+        tasks += step_tasks
     if tasks:
-        insert_rows(db, INSERT_TASKS, tasks, _UPSERT_TASKS)
+        insert_rows(db, INSERT_TASKS, sid, tasks, _UPSERT_TASKS)
     if added:
-        insert_rows(db, "INSERT INTO messages", added)
+        insert_rows(db, "INSERT INTO messages", sid, added)
+
+
+def _text_body(event: tuple[Any, ...]) -> tuple[Any, ...]:
+    """An event row whose body is a plain event's fields, with their JSON as its body."""
+    return (*event[:4], body_text(event[4]))
 
 
 def insert_session(db: sqlite3.Connection, info: tuple[Any, ...]) -> str:
@@ -108,10 +110,10 @@ def create_session(db: sqlite3.Connection, session: PlainSession) -> None:
     """Add a new session with its rows (the caller holds a transaction)."""
     info, events, messages, nodes, tasks = session
     sid = insert_session(db, info)
-    insert_events(db, sid, [(sid, *event) for event in events])
-    insert_rows(db, "INSERT INTO messages", [(sid, *message) for message in messages])
-    insert_rows(db, "INSERT OR REPLACE INTO nodes", [(sid, *node) for node in nodes])
-    insert_rows(db, INSERT_TASKS, [(sid, *task) for task in tasks])
+    insert_events(db, sid, events)
+    insert_rows(db, "INSERT INTO messages", sid, messages)
+    insert_rows(db, "INSERT OR REPLACE INTO nodes", sid, nodes)
+    insert_rows(db, INSERT_TASKS, sid, tasks)
 
 
 def fork_session(db: sqlite3.Connection, source: str, seq: int, info: tuple[Any, ...]) -> None:
@@ -146,7 +148,7 @@ def fork_session(db: sqlite3.Connection, source: str, seq: int, info: tuple[Any,
 
 def insert_events(db: sqlite3.Connection, sid: str, rows: list[tuple[object, ...]]) -> None:
     try:
-        insert_rows(db, "INSERT INTO events", rows)
+        insert_rows(db, "INSERT INTO events", sid, rows)
     except sqlite3.IntegrityError as exc:
         raise taken_numbers(sid) from exc
 
@@ -160,23 +162,30 @@ def taken_numbers(sid: str) -> Conflict:
 
 
 def insert_rows(
-    db: sqlite3.Connection, insert: str, rows: list[tuple[object, ...]], then: str = ""
+    db: sqlite3.Connection,
+    insert: str,
+    sid: str,
+    rows: Sequence[tuple[object, ...]],
+    then: str = "",
 ) -> None:
-    """`insert` ("INSERT INTO table") `rows`, many in one statement (`executemany` steps once
-    a row). Statements take 64, 32, ... 1 rows, so that a few prepared ones serve every
-    count; `then` ends each (ON CONFLICT ...)."""
+    """`insert` ("INSERT INTO table", whose first column is the session) `rows` of session
+    `sid` (each row without it), many in one statement (`executemany` steps once a row), the
+    session bound once a statement (`?1`). Statements take 64, 32, ... 1 rows, so that a few
+    prepared ones serve every count; `then` ends each (ON CONFLICT ...)."""
     start = 0
     while start < len(rows):
         size = min(64, 1 << ((len(rows) - start).bit_length() - 1))
         chunk = rows[start : start + size]
         statement = _multi_row(insert, len(chunk[0]), size, then)
-        db.execute(statement, list(chain.from_iterable(chunk)))
+        db.execute(statement, [sid, *chain.from_iterable(chunk)])
         start += size
 
 
 @functools.lru_cache(maxsize=64)
 def _multi_row(insert: str, width: int, count: int, then: str) -> str:
-    row = "(" + ", ".join("?" * width) + ")"
+    """The statement of `count` rows of the session (`?1`) and `width` more values each;
+    a bare `?` is numbered one past the largest before it."""
+    row = "(?1" + ", ?" * width + ")"
     return f"{insert} VALUES " + ", ".join([row] * count) + then
 
 
