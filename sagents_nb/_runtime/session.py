@@ -724,10 +724,11 @@ class Session:
             return APPROVE
         return await run.gate(node, action, details)
 
-    def may_pause(self, node: Node, action: str) -> bool:
-        """Whether the current run's gate of `action` at `node` could pause (see `Run.may_pause`)."""
+    def may_pause(self, node: Node, action: str, name: str | None = None) -> bool:
+        """Whether the current run's gate of `action` at `node` (a call of `name`) could pause
+        (see `Run.may_pause`): False, and `gate` would approve at once."""
         run = self.current_run
-        return run is not None and run.may_pause(node, action)
+        return run is not None and run.may_pause(node, action, name)
 
     def child_slots(self, parent: Node) -> asyncio.Semaphore:
         """The semaphore capping how many children of `parent` run at once."""

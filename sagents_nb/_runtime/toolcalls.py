@@ -14,6 +14,7 @@ from .._tools.hooks import ToolCallInfo, apply_after, apply_before
 from .._tools.node_tool import NodeTool
 from .._tools.tool import Tool, ToolError, ToolResult, parse_arguments, validation_message
 from ..events import ToolCallFinished, ToolCallStarted
+from .pausing import APPROVE
 
 if TYPE_CHECKING:
     from .node import Node
@@ -43,8 +44,11 @@ async def execute_call(node: Node, call: ToolCall) -> ToolResult:
             ),
         )
     action = "task" if name == "task" else "tool"
-    decision = await node.session.gate(
-        node, action, name=name, arguments=arguments, call_id=call.id
+    session = node.session
+    decision = (
+        await session.gate(node, action, name=name, arguments=arguments, call_id=call.id)
+        if session.may_pause(node, action, name)
+        else APPROVE
     )
     if decision.kind == "reject":
         reason = decision.changes.get("reason") or "no reason given"
