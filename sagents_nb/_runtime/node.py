@@ -180,8 +180,8 @@ class Node:
     def append(self, *messages: Message) -> None:
         """Append to storage (and to the display transcript for the session's top agent)."""
         self.history.extend(messages)
-        count = self.session.token_counter
-        self.history_tokens += sum(count(m) for m in messages)
+        if self._history_tokens is not None:  # else all are counted at the first look
+            self._history_tokens += sum(map(self.session.token_counter, messages))
         if self.display is not None:
             swaps = self.display_swaps
             self.display.extend(swaps.pop(id(m), m) if swaps else m for m in messages)
