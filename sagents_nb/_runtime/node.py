@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from .._base.loop import droppable
-from .._base.messages import Message, Usage, built, estimate_tokens, system, tool_message, user
+from .._base.messages import Message, Usage, built, system, tool_message, user
 from .._base.outcome import Outcome
 from ..events import Event, StatusChanged, TaskSpawned
 from ..kinds import kind_name
@@ -476,11 +476,6 @@ class Node:
     async def summarise(self, messages: Sequence[Message]) -> str:
         """Ask this node's endpoint for a summary of `messages` (visible in events and the wire)."""
         return await summarise(self, messages)
-
-
-def default_token_counter(message: Message) -> int:
-    """The default estimate (about four characters a token)."""
-    return estimate_tokens(message)
 
 
 if TYPE_CHECKING:

@@ -22,7 +22,7 @@ from .._base.checks import (
 from .._base.errors import ConfigurationError, Rejected, RunPaused
 from .._base.ids import checked_session_id, new_session_id
 from .._base.loop import block_on, droppable, run_on_library_loop, submit
-from .._base.messages import Message, Usage, built, user
+from .._base.messages import Message, Usage, built, estimate_tokens, user
 from .._base.outcome import Outcome
 from .._base.prices import PriceBook, checked_prices
 from .._endpoints.openai import LLM
@@ -41,7 +41,7 @@ from ..kinds import Main, Worker
 from .breakpoints import split, stored
 from .bus import EventBus
 from .limits import MAX_MODEL_CALLS, MAX_NODES, MAX_TOKENS, checked_cap, checked_count
-from .node import Node, default_token_counter
+from .node import Node
 from .pausing import APPROVE, Decision, StoredPause
 from .preprocess import AgentState, PreprocessContext, checked_preprocessor, preprocessor_name
 from .result import Result, TreeNode
@@ -192,7 +192,7 @@ class Session:
         self.run_model_calls = self.run_nodes = 0
         self.limit_hit: str | None = None
         check_callable("token_counter", token_counter, where=WHERE, optional=True)
-        self.token_counter = token_counter or default_token_counter
+        self.token_counter = token_counter or estimate_tokens
         check_instance("state", state, (dict, type(None)), where=WHERE, accepted=A_DICT)
         self.state = state if state is not None else {}
         check_instance(
