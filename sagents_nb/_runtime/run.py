@@ -390,6 +390,8 @@ class Run:
         agent = node.agent
         if action in self._actions or action in agent.pause_on:
             return True
+        if not (self._tests or agent.pause_tests or self.until):
+            return False
         path = node.path
         tests = self._tests + agent.pause_tests + self.until
         return any(could_fire(test, action, path, name) for test in tests)
