@@ -252,7 +252,7 @@ def _duplicate_names(agent: str, *groups: list[Any]) -> str:
 
 def _unique_call_ids(message: Message) -> Message:
     calls = message.tool_calls
-    if not calls or len({c.id for c in calls}) == len(calls):
+    if not calls or len(calls) == 1 or len({c.id for c in calls}) == len(calls):
         return message
     seen: set[str] = set()
     fixed = []
