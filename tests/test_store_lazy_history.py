@@ -151,6 +151,28 @@ def test_a_run_after_the_reopen_names_the_stored_messages_by_number(
     live.store.close()
 
 
+def test_a_message_written_to_a_reopened_node_before_any_count_is_counted_once(
+    stored: tuple[Path, sn.Session],
+) -> None:
+    db, live = stored
+    reopened = sn.Session.open(db, live.id, agent=team(), llm=sn.mock_llm(model))
+    twin = sn.Session(team(), llm=sn.mock_llm(model))
+    for message in ("les chats", "les trains 🚄"):
+        twin.send(message).result()
+    reopened.send("encore 🦀 ここ").result()
+    twin.send("encore 🦀 ここ").result()
+    sizes = [
+        (e.path, e.view_tokens, e.storage_tokens)
+        for session in (reopened, twin)
+        for e in session.events
+        if isinstance(e, sn.events.ContextBuilt) and e.run == 3 and e.path == "chef"
+    ]
+    assert sizes[: len(sizes) // 2] == sizes[len(sizes) // 2 :]
+    assert all(view == storage for _, view, storage in sizes)  # a Worker shows all it keeps
+    assert reopened.root.history_tokens == twin.root.history_tokens
+    live.store.close()
+
+
 def finish(run: sn.Run) -> str:
     while run.wait(10) == "paused":
         run.approve()

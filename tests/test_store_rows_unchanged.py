@@ -40,7 +40,7 @@ pytestmark = pytest.mark.timeout(120)
 
 STORED = {
     "sessions": "ced714cb6d08f839987be59269eeb6d22776cc51574912c41e3e230216e95b5f",
-    "events": "d7e6c5e3f02a04ebdd8c0b8d4e8f227ea9ea495374a1c5159dad82423fe3f157",
+    "events": "035dbbb44e4fd891e248887a9f742eb9fa32b1f4e652d7af0a743c28a94976c1",
     "messages": "9b85882beb49ef4e6fb0f05caed3867652e0b2dc82090e1a9c8d541a270c5f44",
     "nodes": "5f3fa1fc29a172139eefa1898d620deea145ab245a3c183d152894fe5db217f5",
     "tasks": "66861b397fb337dd9c2a9b6db90efcd7ff763c86a2edcde0323fffdf3e34c5a6",
@@ -48,7 +48,10 @@ STORED = {
     "streams": "8c3a5bbf5153860dfd65204494149ba3aad23b15dd2ab0b49187556166092663",
 }
 """SHA-256 of each table's rows as `dump` lists them, as main's code stored them. Events since
-the lazy reopen: the same rows but for `ts` (a reopen reads the clock fewer times)."""
+the lazy reopen: the same rows but for `ts` (a reopen reads the clock fewer times); since the
+fork's storage is counted once (branch turncost): the same rows but for the `view_tokens` /
+`storage_tokens` of the fork's `context_built` events, which counted a message written to a
+restored node before its first count twice."""
 
 LONG = "Le rapport « déjà vérifié » — 報告の準備ができました 🚀 " * 20
 BAD = "fichier " + b"\xff\xfe".decode("utf-8", "surrogateescape")

@@ -219,10 +219,13 @@ async def _reviewed(
 ) -> tuple[Outcome, str | None]:
     """The child's answer as its parent gets it, and the answer it replaced: at a `reply`
     breakpoint the user approves it, edits it (`edit(reply=...)`) or rejects it first."""
-    decision = await child.session.gate(
+    session, name = child.session, child.agent.name
+    if not session.may_pause(child, "reply", name):
+        return outcome, None
+    decision = await session.gate(
         child,
         "reply",
-        name=child.agent.name,
+        name=name,
         arguments={"reply": outcome.text, "status": outcome.status},
         call_id=call_id,
     )

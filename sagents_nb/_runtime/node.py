@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from .._base.loop import droppable
-from .._base.messages import Message, Usage, estimate_tokens, system, tool_message, user
+from .._base.messages import Message, Usage, system, tool_message, user
 from .._base.outcome import Outcome
 from ..events import Event, StatusChanged, TaskSpawned
 from ..kinds import kind_name
@@ -44,11 +44,26 @@ class StoredHistory:
         return history
 
 
+class Released:
+    """`Node.session` of a node released with its session (`Node.release`): the node's own
+    attribute is dropped then, and a look finds this non-data descriptor, which says why."""
+
+    def __get__(self, node: Node | None, owner: type[Node]) -> Any:
+        if node is None:
+            return self
+        raise RuntimeError(
+            f"node {node.path!r} was released with its session (a sweep's run, once its "
+            "record was taken): open the stored session again to read it"
+        )
+
+
 class Node:
     """Runtime state of one agent instance; kinds read and write it through `kinds.Child`."""
 
     history: list[Message] = cast("list[Message]", StoredHistory())
     """Storage: every message kept, oldest first; a restored node's is read at the first look."""
+    session: Session = cast("Session", Released())
+    """The node's session: a plain attribute (read many times a turn), until it is released."""
     _load_history: Callable[[], list[Message]]
 
     def __init__(
@@ -60,7 +75,7 @@ class Node:
         path: str,
         parent: Node | None = None,
     ) -> None:
-        self._session: Session | None = session
+        self.session = session
         self.agent = agent
         self.kind = kind
         self.kind_state: dict[str, Any] = {}
@@ -111,19 +126,10 @@ class Node:
         self.paused_below: dict[str, str] = {}
         """Descendants waiting at a pause (path -> what they wait before): this node waits too."""
 
-    @property
-    def session(self) -> Session:
-        """The node's session."""
-        if self._session is None:
-            raise RuntimeError(
-                f"node {self.path!r} was released with its session (a sweep's run, once its "
-                "record was taken): open the stored session again to read it"
-            )
-        return self._session
-
     def release(self) -> None:
         """Drop its references up, to its session and parent (see `Session.release`)."""
-        self._session = self.parent = None
+        self.__dict__.pop("session", None)
+        self.parent = None
 
     def __repr__(self) -> str:
         return f"Node({self.path!r}, kind={kind_name(self.kind)}, status={self.status!r})"
@@ -173,8 +179,8 @@ class Node:
     def append(self, *messages: Message) -> None:
         """Append to storage (and to the display transcript for the session's top agent)."""
         self.history.extend(messages)
-        count = self.session.token_counter
-        self.history_tokens += sum(count(m) for m in messages)
+        if self._history_tokens is not None:  # else all are counted at the first look
+            self._history_tokens += sum(map(self.session.token_counter, messages))
         if self.display is not None:
             swaps = self.display_swaps
             self.display.extend(swaps.pop(id(m), m) if swaps else m for m in messages)
@@ -473,11 +479,6 @@ class Node:
     async def summarise(self, messages: Sequence[Message]) -> str:
         """Ask this node's endpoint for a summary of `messages` (visible in events and the wire)."""
         return await summarise(self, messages)
-
-
-def default_token_counter(message: Message) -> int:
-    """The default estimate (about four characters a token)."""
-    return estimate_tokens(message)
 
 
 if TYPE_CHECKING:

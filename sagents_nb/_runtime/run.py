@@ -377,9 +377,10 @@ class Run:
         pending = PendingAction(0, action, node.path, **(details or {}))
         return any(fires(test, pending) for test in tests)
 
-    def may_pause(self, node: Node, action: str) -> bool:
-        """Whether the gate of `action` at `node` could pause (or apply a stored decision);
-        False lets the caller skip building what only a pause shows (the model request)."""
+    def may_pause(self, node: Node, action: str, name: str | None = None) -> bool:
+        """Whether the gate of `action` at `node` (a call of `name`) could pause (or apply a
+        stored decision); False lets the caller skip the gate, and what only a pause shows
+        (the model request)."""
         if self._decided or self._awaiting:
             return True
         mode = self.mode
@@ -390,9 +391,11 @@ class Run:
         agent = node.agent
         if action in self._actions or action in agent.pause_on:
             return True
+        if not (self._tests or agent.pause_tests or self.until):
+            return False
         path = node.path
         tests = self._tests + agent.pause_tests + self.until
-        return any(could_fire(test, action, path) for test in tests)
+        return any(could_fire(test, action, path, name) for test in tests)
 
     async def pause(
         self,

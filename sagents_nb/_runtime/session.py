@@ -22,7 +22,7 @@ from .._base.checks import (
 from .._base.errors import ConfigurationError, Rejected, RunPaused
 from .._base.ids import checked_session_id, new_session_id
 from .._base.loop import block_on, droppable, run_on_library_loop, submit
-from .._base.messages import Message, Usage, user
+from .._base.messages import Message, Usage, estimate_tokens, user
 from .._base.outcome import Outcome
 from .._base.prices import PriceBook, checked_prices
 from .._endpoints.openai import LLM
@@ -41,7 +41,7 @@ from ..kinds import Main, Worker
 from .breakpoints import split, stored
 from .bus import EventBus
 from .limits import MAX_MODEL_CALLS, MAX_NODES, MAX_TOKENS, checked_cap, checked_count
-from .node import Node, default_token_counter
+from .node import Node
 from .pausing import APPROVE, Decision
 from .result import Result, TreeNode
 from .run import Run
@@ -209,7 +209,7 @@ class Session:
         self.run_model_calls = self.run_nodes = 0
         self.limit_hit: str | None = None
         check_callable("token_counter", token_counter, where=WHERE, optional=True)
-        self.token_counter = token_counter or default_token_counter
+        self.token_counter = token_counter or estimate_tokens
         check_instance("state", state, (dict, type(None)), where=WHERE, accepted=A_DICT)
         self.state = state if state is not None else {}
         check_instance(
@@ -747,10 +747,11 @@ class Session:
             return APPROVE
         return await run.gate(node, action, details)
 
-    def may_pause(self, node: Node, action: str) -> bool:
-        """Whether the current run's gate of `action` at `node` could pause (see `Run.may_pause`)."""
+    def may_pause(self, node: Node, action: str, name: str | None = None) -> bool:
+        """Whether the current run's gate of `action` at `node` (a call of `name`) could pause
+        (see `Run.may_pause`): False, and `gate` would approve at once."""
         run = self.current_run
-        return run is not None and run.may_pause(node, action)
+        return run is not None and run.may_pause(node, action, name)
 
     def child_slots(self, parent: Node) -> asyncio.Semaphore:
         """The semaphore capping how many children of `parent` run at once."""

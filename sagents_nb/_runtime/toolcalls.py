@@ -13,13 +13,10 @@ from .._tools.hooks import ToolCallInfo, apply_after, apply_before
 from .._tools.node_tool import NodeTool
 from .._tools.tool import Tool, ToolError, ToolResult, parse_arguments, validation_message
 from ..events import ToolCallFinished, ToolCallStarted
+from .pausing import APPROVE
 
 if TYPE_CHECKING:
     from .node import Node
-
-
-def _hooks(node: Node) -> list[Any]:
-    return [*node.session.hooks, *node.agent.hooks]
 
 
 async def execute_call(node: Node, call: ToolCall) -> ToolResult:
@@ -42,8 +39,11 @@ async def execute_call(node: Node, call: ToolCall) -> ToolResult:
             ),
         )
     action = "task" if name == "task" else "tool"
-    decision = await node.session.gate(
-        node, action, name=name, arguments=arguments, call_id=call.id
+    session = node.session
+    decision = (
+        await session.gate(node, action, name=name, arguments=arguments, call_id=call.id)
+        if session.may_pause(node, action, name)
+        else APPROVE
     )
     if decision.kind == "reject":
         reason = decision.changes.get("reason") or "no reason given"
@@ -54,35 +54,45 @@ async def execute_call(node: Node, call: ToolCall) -> ToolResult:
             0.0,
             ToolResult(call.id, name, f"the user rejected this call: {reason}", "denied"),
         )
-    if decision.kind == "edit":
+    edited = decision.kind == "edit"
+    if edited:
         arguments = decision.edited_arguments(arguments)
-    hooks = _hooks(node)
-    info = ToolCallInfo(  # hooks get a copy, so a rewrite in place still shows in the events
-        name=name,
-        arguments=dict(arguments) if hooks else arguments,
-        path=node.path,
-        id=call.id,
-        agent=node.agent.name,
+    hooks = [*session.hooks, *node.agent.hooks]
+    info = (
+        ToolCallInfo(  # hooks get a copy, so a rewrite in place still shows in the events
+            name=name,
+            arguments=dict(arguments),
+            path=node.path,
+            id=call.id,
+            agent=node.agent.name,
+        )
+        if hooks
+        else None
     )
     # the model's own argument text, unless a pause edit changed the arguments
-    shown = _dump(arguments) if decision.kind == "edit" else call.arguments
+    shown = _dump(arguments) if edited else call.arguments
     node.emit(
         ToolCallStarted(
             call_id=call.id,
             name=name,
             arguments=shown,
-            display_text=_display_text(node, name, arguments),
+            display_text=_display_text(node, arguments) if name == "task" else None,
         )
     )
     started = time.perf_counter()
     try:
-        result = await _call_with_hooks(node, tool, call, info, hooks)
+        if info is not None:
+            result = await _call_with_hooks(node, tool, call, info, hooks)
+        elif tool is None:
+            result = _unknown(node, call)
+        else:
+            result = await _invoke(node, tool, call.id, arguments)
     except asyncio.CancelledError:
         # every started call ends in the event stream, so the view's card does not stay "running"
         cancelled = ToolResult(call.id, name, "[cancelled] the call was stopped", "cancelled")
         _finish(node, call, shown, time.perf_counter() - started, cancelled)
         raise
-    if hooks and info.arguments != arguments:  # a hook rewrote them
+    if info is not None and info.arguments != arguments:  # a hook rewrote them
         shown = _dump(info.arguments)
     return _finish(node, call, shown, time.perf_counter() - started, result)
 
@@ -90,17 +100,20 @@ async def execute_call(node: Node, call: ToolCall) -> ToolResult:
 async def _call_with_hooks(
     node: Node, tool: Any, call: ToolCall, info: ToolCallInfo, hooks: list[Any]
 ) -> ToolResult:
-    name = call.name
-    denied = await apply_before(hooks, info) if hooks else None
+    denied = await apply_before(hooks, info)
     if denied is not None:
-        return ToolResult(call.id, name, f"call rejected: {denied.reason}", "denied")
+        return ToolResult(call.id, call.name, f"call rejected: {denied.reason}", "denied")
     if tool is None:
-        available = ", ".join(sorted(node.tool_map)) or "none"
-        return ToolResult(
-            call.id, name, f"error: unknown tool {name!r} (available: {available})", "error"
-        )
+        return _unknown(node, call)
     result = await _invoke(node, tool, call.id, info.arguments)
-    return await apply_after(hooks, info, result) if hooks else result
+    return await apply_after(hooks, info, result)
+
+
+def _unknown(node: Node, call: ToolCall) -> ToolResult:
+    available = ", ".join(sorted(node.tool_map)) or "none"
+    return ToolResult(
+        call.id, call.name, f"error: unknown tool {call.name!r} (available: {available})", "error"
+    )
 
 
 async def _invoke(node: Node, tool: Any, call_id: str, arguments: dict[str, Any]) -> ToolResult:
@@ -146,9 +159,8 @@ def _finish(
     return result
 
 
-def _display_text(node: Node, name: str, arguments: dict[str, Any]) -> str | None:
-    if name != "task":
-        return None
+def _display_text(node: Node, arguments: dict[str, Any]) -> str | None:
+    """The running label of the team member a `task` call names."""
     member = node.agent.member(str(arguments.get("agent")))
     return member.running_label if member is not None else None
 

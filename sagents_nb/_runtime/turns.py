@@ -22,10 +22,9 @@ from ..events import (
     Retry,
     ToolCallFinished,
 )
-from ..kinds import View, kind_name
+from ..kinds import BaseKind, View, kind_name
 from .delegation import team_tools
 from .limits import LimitReached, before_model_call
-from .pausing import APPROVE
 
 if TYPE_CHECKING:
     from ..kinds import ChildKind
@@ -84,7 +83,7 @@ async def run_task(node: Node, message: Message | None, *, resume: bool = False)
     node.busy = True
     node.set_status("running")
     try:
-        outcome = await kind.run_task(node)
+        outcome = await kind.run_task(node) if _own(kind.run_task, BaseKind.run_task) else None
         if outcome is None:
             outcome = await resume_open_turn(node) if resume else None
         if outcome is None:
@@ -108,10 +107,17 @@ async def run_task(node: Node, message: Message | None, *, resume: bool = False)
         outcome = Outcome("error", f"{type(exc).__name__}: {exc}")
     node.busy = False
     node.settle_joined(outcome)
-    await node.kind.flush(node)
+    if _own(node.kind.flush, BaseKind.flush):
+        await node.kind.flush(node)
     node.last_outcome = outcome
     node.set_status(outcome.status)
     return outcome
+
+
+def _own(hook: Any, default: Any) -> bool:
+    """Whether a kind's async hook is its own, not `BaseKind`'s, which does nothing (and is
+    not awaited: a coroutine saved)."""
+    return getattr(hook, "__func__", hook) is not default
 
 
 async def _turns(node: Node) -> Outcome:
@@ -130,7 +136,8 @@ async def _turns(node: Node) -> Outcome:
         pool = node.exhausted_pool()
         if pool is not None:
             return _budget_outcome(node, pool)
-        await kind.maintain(node)
+        if _own(kind.maintain, BaseKind.maintain):
+            await kind.maintain(node)
         kind.prepare(node)
         view = View.of(kind.build_context(node, node.input_text))
         if node.view_fit is not None:
@@ -173,7 +180,11 @@ async def _turns(node: Node) -> Outcome:
             node.close_dangling("the tool-call budget is exhausted")
             return _budget_outcome(node, over)
         node.task_tool_calls += len(message.tool_calls)
-        results = await kind.run_tools(node, list(message.tool_calls))
+        calls = list(message.tool_calls)
+        if _own(kind.run_tools, BaseKind.run_tools):
+            results = await kind.run_tools(node, calls)
+        else:  # what BaseKind's does, a coroutine less
+            results = await node.execute_tools(calls)
         kind.append_history(node, *(tool_message(r.call_id, r.content) for r in results))
         pool = node.exhausted_pool()
         if pool is not None:
@@ -240,7 +251,7 @@ def _duplicate_names(agent: str, *groups: list[Any]) -> str:
 
 def _unique_call_ids(message: Message) -> Message:
     calls = message.tool_calls
-    if not calls or len({c.id for c in calls}) == len(calls):
+    if not calls or len(calls) == 1 or len({c.id for c in calls}) == len(calls):
         return message
     seen: set[str] = set()
     fixed = []
@@ -306,8 +317,12 @@ def _note_endpoint(node: Node, llm: Any, choice: tuple[Any, str | None]) -> None
     session = node.session
     session_llm = session.llm
     last = node.endpoint
+    kept = node.choice
+    if last is not None and last[0] is llm and last[1] is session_llm and kept is not None:
+        if same_choice(kept, choice):
+            return  # as at its last request: nothing to record
     node.endpoint = (llm, session_llm)
-    changed = node.choice is None or not same_choice(node.choice, choice)
+    changed = kept is None or not same_choice(kept, choice)
     node.choice = choice
     event = None
     if last is not None and last[0] is not llm and not (last[0] is last[1] and llm is session_llm):
@@ -341,13 +356,15 @@ async def call_model(
     replace its messages, or answer it with a reply instead of calling the model.
     """
     view = View.of(view)
+    session = node.session
     choice = node_choice(node)
     llm, model = resolved(node, choice)
     _note_endpoint(node, llm, choice)  # before the gate: a pause there shows it in force
     wire_tools = [t.to_wire() for t in tools]
-    measured = _measure(view, node.token_count)
-    decision: Decision = APPROVE
-    if node.session.may_pause(node, "model"):  # the whole request is built only for a pause
+    count = session.token_counter
+    measured = _measure(view, count)
+    decision: Decision | None = None  # no gate: approved
+    if session.may_pause(node, "model"):  # the whole request is built only for a pause
         from .pending import PendingRequest
 
         request = PendingRequest(
@@ -359,13 +376,16 @@ async def call_model(
             tokens=measured[0],
             stream=stream,
         )
-        decision = await node.session.gate(node, "model", messages=view, request=request)
-    if decision.kind == "reject":
-        return None
-    if decision.kind != "edit" or "reply" not in decision.changes:
+        decision = await session.gate(node, "model", messages=view, request=request)
+        if decision.kind == "reject":
+            return None
+        if decision.kind != "edit":
+            decision = None
+    replied = decision is not None and "reply" in decision.changes
+    if not replied:
         before_model_call(node)
-    edited = decision.kind == "edit" and "messages" in decision.changes
-    shown = View(decision.changes["messages"]) if edited else view
+    edited = decision is not None and "messages" in decision.changes
+    shown = View(decision.changes["messages"]) if decision is not None and edited else view
     body: dict[str, Any] = {"model": model, "messages": list(map(Message.to_wire, shown))}
     if tools:
         body["tools"] = wire_tools
@@ -373,25 +393,28 @@ async def call_model(
             body["tool_choice"] = tool_choice
     if stream:
         body["stream"] = True
+    turn = node.turns + 1
     left_out: int | None = None  # estimated tokens of storage the view left out
     if count_turn:
-        view_tokens, in_storage = _measure(shown, node.token_count) if edited else measured
-        left_out = max(0, node.history_tokens - view_tokens)
+        view_tokens, in_storage = _measure(shown, count) if edited else measured
+        history = node.history
+        stored, storage_tokens = len(history), node.history_tokens
+        left_out = max(0, storage_tokens - view_tokens)
         node.emit(
             ContextBuilt(
-                turn=node.turns + 1,
+                turn=turn,
                 kind=kind_name(node.kind),
                 view_messages=len(shown),
-                storage_messages=len(node.history),
+                storage_messages=stored,
                 view_tokens=view_tokens,
-                storage_tokens=node.history_tokens,  # the same counter as the view's
-                hidden=len(node.history) - in_storage,
-                from_storage=_runs(shown, node.history),
+                storage_tokens=storage_tokens,  # the same counter as the view's
+                hidden=stored - in_storage,
+                from_storage=_runs(shown, history),
             )
         )
     node.emit(
         ModelRequest(
-            turn=node.turns + 1,
+            turn=turn,
             model=model,
             messages=shown,  # a View is fresh each turn
             tools=[t.name for t in tools],
@@ -399,11 +422,11 @@ async def call_model(
             stream=stream,
         )
     )
-    journal = node.session.journal
+    journal = session.journal
     if journal is not None:  # durability="turn": the turn so far is committed first
         await journal.before_request()
     started = time.perf_counter()
-    if decision.kind == "edit" and "reply" in decision.changes:
+    if decision is not None and replied:
         completion = Completion(message=decision.reply_message())
     else:
         calling = CALLER.set(Caller(node.path, node.agent.name, node.task_turns + 1))
@@ -417,18 +440,19 @@ async def call_model(
             CALLER.reset(calling)
     if count_turn:
         node.count_turn()
-    if completion.usage is not None:
-        node.add_usage(completion.usage)
+    usage = completion.usage
+    if usage is not None:
+        node.add_usage(usage)
         if left_out is not None:  # the reported usage measures the view; storage is that plus
             node.measured = (  # what the view left out (a summary call measures neither)
-                completion.usage.prompt_tokens + completion.usage.completion_tokens + left_out,
+                usage.prompt_tokens + usage.completion_tokens + left_out,
                 len(node.history) + 1,
             )
     node.emit(
         ModelResponse(
             turn=node.turns,
             message=completion.message,
-            usage=completion.usage,
+            usage=usage,
             duration=time.perf_counter() - started,
             finish_reason=completion.finish_reason,
             truncated=completion.truncated,
@@ -446,8 +470,12 @@ def _measure(view: View, count: Any) -> tuple[int, int]:
     """
     if view.measure is not None:
         return view.measure
-    view_only = sum(1 for m in view if m.role == "system" and not m.meta.get("summary"))
-    return sum(map(count, view)), len(view) - view_only
+    tokens = stored = 0
+    for message in view:
+        tokens += count(message)
+        if message.role != "system" or message.meta.get("summary"):
+            stored += 1
+    return tokens, stored
 
 
 def _runs(view: View, history: list[Message]) -> list[int]:

@@ -96,8 +96,7 @@ class Tool:
 
     def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
         """Validated keyword arguments; raises `pydantic.ValidationError`."""
-        model = self._model.model_validate(arguments)
-        return {field: getattr(model, field) for field in type(model).model_fields}
+        return dict(self._model.model_validate(arguments).__dict__)  # its fields (no extras)
 
     async def invoke(self, arguments: dict[str, Any]) -> str:
         """Validate `arguments`, call the function and return its result as text."""
