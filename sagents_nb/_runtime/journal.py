@@ -337,7 +337,7 @@ class Journal:
             watch, self._rescuing = not self._rescuing, True
             self._rescue_seen = len(self.session.bus.log)
         if watch:
-            later(self._rescue, RESCUE_SECONDS)
+            later(_weakly(self._rescue), RESCUE_SECONDS)
         self._step_ended()
 
     def _rescue(self) -> None:
@@ -354,7 +354,7 @@ class Journal:
                 self._rescuing = False
                 return
             self._rescue_seen = seen
-        later(self._rescue, RESCUE_SECONDS)
+        later(_weakly(self._rescue), RESCUE_SECONDS)
 
     # committing
 
