@@ -189,16 +189,18 @@ def stored_parts(rows: SessionRows) -> dict[tuple[str, str], Any]:
     return parts
 
 
-def kind_state(node: Node, spec_of: Callable[[ChildKind], dict[str, Any]] | None = None) -> str:
+def kind_state(node: Node, specs: KindSpecs | None = None) -> str:
     """The JSON of the node's kind as it runs: its name, its class (`module:qualname`), the
     arguments it was built with (`given`, None when they are not JSON-able) and what it keeps
-    besides the messages (`state`: `dump_state(node)`, None when nothing). `spec_of`:
-    `kind_spec`, or a `KindSpecs` that works it out once for each kind object."""
+    besides the messages (`state`: `dump_state(node)`, None when nothing). `specs`: the
+    `KindSpecs` that work out each kind object's part once."""
     kind = node.kind
     state = kind.dump_state(node)
-    spec = (spec_of or kind_spec)(kind)
+    spec, stateless = (specs or KindSpecs()).of(kind)
     # the object itself, for a fork taken in this process (a kind's arguments may not be JSON)
     node.session.kinds_ran[(node.path, spec["class"])] = kind
+    if state is None:
+        return stateless
     return dump_json({"kind": kind.name, **spec, "state": state})
 
 
@@ -221,16 +223,20 @@ def kind_spec(kind: ChildKind) -> dict[str, Any]:
 
 class KindSpecs:
     """`kind_spec` worked out once for each kind object (many nodes share a few: their
-    agents'; the objects are kept, so an id stays its own)."""
+    agents'; the objects are kept, so an id stays its own), with the JSON `kind_state` makes
+    when the kind keeps nothing for a node (`state` None: most nodes, at most seals)."""
 
     def __init__(self) -> None:
-        self._known: dict[int, tuple[ChildKind, dict[str, Any]]] = {}
+        self._known: dict[int, tuple[ChildKind, dict[str, Any], str]] = {}
 
-    def __call__(self, kind: ChildKind) -> dict[str, Any]:
+    def of(self, kind: ChildKind) -> tuple[dict[str, Any], str]:
+        """The kind's `kind_spec` and its stateless `kind_state` JSON."""
         known = self._known.get(id(kind))
         if known is None:
-            known = self._known[id(kind)] = (kind, kind_spec(kind))
-        return known[1]
+            spec = kind_spec(kind)
+            stateless = dump_json({"kind": kind.name, **spec, "state": None})
+            known = self._known[id(kind)] = (kind, spec, stateless)
+        return known[1], known[2]
 
 
 def class_path(cls: type) -> str:
