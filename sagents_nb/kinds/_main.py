@@ -173,12 +173,11 @@ class Main(BaseKind):
             state.query_for = child.input_index
         history = child.history
         query, scorer = state.query, self.scorer
-        for group in groups:
+        # a group's score holds while its query does (and its terms: a change clears `scored`)
+        for group in [g for g in groups if g.scored is not query]:
             if group.terms is None:
                 group.terms = scorer.index(group_text(history[group.start : group.end]))
-                group.scored = None
-            if group.scored is not query:  # a group's score holds while its query does
-                group.score, group.scored = scorer.score(query, group.terms), query
+            group.score, group.scored = scorer.score(query, group.terms), query
         return sorted(groups, key=_best_first, reverse=True)  # ties keep the newer group
 
     def _sink(self, child: Child, state: _MainState, groups: list[Group], reason: str) -> None:
