@@ -126,9 +126,9 @@ def test_main_keeps_the_current_input_in_view_from_its_first_turn() -> None:
 
 
 def test_mains_kept_spans_and_tokens_agree_with_its_groups_through_sinks_and_restores() -> None:
-    """Main keeps its hot spans and tokens as groups sink and come back (instead of walking every
-    group each turn): at each request they equal a count over the groups, and each view's
-    `from_storage` equals the runs found by identity."""
+    """Main keeps its hot and cold spans and hot tokens as groups sink and come back (instead of
+    walking every group each turn): at each request they equal a count over the groups, and each
+    view's `from_storage` equals the runs found by identity."""
     from sagents_nb._runtime.turns import storage_runs
     from sagents_nb.kinds._main import _spans
 
@@ -139,6 +139,7 @@ def test_mains_kept_spans_and_tokens_agree_with_its_groups_through_sinks_and_res
         state = session.root.kind_state["main"]
         checked.append(
             state.spans == _spans(state.hot)
+            and state.cold_spans == _spans(state.cold)
             and state.hot_tokens == sum(g.tokens for g in state.hot)
         )
         return answer(req)

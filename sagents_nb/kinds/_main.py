@@ -33,6 +33,8 @@ class _MainState:
     the view's runs of storage."""
     hot_tokens: int = 0
     """The hot groups' tokens, kept as hot changes."""
+    cold_spans: list[list[int]] = field(default_factory=list)
+    """`_spans(cold)`, kept as cold changes: what `dump_state` stores."""
     indexed: int = 0
     """Messages indexed into groups: with nothing sunk, the groups cover the whole history
     exactly when this is its length."""
@@ -187,6 +189,7 @@ class Main(BaseKind):
         for group in groups:
             del state.hot[bisect.bisect_left(state.hot, group.start, key=_start)]
             _remove_span(state.spans, group.start, group.end)
+            _add_span(state.cold_spans, group.start, group.end)
             state.hot_tokens -= group.tokens
         state.cold.extend(groups)
         child.state_changed()
@@ -210,6 +213,7 @@ class Main(BaseKind):
         for group in groups:
             bisect.insort(state.hot, group, key=_start)
             _add_span(state.spans, group.start, group.end)
+            _remove_span(state.cold_spans, group.start, group.end)
             state.hot_tokens += group.tokens
         child.state_changed()
         child.emit(
@@ -287,7 +291,7 @@ class Main(BaseKind):
         state = child.state_of(self.name, _MainState)
         if state is None:
             return None
-        kept: dict[str, Any] = {"cold": _spans(state.cold)}
+        kept: dict[str, Any] = {"cold": [span.copy() for span in state.cold_spans]}
         if state.fit is not None:
             kept["fit"] = state.fit
         return kept
@@ -298,6 +302,7 @@ class Main(BaseKind):
         main.cold = [g for g in main.hot if _within(g, spans)]
         main.hot = [g for g in main.hot if not _within(g, spans)]
         main.spans = _spans(main.hot)
+        main.cold_spans = _spans(main.cold)
         main.hot_tokens = sum(g.tokens for g in main.hot)
         main.fit = state.get("fit")
 
