@@ -123,3 +123,56 @@ def test_main_keeps_the_current_input_in_view_from_its_first_turn() -> None:
     assert session.send("Notez ces nombres, s'il vous plaît 📝").result().text == "fini"
     assert all(stored(view, "Notez ces nombres, s'il vous plaît 📝") for view in views)
     assert any(e.type == "cold_sink" for e in session.events)  # the other steps did sink
+
+
+def test_mains_kept_spans_and_tokens_agree_with_its_groups_through_sinks_and_restores() -> None:
+    """Main keeps its hot and cold spans and hot tokens as groups sink and come back (instead of
+    walking every group each turn): at each request they equal a count over the groups, and each
+    view's `from_storage` equals the runs found by identity."""
+    from sagents_nb._runtime.turns import storage_runs
+    from sagents_nb.kinds._main import _spans
+
+    kind = sn.kinds.Main(top_k=2, recent=1, budget_tokens=400)
+    checked: list[bool] = []
+
+    def handler(req: sn.ChatRequest) -> str:
+        state = session.root.kind_state["main"]
+        checked.append(
+            state.spans == _spans(state.hot)
+            and state.cold_spans == _spans(state.cold)
+            and state.hot_tokens == sum(g.tokens for g in state.hot)
+        )
+        return answer(req)
+
+    session = sn.Session(sn.Agent("main", kind=kind), llm=sn.mock_llm(handler))
+    for question in [*ANSWERS, QUESTION, "寿司の作り方を教えて"]:
+        session.send(question).result()
+    assert checked and all(checked)
+    events = session.events
+    assert any(e.type == "cold_restore" for e in events)
+    history = session.root.history
+    built = [e for e in events if e.type == "context_built"]
+    requests = [e for e in events if e.type == "model_request"]
+    for context, request in zip(built, requests, strict=True):
+        assert context.from_storage == storage_runs(request.messages, history)
+
+
+def test_mains_span_helpers_match_merging_the_groups_anew() -> None:
+    """Adding and removing group spans in any order keeps the spans `_spans` would merge."""
+    import random
+
+    from sagents_nb.kinds._main import _add_span, _remove_span, _spans
+    from sagents_nb.kinds._relevance import Group
+
+    rng = random.Random(4)
+    for _ in range(200):
+        groups = [Group(i, i + 1, 1) for i in range(12)]
+        held: list[Group] = []
+        spans: list[list[int]] = []
+        for group in rng.sample(groups, len(groups)):
+            _add_span(spans, group.start, group.end)
+            held.append(group)
+            if rng.random() < 0.4:
+                gone = held.pop(rng.randrange(len(held)))
+                _remove_span(spans, gone.start, gone.end)
+            assert spans == _spans(held)

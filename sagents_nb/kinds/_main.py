@@ -5,7 +5,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from typing import TYPE_CHECKING, Any
 
 from .._base.checks import check_int
@@ -20,12 +20,21 @@ if TYPE_CHECKING:
 
 
 _best_first = attrgetter("score", "start")
+_start = attrgetter("start")
+_first = itemgetter(0)
 
 
 @dataclass
 class _MainState:
     hot: list[Group] = field(default_factory=list)
     cold: list[Group] = field(default_factory=list)
+    spans: list[list[int]] = field(default_factory=list)
+    """The hot groups' message spans, adjacent ones merged (`_spans(hot)`, kept as hot changes):
+    the view's runs of storage."""
+    hot_tokens: int = 0
+    """The hot groups' tokens, kept as hot changes."""
+    cold_spans: list[list[int]] = field(default_factory=list)
+    """`_spans(cold)`, kept as cold changes: what `dump_state` stores."""
     indexed: int = 0
     """Messages indexed into groups: with nothing sunk, the groups cover the whole history
     exactly when this is its length."""
@@ -89,6 +98,8 @@ class Main(BaseKind):
     def _index(self, state: _MainState, child: Child, i: int, message: Message) -> None:
         state.indexed += 1
         tokens = child.token_count(message)
+        state.hot_tokens += tokens
+        _add_span(state.spans, i, i + 1)
         if state.hot and state.hot[-1].end == i and joins_group(child.history, i):
             state.hot[-1].end = i + 1
             state.hot[-1].tokens += tokens
@@ -108,14 +119,13 @@ class Main(BaseKind):
         budgets = [b for b in (self.budget_tokens, state.fit) if b is not None]
         if self.top_k is None and not budgets:
             return  # nothing can sink: skip the walk over the groups
-        # groups hash by identity
-        protected = set(state.hot[-self.recent :]) if self.recent else set()
-        protected.update(_holding(state.hot, child.input_index))
-        candidates = [g for g in state.hot if g not in protected]
+        hot = state.hot
+        candidates = _unprotected(hot, self.recent, _holding(hot, child.input_index))
         if self.top_k is not None and state.cold and state.ranked_for != child.input_index:
             # a new input: what sank for an earlier question may be what this one needs, so the
             # cold groups compete with the hot ones again (only a matching one comes back)
             state.ranked_for = child.input_index
+            protected = set(hot).difference(candidates)  # groups hash by identity
             cold = set(state.cold)
             best = self._ranked(state, child, [*candidates, *state.cold])[: self.top_k]
             self._restore(child, state, [g for g in best if g in cold and g.score > 0])
@@ -133,7 +143,7 @@ class Main(BaseKind):
         self, state: _MainState, child: Child, candidates: list[Group], budget: int
     ) -> list[Group]:
         """The least relevant of `candidates` that must sink for the view to fit `budget`."""
-        total = sum(g.tokens for g in state.hot)
+        total = state.hot_tokens
         over: list[Group] = []
         if total > budget and candidates:
             for group in reversed(self._ranked(state, child, candidates)):
@@ -148,9 +158,9 @@ class Main(BaseKind):
         current input's) until the view fits `limit`, which later views keep to as well."""
         state = self._state(child)
         state.fit = limit if state.fit is None else min(state.fit, limit)
-        keep = set(_holding(state.hot, child.input_index)) | set(state.hot[-1:])
+        kept = _unprotected(state.hot, 1, _holding(state.hot, child.input_index))
         budget = limit - sum(map(child.token_count, child.system_messages()))
-        over = self._over(state, child, [g for g in state.hot if g not in keep], budget)
+        over = self._over(state, child, kept, budget)
         if not over:
             return None
         self._sink(child, state, over, "overflow")
@@ -165,20 +175,22 @@ class Main(BaseKind):
             state.query_for = child.input_index
         history = child.history
         query, scorer = state.query, self.scorer
-        for group in groups:
+        # a group's score holds while its query does (and its terms: a change clears `scored`)
+        for group in [g for g in groups if g.scored is not query]:
             if group.terms is None:
                 group.terms = scorer.index(group_text(history[group.start : group.end]))
-                group.scored = None
-            if group.scored is not query:  # a group's score holds while its query does
-                group.score, group.scored = scorer.score(query, group.terms), query
+            group.score, group.scored = scorer.score(query, group.terms), query
         return sorted(groups, key=_best_first, reverse=True)  # ties keep the newer group
 
     def _sink(self, child: Child, state: _MainState, groups: list[Group], reason: str) -> None:
         if not groups:
             return
-        before = sum(g.tokens for g in state.hot)
-        gone = set(groups)
-        state.hot = [g for g in state.hot if g not in gone]
+        before = state.hot_tokens
+        for group in groups:
+            del state.hot[bisect.bisect_left(state.hot, group.start, key=_start)]
+            _remove_span(state.spans, group.start, group.end)
+            _add_span(state.cold_spans, group.start, group.end)
+            state.hot_tokens -= group.tokens
         state.cold.extend(groups)
         child.state_changed()
         previews = [_preview(child.history[g.start : g.end]) for g in groups[:5]]
@@ -187,7 +199,7 @@ class Main(BaseKind):
                 sunk=len(groups),
                 previews=previews,
                 before_tokens=before,
-                after_tokens=before - sum(g.tokens for g in groups),
+                after_tokens=state.hot_tokens,
                 reason=reason,
             )
         )
@@ -195,17 +207,21 @@ class Main(BaseKind):
     def _restore(self, child: Child, state: _MainState, groups: list[Group]) -> None:
         if not groups:
             return
-        before = sum(g.tokens for g in state.hot)
+        before = state.hot_tokens
         back = set(groups)
         state.cold = [g for g in state.cold if g not in back]
-        state.hot = sorted([*state.hot, *groups], key=lambda g: g.start)
+        for group in groups:
+            bisect.insort(state.hot, group, key=_start)
+            _add_span(state.spans, group.start, group.end)
+            _remove_span(state.cold_spans, group.start, group.end)
+            state.hot_tokens += group.tokens
         child.state_changed()
         child.emit(
             ColdRestore(
                 restored=len(groups),
                 previews=[_preview(child.history[g.start : g.end]) for g in groups[:5]],
                 before_tokens=before,
-                after_tokens=before + sum(g.tokens for g in groups),
+                after_tokens=state.hot_tokens,
             )
         )
 
@@ -227,18 +243,12 @@ class Main(BaseKind):
             view.extend(history)
             view.measure = (head + child.history_tokens, len(history))
             return view
-        tokens = stored = 0
+        shown = len(view)
         runs: list[int] = []
-        for group in state.hot:
-            size = group.end - group.start
-            if runs and runs[-2] + runs[-1] == group.start:
-                runs[-1] += size  # adjacent to the previous group
-            else:
-                runs += (len(view), group.start, size)
-            view.extend(history[group.start : group.end])
-            tokens += group.tokens
-            stored += size
-        view.measure = (head + tokens, stored)
+        for start, end in state.spans:
+            runs += (len(view), start, end - start)
+            view.extend(history[start:end])
+        view.measure = (head + state.hot_tokens, len(view) - shown)
         view.runs = runs
         return view
 
@@ -281,7 +291,7 @@ class Main(BaseKind):
         state = child.state_of(self.name, _MainState)
         if state is None:
             return None
-        kept: dict[str, Any] = {"cold": _spans(state.cold)}
+        kept: dict[str, Any] = {"cold": [span.copy() for span in state.cold_spans]}
         if state.fit is not None:
             kept["fit"] = state.fit
         return kept
@@ -291,6 +301,9 @@ class Main(BaseKind):
         spans = state["cold"]
         main.cold = [g for g in main.hot if _within(g, spans)]
         main.hot = [g for g in main.hot if not _within(g, spans)]
+        main.spans = _spans(main.hot)
+        main.cold_spans = _spans(main.cold)
+        main.hot_tokens = sum(g.tokens for g in main.hot)
         main.fit = state.get("fit")
 
     def cold_messages(self, child: Child) -> list[Message]:
@@ -300,12 +313,48 @@ class Main(BaseKind):
         return [m for g in groups for m in child.history[g.start : g.end]]
 
 
-def _holding(groups: list[Group], index: int) -> list[Group]:
-    """The group among `groups` (sorted, hot) that holds message `index`: none if it sank."""
-    for group in reversed(groups):  # the input is near the end
-        if group.start <= index:
-            return [group] if index < group.end else []
-    return []
+def _holding(groups: list[Group], index: int) -> Group | None:
+    """The group among `groups` (sorted, hot) that holds message `index`: None if it sank."""
+    at = bisect.bisect_right(groups, index, key=_start) - 1
+    return groups[at] if at >= 0 and index < groups[at].end else None
+
+
+def _unprotected(hot: list[Group], recent: int, holding: Group | None) -> list[Group]:
+    """`hot` (sorted) but for its `recent` newest groups and `holding` (the input's)."""
+    older = hot[: max(0, len(hot) - recent)]
+    if holding is not None and older and holding.start <= older[-1].start:
+        del older[bisect.bisect_left(older, holding.start, key=_start)]
+    return older
+
+
+def _add_span(spans: list[list[int]], start: int, end: int) -> None:
+    """Add the span [start, end) (overlapping none of `spans`) to `spans`, merging neighbours."""
+    at = bisect.bisect_right(spans, start, key=_first)
+    after_previous = at > 0 and spans[at - 1][1] == start
+    before_next = at < len(spans) and spans[at][0] == end
+    if after_previous and before_next:
+        spans[at - 1][1] = spans.pop(at)[1]
+    elif after_previous:
+        spans[at - 1][1] = end
+    elif before_next:
+        spans[at][0] = start
+    else:
+        spans.insert(at, [start, end])
+
+
+def _remove_span(spans: list[list[int]], start: int, end: int) -> None:
+    """Take [start, end) (within one of `spans`) out of `spans`, splitting that one if need be."""
+    at = bisect.bisect_right(spans, start, key=_first) - 1
+    span = spans[at]
+    if span[0] == start and span[1] == end:
+        del spans[at]
+    elif span[0] == start:
+        span[0] = end
+    elif span[1] == end:
+        span[1] = start
+    else:
+        spans.insert(at + 1, [end, span[1]])
+        span[1] = start
 
 
 def _spans(groups: list[Group]) -> list[list[int]]:
@@ -320,7 +369,7 @@ def _spans(groups: list[Group]) -> list[list[int]]:
 
 
 def _within(group: Group, spans: list[list[int]]) -> bool:
-    index = bisect.bisect_right(spans, group.start, key=lambda span: span[0]) - 1
+    index = bisect.bisect_right(spans, group.start, key=_first) - 1
     return index >= 0 and group.end <= spans[index][1]
 
 
