@@ -59,12 +59,15 @@ class When:
     def could_match(self, action: str, path: str, name: str | None = None) -> bool:
         """Whether a pending `action` at `path` (a call of `name`) could match, before any
         `args` test: a gate that none could match builds no `PendingAction`."""
-        if not self.acts_at(action) or (self.tool is not None and name != self.tool):
+        if self.action is not None and action != self.action:
+            return False
+        if self.tool is not None and (action not in ("tool", "task") or name != self.tool):
             return False
         return self._path_match is None or self._path_match(path) is not None
 
     def acts_at(self, action: str) -> bool:
-        """Whether its `action` and `tool` allow a pending `action` (wherever, whatever call)."""
+        """Whether its `action` and `tool` allow a pending `action` (wherever, whatever call):
+        `could_match`'s first test, which that repeats inline (it runs at every gate)."""
         if self.action is not None and action != self.action:
             return False
         return self.tool is None or action in ("tool", "task")

@@ -406,11 +406,17 @@ class Run:
         agent = node.agent
         if action in self._actions or action in agent.pause_on:
             return True
-        tests = self._tests_for(agent, action)
+        if not (self._tests or agent.pause_tests or self._until):
+            return False
+        # `_tests_for`, inline: most gates of a run with predicates end here
+        tests = self._tests_at[action] + agent.pause_tests_at[action] + self._until_at[action]
         if not tests:
             return False
         path = node.path
-        return any(could_fire(test, action, path, name) for test in tests)
+        for test in tests:  # a loop, not `any(...)`: most gates here have one test
+            if could_fire(test, action, path, name):
+                return True
+        return False
 
     async def pause(
         self,
