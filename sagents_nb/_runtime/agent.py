@@ -9,7 +9,7 @@ from .._base.checks import check_int, check_items, check_str, refuse
 from .._base.errors import ConfigurationError
 from .._base.loop import run_sync
 from .._tools.tool import HOOK, Tool, is_hook
-from .breakpoints import Breakpoint, split
+from .breakpoints import Breakpoint, by_action, split
 from .pausing import checked_pause_on
 
 if TYPE_CHECKING:
@@ -144,6 +144,8 @@ class Agent:
         self._pause_on = checked_pause_on(actions, f"Agent({self.name!r})")
         self.pause_tests: tuple[Breakpoint, ...] = split(self._pause_on)[1]
         """The predicates among them (tested at each gate)."""
+        self.pause_tests_at = by_action(self.pause_tests)
+        """The same for each action (`breakpoints.by_action`)."""
 
     @property
     def running_label(self) -> str:

@@ -4,11 +4,12 @@ and how they are stored with a run (code cannot be: see `restored`)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .._base.caller import path_matches
+from .._base.caller import path_pattern
 from .._base.checks import check_callable, check_str
 from .._base.errors import ConfigurationError
 
@@ -39,15 +40,17 @@ class When:
     tool: str | None = None
     args: Callable[[dict[str, Any]], bool] | None = None
     restored: bool = False
+    _path_match: Callable[[str], re.Match[str] | None] | None = field(
+        default=None, init=False, compare=False
+    )
+    """`path` compiled once (see `path_pattern`): a gate only runs the pattern."""
+
+    def __post_init__(self) -> None:
+        if self.path is not None:
+            object.__setattr__(self, "_path_match", path_pattern(self.path).match)
 
     def __call__(self, pending: PendingAction) -> bool:
-        if self.action is not None and pending.action != self.action:
-            return False
-        if self.tool is not None and (
-            pending.action not in ("tool", "task") or pending.name != self.tool
-        ):
-            return False
-        if self.path is not None and not path_matches(self.path, pending.path):
+        if not self.could_match(pending.action, pending.path, pending.name):
             return False
         if self.args is not None:
             return pending.arguments is not None and bool(self.args(pending.arguments))
@@ -60,7 +63,14 @@ class When:
             return False
         if self.tool is not None and (action not in ("tool", "task") or name != self.tool):
             return False
-        return self.path is None or path_matches(self.path, path)
+        return self._path_match is None or self._path_match(path) is not None
+
+    def acts_at(self, action: str) -> bool:
+        """Whether its `action` and `tool` allow a pending `action` (wherever, whatever call):
+        `could_match`'s first test, which that repeats inline (it runs at every gate)."""
+        if self.action is not None and action != self.action:
+            return False
+        return self.tool is None or action in ("tool", "task")
 
     def __repr__(self) -> str:
         given = [f"{k}={getattr(self, k)!r}" for k in ("path", "action", "tool")]
@@ -111,6 +121,21 @@ def split(breakpoints: Iterable[Any]) -> tuple[frozenset[str], tuple[Breakpoint,
         else:
             tests.append(item)
     return frozenset(actions), tuple(tests)
+
+
+def by_action(tests: tuple[Breakpoint, ...]) -> Mapping[str, tuple[Breakpoint, ...]]:
+    """For each action, the `tests` that could fire at it, in their order: a gate with none
+    answers at once (a `When` of `action="tool"` is never looked at by a model gate)."""
+    if not tests:
+        return NO_TESTS
+    return {
+        action: tuple(t for t in tests if not isinstance(t, When) or t.acts_at(action))
+        for action in ACTIONS
+    }
+
+
+NO_TESTS: Mapping[str, tuple[Breakpoint, ...]] = {action: () for action in ACTIONS}
+"""`by_action` of no tests (shared: never changed)."""
 
 
 def could_fire(test: Breakpoint, action: str, path: str, name: str | None = None) -> bool:

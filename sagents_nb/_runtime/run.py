@@ -15,11 +15,12 @@ from .._base.errors import ConfigurationError, RunPaused, SagentsError
 from .._base.loop import POLL_SECONDS, call_soon, on_library_thread, settle
 from .._base.messages import Message
 from ..events import Paused, PausedRequest, Resumed
-from .breakpoints import Breakpoint, When, could_fire, fires, restored, split, stored
+from .breakpoints import Breakpoint, When, by_action, could_fire, fires, restored, split, stored
 from .pausing import APPROVE, Decision, checked_pause_on
 
 if TYPE_CHECKING:
     from ..events import Event
+    from .agent import Agent
     from .decisions import PauseKey, StoredPauses
     from .node import Node
     from .pending import PendingAction, PendingRequest
@@ -47,8 +48,8 @@ class Run:
     ) -> None:
         self.pause_on = checked_pause_on(pause_on, "send()")
         self._actions, self._tests = split(self.pause_on)
-        self.until: tuple[Breakpoint, ...] = ()
-        """The breakpoints of `step(pause_on=...)`, until the run next pauses."""
+        self._tests_at = by_action(self._tests)
+        self.until = ()
         self._decided: dict[PauseKey, Decision] = {}
         self._awaiting: set[PauseKey] = set()
         self._ahead: dict[PauseKey, tuple[Decision, str | None]] = {}
@@ -315,6 +316,20 @@ class Run:
         elif not self.pending:
             self._set_status("running")
 
+    @property
+    def until(self) -> tuple[Breakpoint, ...]:
+        """The breakpoints of `step(pause_on=...)`, until the run next pauses."""
+        return self._until
+
+    @until.setter
+    def until(self, tests: tuple[Breakpoint, ...]) -> None:
+        self._until = tests
+        self._until_at = by_action(tests)
+
+    def _tests_for(self, agent: Agent, action: str) -> tuple[Breakpoint, ...]:
+        """The predicates that could fire at `action` of `agent`'s nodes, in the order asked."""
+        return self._tests_at[action] + agent.pause_tests_at[action] + self._until_at[action]
+
     def _cancel_on_loop(self) -> None:
         if self._task is not None and not self._task.done():
             self._task.cancel()
@@ -365,7 +380,7 @@ class Run:
         agent = node.agent
         if action in self._actions or action in agent.pause_on:
             return True
-        tests = self._tests + agent.pause_tests + self.until
+        tests = self._tests_for(agent, action)
         if not tests:
             return False
         path, name = node.path, (details or {}).get("name")
@@ -391,11 +406,17 @@ class Run:
         agent = node.agent
         if action in self._actions or action in agent.pause_on:
             return True
-        if not (self._tests or agent.pause_tests or self.until):
+        if not (self._tests or agent.pause_tests or self._until):
+            return False
+        # `_tests_for`, inline: most gates of a run with predicates end here
+        tests = self._tests_at[action] + agent.pause_tests_at[action] + self._until_at[action]
+        if not tests:
             return False
         path = node.path
-        tests = self._tests + agent.pause_tests + self.until
-        return any(could_fire(test, action, path, name) for test in tests)
+        for test in tests:  # a loop, not `any(...)`: most gates here have one test
+            if could_fire(test, action, path, name):
+                return True
+        return False
 
     async def pause(
         self,
