@@ -211,9 +211,13 @@ def build_envs(peers: list[Framework], timeout: float, install: bool) -> None:
 # running scenarios
 
 
-def scenario_env() -> dict[str, str]:
+def scenario_env(peer: bool = False) -> dict[str, str]:
+    """The environment of a scenario process: a peer's venv sees no outside path; sagents_nb's
+    and the floor's see this checkout first (from a worktree, the worktree is measured)."""
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)
+    if not peer:
+        env["PYTHONPATH"] = str(HERE.parent)
     env["PYTHONHASHSEED"] = "0"
     return env
 
@@ -234,7 +238,12 @@ def run_scenario(
     started = time.monotonic()
     try:
         done = subprocess.run(
-            command, capture_output=True, text=True, timeout=timeout, cwd=HERE, env=scenario_env()
+            command,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            cwd=HERE,
+            env=scenario_env(fw.peer),
         )
     except subprocess.TimeoutExpired:
         return {"error": f"timed out after {timeout:.0f} s"}
@@ -308,7 +317,7 @@ def import_time(fw: Framework, repeat: int) -> dict[str, Any]:
     Bytecode goes to a cache folder under .envs (PYTHONDONTWRITEBYTECODE is lifted there), so a
     source checkout is measured like an installed package: compiled once, then loaded.
     """
-    env = scenario_env()
+    env = scenario_env(fw.peer)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["PYTHONPYCACHEPREFIX"] = str(ENVS / "pycache" / fw.name)
 
