@@ -7,6 +7,8 @@ import _thread
 import asyncio
 import io
 import sys
+import threading
+import time
 
 import httpx
 import pytest
@@ -114,6 +116,25 @@ def test_a_rerun_with_the_same_store_skips_finished_runs(tmp_path) -> None:
     assert {r["session_id"] for r in again.rows} <= ids and len(ids) == 4 + 2 * 3
 
 
+def press_ctrl_c_while_waiting() -> None:
+    """Ctrl-C once the main thread waits for the sweep (in `block_on`), where a person's lands:
+    raised earlier, it would hit the main thread still handing the sweep to the loop."""
+    main = threading.main_thread().ident
+
+    def waiting() -> bool:
+        frame = sys._current_frames().get(main)
+        while frame is not None and frame.f_code.co_name != "block_on":
+            frame = frame.f_back
+        return frame is not None
+
+    def press() -> None:
+        while not waiting():
+            time.sleep(0.001)
+        _thread.interrupt_main()
+
+    threading.Thread(target=press, daemon=True).start()
+
+
 def test_ctrl_c_cancels_every_run_and_keeps_the_finished_rows(tmp_path) -> None:
     store = tmp_path / "cut.db"
     blocked: list[str] = []
@@ -123,7 +144,7 @@ def test_ctrl_c_cancels_every_run_and_keeps_the_finished_rows(tmp_path) -> None:
         if req.last_user.startswith("slow") and not release["on"]:
             blocked.append(req.last_user)
             if len(blocked) == 2:  # both slots hang: the user presses Ctrl-C
-                _thread.interrupt_main()
+                press_ctrl_c_while_waiting()
             await asyncio.Event().wait()
         return f"done {req.last_user}"
 
