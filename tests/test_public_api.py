@@ -149,6 +149,40 @@ def test_a_first_run_without_tools_imports_no_pydantic() -> None:
     assert "invalid arguments for add: b:" in results  # pydantic's refusal, said to the model
 
 
+def test_an_offline_run_imports_no_httpx_until_a_response_or_stream_is_made() -> None:
+    # issue 32's first use: a mock's plain answers are JSON bytes in memory; httpx (whose import
+    # also loads its CLI's click, rich and pygments) loads with a handler's own httpx.Response,
+    # a stream, or `sn.record`
+    code = (
+        "import sys, copy, pickle, sagents_nb as sn\n"
+        "@sn.tool\n"
+        "def add(a: int, b: int) -> int:\n"
+        "    return a + b\n"
+        "def model(req):\n"
+        "    if req.tool_results:\n"
+        "        return f'= {req.tool_results[-1]} ✓ 多少'\n"
+        "    return sn.reply(tool_calls=[sn.call('add', a=1, b=2)])\n"
+        "llm = sn.mock_llm(model)\n"
+        "copies = [copy.deepcopy(llm), pickle.loads(pickle.dumps(llm))]\n"
+        "agent = sn.Agent('a', tools=[add])\n"
+        "r = agent.run_sync('combien ?', llm=llm)\n"
+        "copies.append(llm.fresh())\n"
+        "texts = [agent.run_sync('encore', llm=c).text for c in copies]\n"
+        "s = sn.sweep(agent, ['un', 'deux'], llm=llm, progress=False)\n"
+        "print(r.text, len(llm.exchanges), texts == [r.text] * 3, 'httpx' in sys.modules)\n"
+        "print([row['status'] for row in s.rows], 'httpx' in sys.modules)\n"
+        "live = sn.Agent('b', kind=sn.kinds.Realtime())\n"  # a streaming kind
+        "t = live.run_sync('x', llm=sn.mock_llm(lambda req: '流 れ'))\n"
+        "print(t.text, 'httpx' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.splitlines() == [
+        "= 3 ✓ 多少 2 True False",
+        "['done', 'done'] False",
+        "流 れ True",
+    ], out.stdout
+
+
 def test_the_deferred_kinds_load_on_first_look_up_and_by_name() -> None:
     code = (
         "import sys, sagents_nb as sn\n"

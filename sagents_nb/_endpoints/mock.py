@@ -2,22 +2,28 @@
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import inspect
 import itertools
 import json
+import sys
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from .._base.caller import CALLER, Caller, path_matches
 from .._base.checks import check_bool, check_callable, check_items, check_str, refuse
 from .._base.errors import ConfigurationError
-from .openai import LLM, Served, unescaped_json
+from .deadline import Deadlines
+from .openai import LLM, Served, _client_headers, unescaped_json
+
+# A mock's plain answers need no httpx: it is imported where a response, a stream or a
+# transport is made (a first offline run does not pay for httpx and its CLI's packages).
+if TYPE_CHECKING:
+    import httpx
 
 
 @dataclass(frozen=True)
@@ -165,10 +171,18 @@ PLAIN = frozenset({str, Reply, type(None)})
 """Types of a handler's answer that are never awaitable (its common answers)."""
 
 
+def is_response(value: object) -> bool:
+    """Whether `value` is an `httpx.Response` (none can exist before httpx is imported)."""
+    httpx = sys.modules.get("httpx")
+    return httpx is not None and isinstance(value, httpx.Response)
+
+
 def _transport_for(mock: MockLLM) -> httpx.MockTransport:
     """The transport calling `mock`'s handler (what `sn.record` wraps). It reaches `mock` by a
     weak reference, so that the endpoint and its transport are no reference cycle (freed
     without the cycle collector)."""
+    import httpx
+
     endpoint = weakref.ref(mock)
 
     async def serve(request: httpx.Request) -> httpx.Response:
@@ -185,31 +199,65 @@ class MockLLM(LLM):
 
     Its own requests skip the transport: the handler gets the same JSON bytes and a plain
     answer comes back as the JSON bytes a server would send (`_send`), with no httpx request
-    or response made for it.
+    or response made for it. The transport is made (and httpx loaded) when first asked for:
+    by `sn.record`, a handler's own `httpx.Response`, or a stream.
     """
 
     def __init__(self, handler: Handler, *, model: str = "mock", **options: Any) -> None:
         self.handler = handler
         self._ids = itertools.count(1)
-        self._own_transport = _transport_for(self)
-        super().__init__(
-            "http://mock.local/v1",
-            api_key="",
-            model=model,
-            transport=self._own_transport,
-            **options,
-        )
+        super().__init__("http://mock.local/v1", api_key="", model=model, **options)
+
+    @property
+    def _transport(self) -> httpx.AsyncBaseTransport:
+        """The transport answering: one set in its place (`sn.record`), or its own."""
+        transport = self.__dict__.get("_transport")
+        if transport is None:
+            transport = self.__dict__["_transport"] = self._own_transport
+        return transport
+
+    @_transport.setter
+    def _transport(self, transport: httpx.AsyncBaseTransport | None) -> None:
+        self.__dict__["_transport"] = transport
+
+    @cached_property
+    def _own_transport(self) -> httpx.MockTransport:
+        return _transport_for(self)
+
+    @cached_property
+    def _headers(self) -> httpx.Headers:  # type: ignore[override]
+        """Its requests' headers (an `httpx.AsyncClient`'s: a mock has no key)."""
+        return _client_headers()
+
+    def _replaced(self) -> bool:
+        """Whether another transport answers in its own's place."""
+        transport = self.__dict__.get("_transport")
+        return transport is not None and transport is not self.__dict__.get("_own_transport")
 
     def __getstate__(self) -> dict[str, Any]:
         """Its state without its transport, which a copy (pickled for Ray, deep-copied with
         an agent) makes again for itself: the transport's handler is a weak reference."""
         state = dict(self.__dict__)
-        del state["_transport"], state["_own_transport"]
+        for made in ("_transport", "_own_transport", "_headers"):
+            state.pop(made, None)
         return state
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._transport = self._own_transport = _transport_for(self)
+    def _open(self) -> None:
+        """Ready for requests on the running loop: its deadlines there (no HTTP client)."""
+        loop = asyncio.get_running_loop()
+        if self._client_loop is not loop:
+            self._client_loop = loop
+            self._deadlines = Deadlines(loop)
+
+    async def aclose(self) -> None:
+        """Close the transport that answered, if one was made, since the last use."""
+        if self._client_loop is None:
+            return
+        self._client_loop = None
+        self._deadlines.close()
+        transport = self.__dict__.get("_transport")
+        if transport is not None:
+            await transport.aclose()
 
     def fresh(self) -> MockLLM:
         """A copy with its own handler: a deep copy, so an `sn.script` starts from its first
@@ -229,6 +277,9 @@ class MockLLM(LLM):
             ) from exc
         fresh = super().fresh()
         assert isinstance(fresh, MockLLM)
+        if not self._replaced():  # its own transport calls this endpoint: the copy makes its own
+            for made in ("_transport", "_own_transport"):
+                fresh.__dict__.pop(made, None)
         fresh.handler = handler
         fresh._ids = itertools.count(1)
         return fresh
@@ -241,7 +292,7 @@ class MockLLM(LLM):
         self, client: httpx.AsyncClient | None, content: bytes
     ) -> httpx.Response | Served:
         """The handler's answer, with no transport between (unless another one was set)."""
-        if self._transport is not self._own_transport:  # another one set: it answers
+        if self._replaced():  # another one set: it answers
             return await super()._send(client, content)
         answer = await self._answer(content)
         if isinstance(answer, bytes):
@@ -260,11 +311,13 @@ class MockLLM(LLM):
         answer = self.handler(chat)
         if type(answer) not in PLAIN and inspect.isawaitable(answer):
             answer = await answer
-        if isinstance(answer, httpx.Response):
+        if is_response(answer):
             return answer
         if answer is None or isinstance(answer, str):
             answer = Reply(answer or "")
         if not isinstance(answer, Reply):
+            import httpx
+
             return httpx.Response(
                 500,
                 json={
@@ -298,6 +351,8 @@ class MockLLM(LLM):
             "total_tokens", usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)
         )
         if chat.stream or answer.stream:
+            import httpx
+
             return httpx.Response(
                 200,
                 content=_sse_body(answer.text, calls, usage),
@@ -324,6 +379,8 @@ class MockLLM(LLM):
 
 def _response(reply: bytes | httpx.Response) -> httpx.Response:
     """A reply as an HTTP response: a completion's JSON body as a server sends it."""
+    import httpx
+
     return httpx.Response(200, content=reply, headers=_JSON) if isinstance(reply, bytes) else reply
 
 
@@ -489,6 +546,8 @@ class _Script:
 
 
 def _script_error(message: str) -> httpx.Response:
+    import httpx
+
     return httpx.Response(400, json={"error": {"message": message, "type": "script_exhausted"}})
 
 
@@ -515,7 +574,7 @@ HANDLER = "a handler (a function of the sn.ChatRequest)"
 
 def is_reply(value: object) -> bool:
     """Whether `value` is something `sn.script` can answer with."""
-    return isinstance(value, str | Reply | httpx.Response) or callable(value)
+    return isinstance(value, str | Reply) or is_response(value) or callable(value)
 
 
 def is_call(value: object) -> bool:

@@ -301,7 +301,8 @@ class LLM:
         for used in ("_deadlines", "_headers"):  # the used one's timers, on its loop; headers
             copy.__dict__.pop(used, None)
         copy.exchanges = deque(maxlen=self.exchanges.maxlen)
-        fresh_transport = getattr(self._transport, "fresh", None)
+        # read from the instance: a mock makes its own transport only when it is asked for
+        fresh_transport = getattr(self.__dict__.get("_transport"), "fresh", None)
         if fresh_transport is not None:
             copy._transport = fresh_transport()
         return copy
@@ -381,8 +382,6 @@ class LLM:
     async def _attempt(
         self, body: dict[str, Any], on_delta: Callable[[str], None] | None
     ) -> Completion:
-        import httpx
-
         client = self._open()
         headers = {"Authorization": "Bearer ***"} if self._api_key else {}
         exchange = Exchange(url=self.base_url + "/chat/completions", request=body, headers=headers)
@@ -404,7 +403,7 @@ class LLM:
                         and response.status_code < 400
                         and "json" not in response.headers.get("content-type", "")
                     ):
-                        assert isinstance(response, httpx.Response), "a Served reply is JSON"
+                        assert not isinstance(response, Served), "a Served reply is JSON"
                         assembler = StreamAssembler(
                             on_delta, base_url=self.base_url, redactor=self._redact
                         )
@@ -437,14 +436,14 @@ class LLM:
                 "check the server)",
                 base_url=self.base_url,
             ) from None
-        except httpx.TimeoutException as exc:
+        except _httpx().TimeoutException as exc:  # httpx is loaded when one was raised
             exchange.error = self._redact(f"timeout: {type(exc).__name__}")
             raise TransportError(
                 f"endpoint {self.base_url} went silent for {min(self.read_timeout, self.timeout)} s"
                 f" ({type(exc).__name__}; raise sn.LLM(read_timeout=...) or check the server)",
                 base_url=self.base_url,
             ) from None
-        except httpx.TransportError as exc:
+        except _httpx().TransportError as exc:
             reason = self._redact(str(exc)) or type(exc).__name__
             exchange.error = f"{type(exc).__name__}: {reason}"
             raise TransportError(
@@ -804,6 +803,14 @@ class StreamAssembler:
         summary["chunk_count"] = self.chunk_count
         summary["truncated"] = truncated
         return summary
+
+
+def _httpx() -> Any:
+    """The httpx module, imported at first need (an `except` clause names its errors only
+    once an exception reaches it)."""
+    import httpx
+
+    return httpx
 
 
 @lru_cache(maxsize=64)

@@ -11,8 +11,6 @@ from contextlib import contextmanager
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-import httpx
-
 from .._base.errors import ConfigurationError, StoreError
 from .._base.ids import new_session_id
 from .._base.messages import Message
@@ -52,6 +50,8 @@ from .tasks import TaskEntry
 from .turns import agent_choice, resolved, same_choice
 
 if TYPE_CHECKING:
+    import httpx
+
     from ..kinds import ChildKind
     from .agent import Agent
     from .session import Session
@@ -118,10 +118,14 @@ def reopening_endpoint(llm: LLM | None) -> LLM:
     try:
         return LLM()
     except ConfigurationError:
+        import httpx  # only for an endpoint that refuses: not with every reopen
+
         return LLM("http://no-endpoint.invalid/v1", transport=httpx.MockTransport(_no_endpoint))
 
 
 def _no_endpoint(request: httpx.Request) -> httpx.Response:
+    import httpx
+
     raise httpx.ConnectError(
         "this session was reopened without an endpoint; set session.llm = sn.mock_llm(...) "
         "or sn.LLM(...) before sending or resuming"
