@@ -15,6 +15,7 @@ import sagents_nb as sn
 from sagents_nb._store.protocol import PlainStep
 from sagents_nb.store import (
     ForkingStore,
+    GroupCommitStore,
     MemoryStore,
     PlainCommitStore,
     SessionRows,
@@ -48,7 +49,8 @@ class TextOnlyStore(MemoryStore):
         super().commit(session_id, steps)
 
 
-TextOnlyStore.fork = None  # type: ignore[assignment]  # a method blocked: not a ForkingStore
+# methods blocked: not a ForkingStore, nor a PlainCommitStore
+TextOnlyStore.fork = TextOnlyStore.commit_plain = TextOnlyStore.commit_group = None  # type: ignore[assignment]
 
 
 def _encodable(*values: object) -> None:
@@ -64,7 +66,8 @@ def _encodable(*values: object) -> None:
 
 
 class PlainMemoryStore(MemoryStore):
-    """A second backend that takes the plain steps (by having `commit_plain`)."""
+    """A second backend that takes the plain steps (by having `commit_plain`), one session at a
+    time (no `commit_group`)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -75,9 +78,13 @@ class PlainMemoryStore(MemoryStore):
         self.commit(session_id, [Step.from_plain(0, step) for step in steps])
 
 
+PlainMemoryStore.commit_group = None  # type: ignore[assignment]
+
+
 def test_a_store_opts_in_by_having_the_method() -> None:
-    assert isinstance(MemoryStore(), ForkingStore)
-    assert not isinstance(MemoryStore(), PlainCommitStore)
+    assert isinstance(MemoryStore(), ForkingStore | PlainCommitStore | GroupCommitStore)
+    assert not isinstance(TextOnlyStore(), PlainCommitStore)
+    assert not isinstance(PlainMemoryStore(), GroupCommitStore)
     assert isinstance(sn.SQLiteStore(":memory:"), ForkingStore | PlainCommitStore)
     assert isinstance(PlainMemoryStore(), PlainCommitStore)
     assert not isinstance(TextOnlyStore(), ForkingStore)

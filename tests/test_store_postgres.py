@@ -377,3 +377,34 @@ for make in (lambda: PostgresStore("postgresql://127.0.0.1/x"),
         == ["PostgresStore needs psycopg 3, an optional extra: pip install 'sagents_nb[postgres]'"]
         * 2
     )
+
+
+def test_a_sweep_commits_its_runs_in_groups_as_in_sqlite(
+    postgres_server: PostgresServer, tmp_path: Path
+) -> None:
+    """A sweep's store thread commits many runs in one transaction (`commit_group`) on the
+    server too; every run reads back as the same sweep's runs read back from SQLite."""
+    items = ["payez la facture — 請求書 🧾", "encore : もう一度 🤖", "print('42')"]
+    variants = {"worker": {}, "resident": {"payer": sn.kinds.Resident()}}
+
+    def sweep(store: Any) -> tuple[list[Any], list[Any]]:
+        cmp = sn.sweep(CHIEF, items, variants, llm=sn.mock_llm(chief_model), store=store)
+        reopened = [record(cmp.open(r.variant, r.item)) for r in cmp.records]
+        return [(r["variant"], r["status"], r["answer"]) for r in cmp.rows], reopened
+
+    store = postgres_server.store()
+    groups: list[int] = []
+    grouped = store.commit_group
+
+    def counted(writes: Any) -> None:
+        groups.append(len(writes))
+        grouped(writes)
+
+    store.commit_group = counted  # type: ignore[method-assign]
+    try:
+        in_postgres = sweep(store)
+    finally:
+        store.close()
+    assert in_postgres == sweep(tmp_path / "runs.db")
+    assert [status for _, status, _ in in_postgres[0]] == ["done"] * 6
+    assert groups  # the runs went through the group commit

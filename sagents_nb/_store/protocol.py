@@ -348,6 +348,12 @@ class GroupCommitStore(PlainCommitStore, Protocol):
         refusal of any one of them) nothing."""
 
 
+def plain_steps(steps: list[PlainStep]) -> list[Step]:
+    """`commit_plain`'s steps as the `Step`s `commit` takes (each numbered by its last event),
+    for a store whose `commit_plain` is its `commit`."""
+    return [Step.from_plain(step[0][-1][0] if step[0] else 0, step) for step in steps]
+
+
 def supports(store: Any, protocol: Any) -> bool:
     """`isinstance(store, protocol)` for the store protocols (their methods are a class's),
     answered once per class: a runtime protocol's check walks its members each time, and a

@@ -36,15 +36,16 @@ class Link:
         self._db: Any = None
         self._db = self._connect()
 
-    def write(self, sid: str, writes: Callable[..., None], *args: Any) -> None:
-        """`writes(db, *args)` (one transaction); a refusal or a failure as `StoreError`."""
+    def write(self, sid: str | list[str], writes: Callable[..., None], *args: Any) -> None:
+        """`writes(db, *args)` (one transaction); a refusal or a failure as `StoreError`, said
+        of session `sid` (a one-item list: the session a group commit was writing)."""
         for retry in (False, True):
             db = self._connection()
             try:
                 writes(db, *args)
                 return
             except psycopg.errors.UniqueViolation as exc:
-                raise refusal(exc, sid, retried=retry) from None
+                raise refusal(exc, sid if isinstance(sid, str) else sid[0], retried=retry) from None
             except psycopg.errors.NoDataFound:  # `require_session`
                 raise Missing() from None
             except psycopg.OperationalError as exc:

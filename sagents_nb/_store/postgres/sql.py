@@ -122,6 +122,20 @@ def commit_steps(db: Any, sid: str, steps: Sequence[Step]) -> None:
         _insert(cursor, "messages", key, added)
 
 
+def commit_group(
+    db: Any, group: list[tuple[SessionRows | None, str, list[Step]]], sid: list[str]
+) -> None:
+    """Each session's creation (when given) then steps, in order, in one transaction; `sid`
+    holds the session being written (for a refusal's words)."""
+    with db.transaction():
+        for rows, session_id, steps in group:
+            sid[0] = session_id
+            if rows is not None:
+                create_session(db, rows)
+            if steps:
+                commit_steps(db, session_id, steps)
+
+
 def create_session(db: Any, rows: SessionRows) -> None:
     """Add a new session with its rows, kept as given, in one transaction."""
     key = escaped(rows.info.id)

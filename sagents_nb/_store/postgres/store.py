@@ -11,9 +11,17 @@ from typing import TYPE_CHECKING
 
 from ..._base.checks import check_str
 from ..._base.errors import StoreError
-from ..protocol import SessionRows, Step, StoredSession
+from ..protocol import GroupWrite, PlainStep, SessionRows, Step, StoredSession, plain_steps
 from .conninfo import MISSING_PSYCOPG, redacted
-from .sql import Missing, commit_steps, create_session, fork_session, list_sessions, load_session
+from .sql import (
+    Missing,
+    commit_group,
+    commit_steps,
+    create_session,
+    fork_session,
+    list_sessions,
+    load_session,
+)
 
 if TYPE_CHECKING:
     from .link import Link
@@ -89,6 +97,23 @@ class PostgresStore:
             except Missing:
                 raise StoreError(
                     f"no session {session_id!r} in {self!r} to commit to; create it first"
+                ) from None
+
+    def commit_plain(self, session_id: str, steps: list[PlainStep]) -> None:
+        """`commit` of steps given as plain data (the optional `commit_plain`)."""
+        self.commit(session_id, plain_steps(steps))
+
+    def commit_group(self, writes: list[GroupWrite]) -> None:
+        """Several sessions' creations and steps in one transaction (the optional
+        `commit_group`): a sweep's store thread pays one round of the server for many runs."""
+        group = [(rows, sid, plain_steps(steps)) for rows, sid, steps in writes]
+        writing = [group[0][1] if group else ""]
+        with self._using() as link:
+            try:
+                link.write(writing, commit_group, group, writing)
+            except Missing:
+                raise StoreError(
+                    f"no session {writing[0]!r} in {self!r} to commit to; create it first"
                 ) from None
 
     def load(self, session_id: str) -> SessionRows:
