@@ -50,7 +50,7 @@ class TextOnlyStore(MemoryStore):
 
 
 # methods blocked: not a ForkingStore, nor a PlainCommitStore
-TextOnlyStore.fork = TextOnlyStore.commit_plain = TextOnlyStore.commit_group = None  # type: ignore[assignment]
+TextOnlyStore.fork = TextOnlyStore.commit_plain = None  # type: ignore[assignment]
 
 
 def _encodable(*values: object) -> None:
@@ -66,8 +66,7 @@ def _encodable(*values: object) -> None:
 
 
 class PlainMemoryStore(MemoryStore):
-    """A second backend that takes the plain steps (by having `commit_plain`), one session at a
-    time (no `commit_group`)."""
+    """A second backend that takes the plain steps (by having `commit_plain`)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -78,13 +77,10 @@ class PlainMemoryStore(MemoryStore):
         self.commit(session_id, [Step.from_plain(0, step) for step in steps])
 
 
-PlainMemoryStore.commit_group = None  # type: ignore[assignment]
-
-
 def test_a_store_opts_in_by_having_the_method() -> None:
-    assert isinstance(MemoryStore(), ForkingStore | PlainCommitStore | GroupCommitStore)
+    assert isinstance(MemoryStore(), ForkingStore | PlainCommitStore)
+    assert not isinstance(MemoryStore(), GroupCommitStore)
     assert not isinstance(TextOnlyStore(), PlainCommitStore)
-    assert not isinstance(PlainMemoryStore(), GroupCommitStore)
     assert isinstance(sn.SQLiteStore(":memory:"), ForkingStore | PlainCommitStore)
     assert isinstance(PlainMemoryStore(), PlainCommitStore)
     assert not isinstance(TextOnlyStore(), ForkingStore)

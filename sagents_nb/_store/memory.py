@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import bisect
-import copy
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -11,7 +10,6 @@ from dataclasses import dataclass, field, replace
 from .._base.errors import StoreError
 from .protocol import (
     EventRow,
-    GroupWrite,
     MessageRow,
     MessageWrite,
     NodeRow,
@@ -50,7 +48,7 @@ class MemoryStore:
     """
 
     def __init__(self) -> None:
-        self._lock = threading.RLock()  # a group commit holds it through its creates and commits
+        self._lock = threading.Lock()
         self._sessions: dict[str, _Record] | None = {}
 
     def __repr__(self) -> str:
@@ -104,24 +102,6 @@ class MemoryStore:
     def commit_plain(self, session_id: str, steps: list[PlainStep]) -> None:
         """`commit` of steps given as plain data (the optional `commit_plain`)."""
         self.commit(session_id, plain_steps(steps))
-
-    def commit_group(self, writes: list[GroupWrite]) -> None:
-        """For each write in order, `create` of its record (when given) then `commit_plain` of
-        its steps (the optional `commit_group`): all of them, or (a refusal of any one) none;
-        the sessions it writes are copies until every write succeeded."""
-        with self._lock:
-            sessions = self._open()
-            touched = {sid for _, sid, _ in writes} & sessions.keys()
-            self._sessions = {**sessions, **{sid: copy.deepcopy(sessions[sid]) for sid in touched}}
-            try:
-                for rows, sid, steps in writes:
-                    if rows is not None:
-                        self.create(rows)
-                    if steps:
-                        self.commit_plain(sid, steps)
-            except BaseException:
-                self._sessions = sessions
-                raise
 
     def load(self, session_id: str) -> SessionRows:
         """The session's whole record, as copies."""
