@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 
 import sagents_nb as sn
-import sagents_nb._runtime.journal as journal_module
 from sagents_nb._base.loop import block_on, submit
 from sagents_nb._store import writer
 from sagents_nb._store.sqlite import store as _store_sqlite
@@ -70,14 +69,10 @@ def test_the_connection_closes_with_its_store(tmp_path: Path) -> None:
     assert closed(tmp_path / "other.db")
 
 
-def test_a_finished_session_is_freed_before_its_rescue_timer_fires(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The store thread's rescue timer (set at a model request) holds its journal weakly: a
-    session done with is collected at once, not kept alive until the timer fires (sessions
-    kept that long outlive the young generations and make the oldest one's collections cost
-    a store-on run ~25 µs a model turn)."""
-    monkeypatch.setattr(journal_module, "RESCUE_SECONDS", 60.0)
+def test_a_finished_session_is_freed_at_once(tmp_path: Path) -> None:
+    """Nothing the journal hands its writer or the store thread keeps it alive: a session done
+    with is collected at once (sessions kept alive outlive the young generations and make the
+    oldest one's collections cost a store-on run ~25 µs a model turn)."""
     session = sn.Session(
         BOSS, llm=sn.mock_llm(boss_handler), store=sn.SQLiteStore(tmp_path / "r.db")
     )

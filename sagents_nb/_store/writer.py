@@ -3,9 +3,10 @@ own thread (its store thread), so a stalled disk under one store holds up no oth
 
 A store thread looks every `LOOK_SECONDS` and commits what every session of its store queued
 meanwhile (a group commit: in one transaction where the store takes a group,
-`GroupCommitStore`); `put(..., at_once=True)` and `drain` commit at once. Waking the
-thread for each step would cost the busy library loop a GIL hand-over each time
-(benchmarks/README.md has the measurement). A store thread ends once its store has had nothing
+`GroupCommitStore`); `settled` and `drain` commit at once. Waking the thread for each
+step would cost the busy library loop a GIL hand-over each time, and committing a running
+run's steps in several transactions beside it costs more CPU than it takes off the run's
+wall time on two cores (benchmarks/README.md has both measurements). A store thread ends once its store has had nothing
 to commit for `IDLE_SECONDS`; the next step starts another. Chores (`later`) run on a thread of
 their own.
 """
@@ -96,8 +97,9 @@ class StepWriter:
         store: where to write.
         session_id: the session the steps belong to.
         cut: called first by `drain`, to queue the step being recorded.
-        create: the new session's rows, written (`Store.create`) by the store thread before
-            its first step, and at its next look in any case (`LOOK_SECONDS`).
+        create: the new session's rows, written (`Store.create`) by the store thread with
+            its first step (in its transaction where the store takes a group), and at its
+            next look in any case (`LOOK_SECONDS`).
     """
 
     def __init__(
@@ -125,11 +127,11 @@ class StepWriter:
             with _lock:
                 self._queue(at_once=False)
 
-    def put(self, step: Encodable, *, at_once: bool = False) -> None:
-        """Queue `step` for the store thread's next look, or for a commit `at_once`."""
+    def put(self, step: Encodable) -> None:
+        """Queue `step` for the store thread's next look."""
         with _lock:
             self._pending.append(step)
-            self._queue(at_once=at_once)
+            self._queue(at_once=False)
 
     async def settled(self) -> None:
         """Queue the step being recorded, have the store thread commit everything queued at
@@ -194,13 +196,18 @@ class StepWriter:
         (`_committed`)."""
         error = None
         try:
-            if self._create is not None:
-                self.store.create(self._create)
+            if self._create is not None and self._group is not None:  # in one transaction
+                plain = [step.plain() for step in steps]
+                self._group.commit_group([(self._create, self.session_id, plain)])
                 self._create = None
-            if steps and self._plain is not None:
-                self._plain.commit_plain(self.session_id, [step.plain() for step in steps])
-            elif steps:
-                self.store.commit(self.session_id, [step.encode() for step in steps])
+            else:
+                if self._create is not None:
+                    self.store.create(self._create)
+                    self._create = None
+                if steps and self._plain is not None:
+                    self._plain.commit_plain(self.session_id, [step.plain() for step in steps])
+                elif steps:
+                    self.store.commit(self.session_id, [step.encode() for step in steps])
         except Exception as exc:
             error = exc
         self._committed(steps, promises, error)
