@@ -130,6 +130,7 @@ def repeatable(patch: Any) -> None:
     for module, name in (
         (journal_module, "QUIET_SECONDS"),
         (journal_module, "MAX_DELAY_SECONDS"),
+        (journal_module, "RESCUE_SECONDS"),
         (writer_module, "LOOK_SECONDS"),
     ):
         patch(module, name, 3600.0)

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 import sagents_nb as sn
+import sagents_nb._runtime.journal as journal_module
 from sagents_nb._base.loop import block_on, submit
 from sagents_nb._store import writer
 from sagents_nb._store.sqlite import store as _store_sqlite
@@ -69,10 +70,14 @@ def test_the_connection_closes_with_its_store(tmp_path: Path) -> None:
     assert closed(tmp_path / "other.db")
 
 
-def test_a_finished_session_is_freed_at_once(tmp_path: Path) -> None:
-    """Nothing the journal hands its writer or the store thread keeps it alive: a session done
-    with is collected at once (sessions kept alive outlive the young generations and make the
-    oldest one's collections cost a store-on run ~25 µs a model turn)."""
+def test_a_finished_session_is_freed_before_its_rescue_timer_fires(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store thread's rescue timer (set at a model request) holds its journal weakly: a
+    session done with is collected at once, not kept alive until the timer fires (sessions
+    kept that long outlive the young generations and make the oldest one's collections cost
+    a store-on run ~25 µs a model turn)."""
+    monkeypatch.setattr(journal_module, "RESCUE_SECONDS", 60.0)
     session = sn.Session(
         BOSS, llm=sn.mock_llm(boss_handler), store=sn.SQLiteStore(tmp_path / "r.db")
     )
@@ -316,6 +321,33 @@ def test_sessions_handed_over_together_commit_in_one_transaction_and_wake_up_tog
     assert max(wakes) >= 20, f"wake-ups of {wakes} promises for 20 sessions"
     for session in sessions:
         assert stored(session, db) == stored(session, None)
+    store.close()
+
+
+def test_a_record_made_on_the_store_thread_commits_with_its_first_step(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new session whose record the store thread makes (a sweep's, `create_later`) is
+    created in its first step's transaction, not in one of its own before it."""
+    db = tmp_path / "runs.db"
+    store = sn.SQLiteStore(db)
+    session = sn.Session(BOSS, llm=sn.mock_llm(boss_handler))
+    session.journal = journal_module.Journal(session, store, create_later=True)
+    transactions: list[int] = []
+    real = _store_sqlite.transaction
+
+    def counted(con: sqlite3.Connection) -> Any:
+        transactions.append(1)
+        return real(con)
+
+    monkeypatch.setattr(_store_sqlite, "transaction", counted)
+    go = held_turns(monkeypatch)
+    run = session.send("résumé « café » 東京 🚀")
+    ran([run])
+    go.set()
+    assert isinstance(awaited([run])[0], sn.Result)
+    assert len(transactions) == 1, f"{len(transactions)} transactions for one session"
+    assert stored(session, db) == stored(session, None)
     store.close()
 
 

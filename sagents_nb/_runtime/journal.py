@@ -30,7 +30,7 @@ from .._store.protocol import (
     TaskRow,
 )
 from .._store.text import UNENCODABLE, Report, body_text, has_surrogate, repaired, safe_json
-from .._store.writer import MAX_DELAY_SECONDS, QUIET_SECONDS, StepWriter
+from .._store.writer import MAX_DELAY_SECONDS, QUIET_SECONDS, StepWriter, later
 from ..events import (
     ErrorOccurred,
     ModelRequest,
@@ -54,6 +54,11 @@ if TYPE_CHECKING:
     """The task entries written for a node, and the keys of those written unsettled."""
     MessageWrites = tuple[str, str, int, tuple[Message, ...], bool]
     """(path, transcript, seq, messages, replace): see `MessageWrite`."""
+
+RESCUE_SECONDS = MAX_DELAY_SECONDS
+"""A model request's sealed rows wait for the library loop to hand them over; if the loop
+emits no event for this long (a sync handler or tool blocks it), the store thread does (at its
+next look: within `LOOK_SECONDS` more)."""
 
 # An event's class says how it bears on steps, so an event added to `sagents_nb.events` needs
 # nothing here. `ends_step`: it ends a step (as do replies and tool results reaching storage);
@@ -91,13 +96,13 @@ class Journal:
 
     At each model request the journal *seals*: it takes the events and messages since the
     last seal and copies of the node states and task entries they changed, stamped with the
-    request (so a fork at a request is exact), and hands them to a `StepWriter` at once;
-    the rows recorded after a request (replies, tool results) are sealed and handed over when
-    the session is quiet (see `_step_ended`), and at once after `paused` and `run_finished`.
-    The store thread encodes and commits what all sessions handed over every `LOOK_SECONDS`
-    (a group commit), so a sync handler or tool blocking the loop holds up no handed-over
-    step. A crash loses at most those last moments (`MAX_DELAY_SECONDS + LOOK_SECONDS`) and
-    the action in flight (a
+    request (so a fork at a request is exact). The sealed rows are handed to a `StepWriter`
+    when the session is quiet (see `_step_ended`), at once after `paused` and `run_finished`,
+    or by the store thread when the loop stays busy in one callback for `RESCUE_SECONDS` (a
+    sync handler or tool blocking it: the sealed rows are copies, safe to take from another
+    thread). The store thread encodes and commits what all sessions handed over every
+    `LOOK_SECONDS` (a group commit), and at once what the rescue hands over. A crash loses at
+    most those last moments (`MAX_DELAY_SECONDS + LOOK_SECONDS`) and the action in flight (a
     reply whose tools were still running is asked again on resume), and never what a call
     that returned reported: `result()`, `wait()` and `run_sync` commit first (`flush`,
     `settled`), and `durability="turn"` commits before each model request
@@ -172,6 +177,8 @@ class Journal:
         self._cut_at: float | None = None
         self._report = _weakly(self._repaired)
         self._step = PendingStep(0, [], [], self._numbering, report=self._report)
+        self._rescuing = False
+        self._rescue_seen = 0
         created = None
         if rows is None:
             root = session.root
@@ -324,13 +331,30 @@ class Journal:
             self._step_ended()
 
     def _seal_request(self) -> None:
-        """Seal at a model request and hand the step to the writer at once, so that the store
-        thread commits it beside the run (see `StepWriter`), even if a sync handler then
-        blocks the loop; what follows the request is cut once the session is quiet."""
+        """Seal at a model request; have the store thread watch over the sealed rows."""
         with self._lock:
             self._seal()
-            self._hand_over()
+            watch, self._rescuing = not self._rescuing, True
+            self._rescue_seen = len(self.session.bus.log)
+        if watch:
+            later(_weakly(self._rescue), RESCUE_SECONDS)
         self._step_ended()
+
+    def _rescue(self) -> None:
+        """On the store thread: hand the sealed rows over if the session emitted no event for
+        `RESCUE_SECONDS` (its loop is blocked, e.g. by a sync handler); while the loop goes on
+        and has not handed them over itself, look again later."""
+        with self._lock:
+            if self._step.empty():
+                self._rescuing = False
+                return
+            seen = len(self.session.bus.log)
+            if seen == self._rescue_seen:
+                self._hand_over(at_once=True)
+                self._rescuing = False
+                return
+            self._rescue_seen = seen
+        later(_weakly(self._rescue), RESCUE_SECONDS)
 
     # committing
 
@@ -408,11 +432,11 @@ class Journal:
             self._seal()
             self._hand_over()
 
-    def _hand_over(self) -> None:
+    def _hand_over(self, *, at_once: bool = False) -> None:
         """Queue the sealed step for the writer (the caller holds the lock)."""
         step = self._step
         if not step.empty():
-            self._writer.put(step)
+            self._writer.put(step, at_once=at_once)
             self._step = PendingStep(0, [], [], self._numbering, report=self._report)
 
     def _seal(self) -> None:

@@ -3,11 +3,13 @@ own thread (its store thread), so a stalled disk under one store holds up no oth
 
 A store thread looks every `LOOK_SECONDS` and commits what every session of its store queued
 meanwhile (a group commit: in one transaction where the store takes a group,
-`GroupCommitStore`); `settled` and `drain` commit at once. Waking the thread for each
-step would cost the busy library loop a GIL hand-over each time, and committing a running
-run's steps in several transactions beside it costs more CPU than it takes off the run's
-wall time on two cores (benchmarks/README.md has both measurements). A store thread ends once its store has had nothing
-to commit for `IDLE_SECONDS`; the next step starts another. Chores (`later`) run on a thread of
+`GroupCommitStore`); `put(..., at_once=True)` and `drain` commit at once. Waking the
+thread for each step would cost the busy library loop a GIL hand-over each time, and so
+would committing a short run's steps beside it: while the loop is busy, a thread waiting
+for the GIL is woken at each of the loop's turns (each `epoll` call gives the GIL up), so a
+run's commits cost more CPU and wall time than SQLite's work, which gives up the GIL, takes
+off the run (benchmarks/README.md, "The store beside the run"). A store thread ends once
+its store has had nothing to commit for `IDLE_SECONDS`; the next step starts another. Chores (`later`) run on a thread of
 their own.
 """
 
@@ -127,11 +129,11 @@ class StepWriter:
             with _lock:
                 self._queue(at_once=False)
 
-    def put(self, step: Encodable) -> None:
-        """Queue `step` for the store thread's next look."""
+    def put(self, step: Encodable, *, at_once: bool = False) -> None:
+        """Queue `step` for the store thread's next look, or for a commit `at_once`."""
         with _lock:
             self._pending.append(step)
-            self._queue(at_once=False)
+            self._queue(at_once=at_once)
 
     async def settled(self) -> None:
         """Queue the step being recorded, have the store thread commit everything queued at
