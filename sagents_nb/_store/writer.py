@@ -4,12 +4,12 @@ own thread (its store thread), so a stalled disk under one store holds up no oth
 A store thread looks every `LOOK_SECONDS` and commits what every session of its store queued
 meanwhile (a group commit: in one transaction where the store takes a group,
 `GroupCommitStore`); `put(..., at_once=True)` and `drain` commit at once. Waking the
-thread for each step would cost the busy library loop a GIL hand-over each time, and so
-would committing a short run's steps beside it: while the loop is busy, a thread waiting
-for the GIL is woken at each of the loop's turns (each `epoll` call gives the GIL up), so a
-run's commits cost more CPU and wall time than SQLite's work, which gives up the GIL, takes
-off the run (benchmarks/README.md, "The store beside the run"). A store thread ends once
-its store has had nothing to commit for `IDLE_SECONDS`; the next step starts another. Chores (`later`) run on a thread of
+thread for each step would cost the busy library loop a GIL hand-over each time; and
+committing a short run's steps beside it costs more CPU and wall time than it takes off the
+run: each commit is a transaction of its own, and the encoding holds the GIL, taking turns
+with the run, so only SQLite's statements would overlap it (benchmarks/README.md, "Issue 32
+item 3: the store beside the run"). A store thread ends once its store has had nothing to
+commit for `IDLE_SECONDS`; the next step starts another. Chores (`later`) run on a thread of
 their own.
 """
 
