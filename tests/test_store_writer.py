@@ -287,6 +287,19 @@ def awaited(runs: list[sn.Run]) -> list[sn.Result | BaseException]:
     return block_on(submit(each()), what="the test")
 
 
+def counted_transactions(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """A list that gets an item for each transaction the file store opens from now on."""
+    transactions: list[int] = []
+    real = _store_sqlite.transaction
+
+    def counted(con: sqlite3.Connection) -> Any:
+        transactions.append(1)
+        return real(con)
+
+    monkeypatch.setattr(_store_sqlite, "transaction", counted)
+    return transactions
+
+
 def test_sessions_handed_over_together_commit_in_one_transaction_and_wake_up_together(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -296,14 +309,7 @@ def test_sessions_handed_over_together_commit_in_one_transaction_and_wake_up_tog
     db = tmp_path / "runs.db"
     store = sn.SQLiteStore(db)
     sessions = [sn.Session(BOSS, llm=sn.mock_llm(boss_handler), store=store) for _ in range(20)]
-    transactions: list[int] = []
-    real = _store_sqlite.transaction
-
-    def counted(con: sqlite3.Connection) -> Any:
-        transactions.append(1)
-        return real(con)
-
-    monkeypatch.setattr(_store_sqlite, "transaction", counted)
+    transactions = counted_transactions(monkeypatch)
     wakes: list[int] = []
     settle = writer._settle
 
@@ -321,6 +327,26 @@ def test_sessions_handed_over_together_commit_in_one_transaction_and_wake_up_tog
     assert max(wakes) >= 20, f"wake-ups of {wakes} promises for 20 sessions"
     for session in sessions:
         assert stored(session, db) == stored(session, None)
+    store.close()
+
+
+def test_a_record_made_on_the_store_thread_commits_with_its_first_step(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new session whose record the store thread makes (a sweep's, `create_later`) is
+    created in its first step's transaction, not in one of its own before it."""
+    db = tmp_path / "runs.db"
+    store = sn.SQLiteStore(db)
+    session = sn.Session(BOSS, llm=sn.mock_llm(boss_handler))
+    session.journal = journal_module.Journal(session, store, create_later=True)
+    transactions = counted_transactions(monkeypatch)
+    go = held_turns(monkeypatch)
+    run = session.send("résumé « café » 東京 🚀")
+    ran([run])
+    go.set()
+    assert isinstance(awaited([run])[0], sn.Result)
+    assert len(transactions) == 1, f"{len(transactions)} transactions for one session"
+    assert stored(session, db) == stored(session, None)
     store.close()
 
 

@@ -119,7 +119,7 @@ class Journal:
         numbering: a restored session's message numbers (`Numbering`), which each node's
             stored messages join when they are first read (`restore._Stored.history`).
         nodes: more node rows for a new session's record (a sweep's fingerprint).
-        create_later: a new session's record is created by the store thread before its first
+        create_later: a new session's record is created by the store thread with its first
             step (a sweep's runs: the library loop does not wait for the store's lock; a taken
             id is then logged, not raised).
 

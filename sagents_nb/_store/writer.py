@@ -4,9 +4,12 @@ own thread (its store thread), so a stalled disk under one store holds up no oth
 A store thread looks every `LOOK_SECONDS` and commits what every session of its store queued
 meanwhile (a group commit: in one transaction where the store takes a group,
 `GroupCommitStore`); `put(..., at_once=True)` and `drain` commit at once. Waking the
-thread for each step would cost the busy library loop a GIL hand-over each time
-(benchmarks/README.md has the measurement). A store thread ends once its store has had nothing
-to commit for `IDLE_SECONDS`; the next step starts another. Chores (`later`) run on a thread of
+thread for each step would cost the busy library loop a GIL hand-over each time; and
+committing a short run's steps beside it costs more CPU and wall time than it takes off the
+run: each commit is a transaction of its own, and the encoding holds the GIL, taking turns
+with the run, so only SQLite's statements would overlap it (benchmarks/README.md, "Issue 32
+item 3: the store beside the run"). A store thread ends once its store has had nothing to
+commit for `IDLE_SECONDS`; the next step starts another. Chores (`later`) run on a thread of
 their own.
 """
 
@@ -96,8 +99,9 @@ class StepWriter:
         store: where to write.
         session_id: the session the steps belong to.
         cut: called first by `drain`, to queue the step being recorded.
-        create: the new session's rows, written (`Store.create`) by the store thread before
-            its first step, and at its next look in any case (`LOOK_SECONDS`).
+        create: the new session's rows, written (`Store.create`) by the store thread with
+            its first step (in its transaction where the store takes a group), and at its
+            next look in any case (`LOOK_SECONDS`).
     """
 
     def __init__(
@@ -194,13 +198,18 @@ class StepWriter:
         (`_committed`)."""
         error = None
         try:
-            if self._create is not None:
-                self.store.create(self._create)
+            if self._create is not None and self._group is not None:  # in one transaction
+                plain = [step.plain() for step in steps]
+                self._group.commit_group([(self._create, self.session_id, plain)])
                 self._create = None
-            if steps and self._plain is not None:
-                self._plain.commit_plain(self.session_id, [step.plain() for step in steps])
-            elif steps:
-                self.store.commit(self.session_id, [step.encode() for step in steps])
+            else:
+                if self._create is not None:
+                    self.store.create(self._create)
+                    self._create = None
+                if steps and self._plain is not None:
+                    self._plain.commit_plain(self.session_id, [step.plain() for step in steps])
+                elif steps:
+                    self.store.commit(self.session_id, [step.encode() for step in steps])
         except Exception as exc:
             error = exc
         self._committed(steps, promises, error)
