@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from msgspec import to_builtins
 from msgspec.json import encode
+from msgspec.structs import replace
 from pydantic_core import to_jsonable_python
 
 from .._base.errors import ConfigurationError, StoreError
@@ -815,10 +816,10 @@ class PendingStep:
                     for message in event.messages  # type: ignore[attr-defined]
                 ]
             )
-            head = _without(event, "messages")
+            head = _without(event, "messages", [], ',"messages":[]')
             return f'{head[:-1]},"messages":[{parts}]}}'
         if kind is ModelResponse:
-            head = _without(event, "message")
+            head = _without(event, "message", None, ',"message":null')
             return f'{head[:-1]},"message":{self._message_ref(event.message)}}}'  # type: ignore[attr-defined]
         return encode(event).decode()
 
@@ -834,11 +835,11 @@ _PLAIN_JSON: dict[type[Event], bool] = {}
 """Whether an event class's rows are made from its fields here (`_event_body`)."""
 
 
-def _without(event: Event, name: str) -> str:
-    """The event's JSON without field `name` (written after it, by the caller)."""
-    fields = event_fields(event)
-    del fields[name]
-    return encode(fields).decode()
+def _without(event: Event, name: str, empty: Any, written: str) -> str:
+    """The event's JSON without field `name` (written after it, by the caller): its JSON with
+    `empty` in the field, whose key and value (`written`) are then taken out. The first match
+    is the field: a quote inside a JSON string is escaped, so `,"name"` is found nowhere else."""
+    return encode(replace(event, **{name: empty})).decode().replace(written, "", 1)
 
 
 def _node_json(part: str, data: Any, previous: NodeSnapshot | None, report: Report | None) -> str:
