@@ -816,10 +816,10 @@ class PendingStep:
                     for message in event.messages  # type: ignore[attr-defined]
                 ]
             )
-            head = _without(event, "messages", [], ',"messages":[]')
+            head = _without(encode(replace(event, messages=[])), b',"messages":[]')
             return f'{head[:-1]},"messages":[{parts}]}}'
         if kind is ModelResponse:
-            head = _without(event, "message", None, ',"message":null')
+            head = _without(encode(replace(event, message=None)), b',"message":null')
             return f'{head[:-1]},"message":{self._message_ref(event.message)}}}'  # type: ignore[attr-defined]
         return encode(event).decode()
 
@@ -835,11 +835,11 @@ _PLAIN_JSON: dict[type[Event], bool] = {}
 """Whether an event class's rows are made from its fields here (`_event_body`)."""
 
 
-def _without(event: Event, name: str, empty: Any, written: str) -> str:
-    """The event's JSON without field `name` (written after it, by the caller): its JSON with
-    `empty` in the field, whose key and value (`written`) are then taken out. The first match
-    is the field: a quote inside a JSON string is escaped, so `,"name"` is found nowhere else."""
-    return encode(replace(event, **{name: empty})).decode().replace(written, "", 1)
+def _without(data: bytes, field: bytes) -> str:
+    """An event's JSON `data` without `field` (its key and value, an empty one: the caller
+    writes the field after the rest). The first match is the field: a quote inside a JSON
+    string is escaped, so `,"name"` is found nowhere else."""
+    return data.replace(field, b"", 1).decode()
 
 
 def _node_json(part: str, data: Any, previous: NodeSnapshot | None, report: Report | None) -> str:
