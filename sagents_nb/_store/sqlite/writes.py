@@ -65,9 +65,9 @@ def write_steps(db: sqlite3.Connection, sid: str, steps: Sequence[PlainStep]) ->
     """Write steps in order (the caller holds a transaction); rows whose order does not
     matter share one statement. Rows are bound as the steps hold them (the session id once a
     statement, see `insert_rows`)."""
-    events = [event for step in steps for event in step[0]]
+    events = [_text_body(e) if type(e[4]) is dict else e for step in steps for e in step[0]]
     if events:
-        insert_events(db, sid, [_text_body(e) if type(e[4]) is dict else e for e in events])
+        insert_events(db, sid, events)
     nodes = [node for step in steps for node in step[2]]
     if nodes:
         insert_rows(db, "INSERT OR REPLACE INTO nodes", sid, nodes)
@@ -80,7 +80,7 @@ def write_steps(db: sqlite3.Connection, sid: str, steps: Sequence[PlainStep]) ->
                     insert_rows(db, _ADD_MESSAGES, sid, added)
                 added = []
                 db.execute(_RETIRE_MESSAGES, (seq, sid, path, transcript))
-            added.extend((n, path, transcript, seq, body) for n, body in numbered)
+            added += [(n, path, transcript, seq, body) for n, body in numbered]
         if retired:  # retires the live rows: write those first
             if tasks:
                 insert_rows(db, INSERT_TASKS, sid, tasks, _UPSERT_TASKS)
