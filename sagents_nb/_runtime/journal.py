@@ -14,14 +14,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from msgspec import to_builtins
+from msgspec import Struct, to_builtins
 from msgspec.json import encode
 from msgspec.structs import replace
 from pydantic_core import to_jsonable_python
 
 from .._base.errors import ConfigurationError, StoreError
 from .._base.loop import library_loop, on_library_thread, running_library_loop
-from .._base.messages import Message
+from .._base.messages import Message, ToolCall
 from .._store.protocol import (
     NodeRow,
     SessionRows,
@@ -880,11 +880,48 @@ def stored_fields(message: Message) -> dict[str, Any]:
     return data
 
 
+class _StoredCall(Struct, omit_defaults=True):
+    """A tool call as a message's row keeps it (see `_StoredMessage`)."""
+
+    id: str
+    name: str
+    arguments: str = "{}"
+
+
+def _stored_call(call: ToolCall) -> _StoredCall:
+    """msgspec leaves out a field whose value *is* its default (not an equal one)."""
+    if call.arguments == "{}":
+        return _StoredCall(call.id, call.name)
+    return _StoredCall(call.id, call.name, call.arguments)
+
+
+class _StoredMessage(Struct, omit_defaults=True):
+    """A message as its row keeps it: msgspec writes `stored_fields`' JSON from it, fields left
+    out at their defaults (None, the identical text, an empty `meta`), without building the
+    dict (this runs for every stored message)."""
+
+    role: str
+    content: str | None = None
+    tool_calls: list[_StoredCall] | None = None
+    tool_call_id: str | None = None
+    name: str | None = None
+    meta: dict[str, Any] = {}
+
+
 def _message_json(message: Message, report: Report | None = None) -> str:
-    data = stored_fields(message)
+    calls = message.tool_calls
+    stored = _StoredMessage(
+        message.role,
+        message.content,
+        None if calls is None else [_stored_call(call) for call in calls],
+        message.tool_call_id,
+        message.name,
+        message.meta,
+    )
     try:
-        return encode(data).decode()
+        return encode(stored).decode()
     except UNENCODABLE:
+        data = stored_fields(message)
         return safe_json(lambda: encode(data), lambda: data, report)
 
 
