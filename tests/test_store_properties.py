@@ -11,6 +11,7 @@ import typing
 from collections.abc import Iterator
 from pathlib import Path
 
+import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -19,7 +20,7 @@ import sagents_nb as sn
 from sagents_nb._runtime.journal import Numbering, PendingStep
 from sagents_nb._runtime.restore import _Stored
 from sagents_nb._runtime.snapshot import NodeSnapshot
-from sagents_nb._store.text import body_text
+from sagents_nb._store.text import body_text, safe_json
 from sagents_nb._store.writer import StepWriter
 from sagents_nb.events import Event, event_fields, parse_event
 from sagents_nb.store import SessionRows, Store, StoredSession
@@ -185,6 +186,18 @@ def test_a_message_row_holds_its_fields_but_their_defaults(message: sn.Message) 
 
     assert stored_fields(message) == message.model_dump(exclude_defaults=True)
     assert sn.Message.model_validate(stored_fields(message)) == message
+
+
+@settings(max_examples=150, deadline=None)
+@given(models(sn.Message))
+def test_a_message_rows_json_is_its_stored_fields(message: sn.Message) -> None:
+    """A message's row is written by msgspec from a struct that leaves defaults out
+    (`_message_json`): the bytes of `stored_fields`' JSON, or its repaired form."""
+    from sagents_nb._runtime.journal import _message_json, stored_fields
+
+    data = stored_fields(message)
+    expected = safe_json(lambda: msgspec.json.encode(data), lambda: data, None)
+    assert _message_json(message) == expected
 
 
 _SNAPSHOT = NodeSnapshot(

@@ -14,13 +14,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from msgspec import to_builtins
+from msgspec import Struct, to_builtins
 from msgspec.json import encode
+from msgspec.structs import replace
 from pydantic_core import to_jsonable_python
 
 from .._base.errors import ConfigurationError, StoreError
 from .._base.loop import library_loop, on_library_thread, running_library_loop
-from .._base.messages import Message
+from .._base.messages import Message, ToolCall
 from .._store.protocol import (
     NodeRow,
     SessionRows,
@@ -815,10 +816,10 @@ class PendingStep:
                     for message in event.messages  # type: ignore[attr-defined]
                 ]
             )
-            head = _without(event, "messages")
+            head = _without(encode(replace(event, messages=[])), b',"messages":[]')
             return f'{head[:-1]},"messages":[{parts}]}}'
         if kind is ModelResponse:
-            head = _without(event, "message")
+            head = _without(encode(replace(event, message=None)), b',"message":null')
             return f'{head[:-1]},"message":{self._message_ref(event.message)}}}'  # type: ignore[attr-defined]
         return encode(event).decode()
 
@@ -834,11 +835,11 @@ _PLAIN_JSON: dict[type[Event], bool] = {}
 """Whether an event class's rows are made from its fields here (`_event_body`)."""
 
 
-def _without(event: Event, name: str) -> str:
-    """The event's JSON without field `name` (written after it, by the caller)."""
-    fields = event_fields(event)
-    del fields[name]
-    return encode(fields).decode()
+def _without(data: bytes, field: bytes) -> str:
+    """An event's JSON `data` without `field` (its key and value, an empty one: the caller
+    writes the field after the rest). The first match is the field: a quote inside a JSON
+    string is escaped, so `,"name"` is found nowhere else."""
+    return data.replace(field, b"", 1).decode()
 
 
 def _node_json(part: str, data: Any, previous: NodeSnapshot | None, report: Report | None) -> str:
@@ -879,11 +880,48 @@ def stored_fields(message: Message) -> dict[str, Any]:
     return data
 
 
+class _StoredCall(Struct, omit_defaults=True):
+    """A tool call as a message's row keeps it (see `_StoredMessage`)."""
+
+    id: str
+    name: str
+    arguments: str = "{}"
+
+
+def _stored_call(call: ToolCall) -> _StoredCall:
+    """msgspec leaves out a field whose value *is* its default (not an equal one)."""
+    if call.arguments == "{}":
+        return _StoredCall(call.id, call.name)
+    return _StoredCall(call.id, call.name, call.arguments)
+
+
+class _StoredMessage(Struct, omit_defaults=True):
+    """A message as its row keeps it: msgspec writes `stored_fields`' JSON from it, fields left
+    out at their defaults (None, the identical text, an empty `meta`), without building the
+    dict (this runs for every stored message)."""
+
+    role: str
+    content: str | None = None
+    tool_calls: list[_StoredCall] | None = None
+    tool_call_id: str | None = None
+    name: str | None = None
+    meta: dict[str, Any] = {}
+
+
 def _message_json(message: Message, report: Report | None = None) -> str:
-    data = stored_fields(message)
+    calls = message.tool_calls
+    stored = _StoredMessage(
+        message.role,
+        message.content,
+        None if calls is None else [_stored_call(call) for call in calls],
+        message.tool_call_id,
+        message.name,
+        message.meta,
+    )
     try:
-        return encode(data).decode()
+        return encode(stored).decode()
     except UNENCODABLE:
+        data = stored_fields(message)
         return safe_json(lambda: encode(data), lambda: data, report)
 
 

@@ -25,6 +25,9 @@ BUSY_SECONDS = 30
 
 PlainSession = tuple[tuple[Any, ...], list[Any], list[Any], list[Any], list[Any]]
 
+_ADD_MESSAGES = "INSERT INTO messages (session, n, path, transcript, added, body)"
+"""A step's new messages: `removed` is NULL (left out rather than bound: SQLite's module looks
+for an adapter of each bound None)."""
 _RETIRE_MESSAGES = """
 UPDATE messages SET removed = ?
 WHERE session = ? AND path = ? AND transcript = ? AND removed IS NULL
@@ -62,9 +65,9 @@ def write_steps(db: sqlite3.Connection, sid: str, steps: Sequence[PlainStep]) ->
     """Write steps in order (the caller holds a transaction); rows whose order does not
     matter share one statement. Rows are bound as the steps hold them (the session id once a
     statement, see `insert_rows`)."""
-    events = [event for step in steps for event in step[0]]
+    events = [_text_body(e) if type(e[4]) is dict else e for step in steps for e in step[0]]
     if events:
-        insert_events(db, sid, [_text_body(e) if type(e[4]) is dict else e for e in events])
+        insert_events(db, sid, events)
     nodes = [node for step in steps for node in step[2]]
     if nodes:
         insert_rows(db, "INSERT OR REPLACE INTO nodes", sid, nodes)
@@ -74,10 +77,10 @@ def write_steps(db: sqlite3.Connection, sid: str, steps: Sequence[PlainStep]) ->
         for path, transcript, seq, numbered, replace in messages:
             if replace:  # retires the rows added so far: write those first
                 if added:
-                    insert_rows(db, "INSERT INTO messages", sid, added)
+                    insert_rows(db, _ADD_MESSAGES, sid, added)
                 added = []
                 db.execute(_RETIRE_MESSAGES, (seq, sid, path, transcript))
-            added.extend((n, path, transcript, seq, None, body) for n, body in numbered)
+            added += [(n, path, transcript, seq, body) for n, body in numbered]
         if retired:  # retires the live rows: write those first
             if tasks:
                 insert_rows(db, INSERT_TASKS, sid, tasks, _UPSERT_TASKS)
@@ -87,7 +90,7 @@ def write_steps(db: sqlite3.Connection, sid: str, steps: Sequence[PlainStep]) ->
     if tasks:
         insert_rows(db, INSERT_TASKS, sid, tasks, _UPSERT_TASKS)
     if added:
-        insert_rows(db, "INSERT INTO messages", sid, added)
+        insert_rows(db, _ADD_MESSAGES, sid, added)
 
 
 def _text_body(event: tuple[Any, ...]) -> tuple[Any, ...]:
