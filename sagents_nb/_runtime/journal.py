@@ -816,10 +816,10 @@ class PendingStep:
                     for message in event.messages  # type: ignore[attr-defined]
                 ]
             )
-            head = _without(encode(replace(event, messages=[])), b',"messages":[]')
+            head = _without(encode(replace(event, messages=[])), b',"messages":[]')  # type: ignore[type-var]
             return f'{head[:-1]},"messages":[{parts}]}}'
         if kind is ModelResponse:
-            head = _without(encode(replace(event, message=None)), b',"message":null')
+            head = _without(encode(replace(event, message=None)), b',"message":null')  # type: ignore[type-var]
             return f'{head[:-1]},"message":{self._message_ref(event.message)}}}'  # type: ignore[attr-defined]
         return encode(event).decode()
 
