@@ -115,13 +115,14 @@ def test_main_keeps_the_newest_groups_when_every_score_ties() -> None:
 RELEVANCE_ONLY = [(4, 2), (1, 1), (2, 1), (5, 0), (3, 3)]
 """(top_k, recent) of views that tokens and the wire's bytes play no part in."""
 
-RECORDED = "3cf3003a227f6d77cf92c8606227ded5d1a7f932061f887aae4fcf39645c3d0e"
+RECORDED = "5a92730803cdac2c2140d37cd443f3808f116ce6d68367dd0710fc402b83fc78"
 """The digest of `views_digest()` as Main (before its ranking sorted without tuples) made it."""
 
 
 def views_digest() -> str:
-    """What the model saw (each request's runs of storage and the tools offered), what sank
-    and came back and the stored state, over scripted sessions of the `RELEVANCE_ONLY` views."""
+    """What the model saw (each request's runs of storage and the tools offered), how many
+    groups sank and came back, and the stored state, over scripted sessions of the
+    `RELEVANCE_ONLY` views (no text: the wire's spelling of arguments plays no part)."""
     kept = []
     for (top_k, recent), seed in zip(RELEVANCE_ONLY, range(100, 105), strict=True):
         record, state = session_record(Main(top_k=top_k, recent=recent), seed)
@@ -129,13 +130,9 @@ def views_digest() -> str:
             if event["type"] == "context_built":
                 kept.append([event["view_messages"], event["hidden"], event["from_storage"]])
             elif event["type"] in ("cold_sink", "cold_restore"):
-                kept.append(
-                    [event["type"], event.get("sunk", event.get("restored")), event["previews"]]
-                )
+                kept.append([event["type"], event.get("sunk", event.get("restored"))])
             elif event["type"] == "model_request":
                 kept.append(event["tools"])
-            else:
-                kept.append(event["result"])
         kept.append(state)
     return hashlib.sha256(json.dumps(kept, ensure_ascii=False).encode()).hexdigest()
 
