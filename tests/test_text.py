@@ -122,6 +122,13 @@ def test_terms_keep_accents_folded_two_letter_words_and_identifier_parts() -> No
     assert terms("cafe resume") <= terms("Café RÉSUMÉ")
 
 
+def test_terms_of_ascii_words_are_the_same_alone_and_beside_other_scripts() -> None:
+    words = 'read_file __init__ x_y_z_ DB io the parse_config(path) noop {"x": 1}'
+    expected = {"read_file", "read", "file", "init", "x_y_z_", "db", "io", "parse_config"}
+    assert terms(words) == expected | {"parse", "config", "path", "noop"}
+    assert terms(f"{words} 寿司 Café 🍕") == terms(words) | terms("寿司 Café 🍕")
+
+
 @pytest.mark.parametrize(
     ("query", "text"),
     [

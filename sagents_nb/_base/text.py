@@ -99,19 +99,29 @@ def terms(text: str) -> frozenset[str]:
     pictograph is a term too (🍕), skin tones aside.
     """
     found: set[str] = set()
-    unspaced = _compiled(_UNSPACED)
     normalised = unicodedata.normalize("NFKC", text).casefold()
+    words = _WORD.findall(normalised)
     if not normalised.isascii():
         found.update(_compiled(_SYMBOL).findall(_compiled(_SKIN_TONE).sub("", normalised)))
-    for word in _WORD.findall(normalised):
+        words = _spaced_words(words, found)
+    for word in words:  # ASCII: no script without spaces, no accent to fold
+        parts = [word, *word.split("_")] if "_" in word.strip("_") else [word.strip("_")]
+        found.update(p for p in parts if len(p) >= 2 and p not in STOP_WORDS)
+    return frozenset(found)
+
+
+def _spaced_words(words: list[str], found: set[str]) -> list[str]:
+    """`words` cut where a script written without spaces begins or ends, accents folded; the
+    runs of those scripts go to `found` as their character pairs (and Han characters)."""
+    unspaced = _compiled(_UNSPACED)
+    kept: list[str] = []
+    for word in words:
         for piece in unspaced.split(word):
             if not piece:
                 continue
             if unspaced.fullmatch(piece):
                 found.update(piece[i : i + 2] for i in range(max(1, len(piece) - 1)))
                 found.update(_compiled(_IDEOGRAPH).findall(piece))
-                continue
-            piece = fold(piece)
-            parts = [piece, *piece.split("_")] if "_" in piece.strip("_") else [piece.strip("_")]
-            found.update(p for p in parts if len(p) >= 2 and p not in STOP_WORDS)
-    return frozenset(found)
+            else:
+                kept.append(fold(piece))
+    return kept

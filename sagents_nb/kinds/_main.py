@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from ._child import Child, OfferedTool
 
 
-_best_first = attrgetter("score", "start")
+_score = attrgetter("score")
 _start = attrgetter("start")
 _first = itemgetter(0)
 
@@ -127,22 +127,23 @@ class Main(BaseKind):
             state.ranked_for = child.input_index
             protected = set(hot).difference(candidates)  # groups hash by identity
             cold = set(state.cold)
-            best = self._ranked(state, child, [*candidates, *state.cold])[: self.top_k]
+            competing = sorted([*candidates, *state.cold], key=_start)
+            best = self._ranked(state, child, competing)[: self.top_k]
             self._restore(child, state, [g for g in best if g in cold and g.score > 0])
             candidates = [g for g in state.hot if g not in protected]
-        sink: list[Group] = []
         if self.top_k is not None and len(candidates) > self.top_k:
             ranked = self._ranked(state, child, candidates)
-            sink = ranked[self.top_k :]
-            self._sink(child, state, sink, "relevance")
-            candidates = ranked[: self.top_k]
+            self._sink(child, state, ranked[self.top_k :], "relevance")
+            if budgets:
+                candidates = sorted(ranked[: self.top_k], key=_start)
         if budgets:
             self._sink(child, state, self._over(state, child, candidates, min(budgets)), "budget")
 
     def _over(
         self, state: _MainState, child: Child, candidates: list[Group], budget: int
     ) -> list[Group]:
-        """The least relevant of `candidates` that must sink for the view to fit `budget`."""
+        """The least relevant of `candidates` (oldest first) that must sink for the view to fit
+        `budget`."""
         total = state.hot_tokens
         over: list[Group] = []
         if total > budget and candidates:
@@ -170,6 +171,7 @@ class Main(BaseKind):
         )
 
     def _ranked(self, state: _MainState, child: Child, groups: list[Group]) -> list[Group]:
+        """`groups` (oldest first) best first: by score, a tie going to the newer group."""
         if state.query_for != child.input_index:
             state.query = self.scorer.index(child.input_text)
             state.query_for = child.input_index
@@ -180,7 +182,9 @@ class Main(BaseKind):
             if group.terms is None:
                 group.terms = scorer.index(group_text(history[group.start : group.end]))
             group.score, group.scored = scorer.score(query, group.terms), query
-        return sorted(groups, key=_best_first, reverse=True)  # ties keep the newer group
+        # by (score, start) descending, without a tuple a group: a stable sort by score alone
+        # of the groups newest first
+        return sorted(reversed(groups), key=_score, reverse=True)
 
     def _sink(self, child: Child, state: _MainState, groups: list[Group], reason: str) -> None:
         if not groups:
@@ -257,9 +261,9 @@ class Main(BaseKind):
         if not state.cold:
             return []
         made = state.recall  # a Tool (a pydantic model and its schema) is costly to build: reuse it
-        fresh = (self, self.scorer, child.history)
-        if made is None or any(a is not b for a, b in zip(made, fresh, strict=False)):
-            made = state.recall = (*fresh, self._recall_tool(child, state))
+        scorer, history = self.scorer, child.history
+        if made is None or made[0] is not self or made[1] is not scorer or made[2] is not history:
+            made = state.recall = (self, scorer, history, self._recall_tool(child, state))
         return [made[3]]
 
     def _recall_tool(self, child: Child, state: _MainState) -> Tool:

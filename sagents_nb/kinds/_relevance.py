@@ -40,7 +40,7 @@ class LexicalScorer:
         return len(query & item) / math.sqrt(len(item))
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Group:
     """A span of storage kept or dropped as one (see `split_groups`)."""
 
