@@ -188,17 +188,23 @@ class Projector:
             self.later[number] = "paused" if pauses else "running"
 
     def node(self, path: str) -> NodeState:
-        """The state of the node at `path`, created (with its ancestors) on first mention."""
-        state = self.nodes.get(path)
-        if state is None:
-            parent, _, segment = path.rpartition("/")
-            agent = (segment.rpartition(".")[0] or segment) if parent else segment
-            state = self.nodes[path] = NodeState(path, agent, parent or None)
-            if parent:
-                self.node(parent).children.append(path)
-            elif self.root is None:
-                self.root = path
+        """The state of the node at `path`, created (with its ancestors) on first mention;
+        its `version` moves."""
+        try:
+            state = self.nodes[path]
+        except KeyError:
+            state = self._new_node(path)
         state.version += 1
+        return state
+
+    def _new_node(self, path: str) -> NodeState:
+        parent, _, segment = path.rpartition("/")
+        agent = (segment.rpartition(".")[0] or segment) if parent else segment
+        state = self.nodes[path] = NodeState(path, agent, parent or None)
+        if parent:
+            self.node(parent).children.append(path)
+        elif self.root is None:
+            self.root = path
         return state
 
     def followed(self) -> str | None:
@@ -331,35 +337,41 @@ class Projector:
         node = self.node(event.path)
         node.requests.append(event)
         self.decisions.requested(event)
-        turn, node.building = node.building, None
-        node.asking = turn
-        node.streaming.clear()
+        turn = node.asking = node.building
+        node.building = None
+        if node.streaming:
+            node.streaming.clear()
         if turn is None:
             return
-        if event.tool_choice == "none" and event.messages and event.messages[-1].role == "user":
-            node.storage.append(event.messages[-1])
-        turn.view, turn.model, turn.tool_choice = event.messages, event.model, event.tool_choice
-        turn.storage, turn.storage_len = node.storage, len(node.storage)
+        messages, storage = event.messages, node.storage
+        if event.tool_choice == "none" and messages and messages[-1].role == "user":
+            storage.append(messages[-1])
+        turn.view, turn.model, turn.tool_choice = messages, event.model, event.tool_choice
+        turn.storage, turn.storage_len = storage, len(storage)
         turn.forgotten_len = len(node.forgotten)
         node.turn_log.append(turn)
 
     @handles(ModelResponse)
     def _model_response(self, event: ModelResponse) -> None:
         node = self.node(event.path)
-        node.turns = max(node.turns, event.turn)
-        if event.usage is not None:
-            node.tokens += event.usage.total_tokens
-            node.prompt_tokens += event.usage.prompt_tokens
-            node.completion_tokens += event.usage.completion_tokens
-            node.spend.add(node.requests[-1].model if node.requests else UNKNOWN_MODEL, event.usage)
+        if event.turn > node.turns:
+            node.turns = event.turn
+        usage = event.usage
+        if usage is not None:
+            node.tokens += usage.total_tokens
+            node.prompt_tokens += usage.prompt_tokens
+            node.completion_tokens += usage.completion_tokens
+            requests = node.requests
+            node.spend.add(requests[-1].model if requests else UNKNOWN_MODEL, usage)
             run = self.runs.get(event.run)
             if run is not None:
-                run.tokens += event.usage.total_tokens
-        turn, node.asking = node.asking, None
+                run.tokens += usage.total_tokens
+        turn = node.asking
         if turn is None:
             return
+        node.asking = None
         self.decisions.responded(event)
-        turn.reply, turn.usage, turn.duration = event.message, event.usage, event.duration
+        turn.reply, turn.usage, turn.duration = event.message, usage, event.duration
         node.storage.append(event.message)
         node.transcript.append(event)
 
