@@ -100,7 +100,9 @@ class Projector:
         self.nodes: dict[str, NodeState] = {}
         self.root: str | None = None
         self.events: list[Event] = []
-        self.counts: Counter[str] = Counter()
+        self._counts: Counter[str] = Counter()
+        self._counted = 0
+        """Events in `_counts` so far (`counts` adds the newer ones when read)."""
         self.runs: dict[int, RunState] = {}
         self.pending: dict[int, PendingState] = {}
         self.preprocessor: str | None = None
@@ -170,8 +172,17 @@ class Projector:
             events = [event for event in events if event.run <= scope]
         self.events.extend(events)
         self.version += len(events)
-        self.counts.update([event.type for event in events])
         FOLD.into(self, events)
+
+    @property
+    def counts(self) -> Counter[str]:
+        """The events the view holds by type (the newest counted when read: the Events tab)."""
+        with self.lock:
+            events = self.events
+            if self._counted < len(events):
+                self._counts.update([event.type for event in events[self._counted :]])
+                self._counted = len(events)
+            return self._counts
 
     def _note_later(self, event: Event) -> None:
         """Keep how a run after `scope` stands (running, paused, or how it ended)."""

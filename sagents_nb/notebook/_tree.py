@@ -412,7 +412,9 @@ def _count(counter: dict[str, int], key: str, by: int) -> None:
 
 def _call_words(node: NodeState) -> str:
     """The node's tool names and their calls' statuses (and `refused`), for the tree filter."""
-    words = {word for card in node.cards.values() for word in (card.name, card.status)}
+    cards = node.cards.values()
+    words = {card.name for card in cards}
+    words.update([card.status for card in cards])
     if node.refused:
         words.add("refused")
     return " ".join(sorted(words))
