@@ -412,9 +412,7 @@ def _count(counter: dict[str, int], key: str, by: int) -> None:
 
 def _call_words(node: NodeState) -> str:
     """The node's tool names and their calls' statuses (and `refused`), for the tree filter."""
-    cards = node.cards.values()
-    words = {card.name for card in cards}
-    words.update([card.status for card in cards])
+    words = {word for card in node.cards.values() for word in (card.name, card.status)}
     if node.refused:
         words.add("refused")
     return " ".join(sorted(words))
