@@ -98,3 +98,27 @@ def test_a_closed_throttle_makes_no_more_calls() -> None:
 
     on_library_loop(scenario)
     assert pushes == [0.0]
+
+
+def test_a_call_at_once_serves_what_was_asked_and_the_trailing_call_is_not_made() -> None:
+    time = FakeTime()
+    pushes: list[float] = []
+    throttle = Throttle(
+        lambda: pushes.append(time.now), rate=10, clock=time.clock, call_later=time.call_later
+    )
+
+    def scenario() -> None:
+        throttle.request()  # served at once
+        assert throttle.settled
+        time.advance(0.01)
+        throttle.request()  # too soon: a trailing call is due at 0.1
+        assert not throttle.settled
+        time.advance(0.01)
+        throttle.request_at_once()  # a run's end: now, whatever the interval
+        assert throttle.settled
+        time.advance(1.0)  # the trailing call finds nothing asked since
+        throttle.request()
+        time.advance(1.0)
+
+    on_library_loop(scenario)
+    assert pushes == [0.0, 0.02, 1.02]
