@@ -609,9 +609,12 @@ class Fold(Generic[Handler]):
     def into(self, state: Any, events: Iterable[Event]) -> None:
         """Fold `events` into `state`: each event's handler, if it has one, is called as
         `handler(state, event)`."""
-        handler_of = self.handler
+        by_class = self._by_class  # looked up inline: a view folds every event of a run
         for event in events:
-            handler = handler_of(type(event))
+            try:
+                handler = by_class[type(event)]
+            except KeyError:
+                handler = self.handler(type(event))
             if handler is not None:
                 handler(state, event)
 

@@ -31,7 +31,7 @@ def view(
             `{"mentions": sn.Mentions(docs)}`; `none` and every preprocessor the session has
             had (by name) are always offered.
         rate: front-end updates per second at most while a run streams; the last state is
-            always sent, and the answer to a click goes out at once.
+            always sent, and a run's end and the answer to a click go out at once.
 
     Returns:
         A `LiveView` widget; display it, or leave it as a cell's last expression. Under marimo,

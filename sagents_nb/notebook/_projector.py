@@ -100,7 +100,9 @@ class Projector:
         self.nodes: dict[str, NodeState] = {}
         self.root: str | None = None
         self.events: list[Event] = []
-        self.counts: Counter[str] = Counter()
+        self._counts: Counter[str] = Counter()
+        self._counted = 0
+        """Events in `_counts` so far (`counts` adds the newer ones when read)."""
         self.runs: dict[int, RunState] = {}
         self.pending: dict[int, PendingState] = {}
         self.preprocessor: str | None = None
@@ -170,8 +172,17 @@ class Projector:
             events = [event for event in events if event.run <= scope]
         self.events.extend(events)
         self.version += len(events)
-        self.counts.update([event.type for event in events])
         FOLD.into(self, events)
+
+    @property
+    def counts(self) -> Counter[str]:
+        """The events the view holds by type (the newest counted when read: the Events tab)."""
+        with self.lock:
+            events = self.events
+            if self._counted < len(events):
+                self._counts.update([event.type for event in events[self._counted :]])
+                self._counted = len(events)
+            return self._counts
 
     def _note_later(self, event: Event) -> None:
         """Keep how a run after `scope` stands (running, paused, or how it ended)."""
@@ -188,17 +199,23 @@ class Projector:
             self.later[number] = "paused" if pauses else "running"
 
     def node(self, path: str) -> NodeState:
-        """The state of the node at `path`, created (with its ancestors) on first mention."""
-        state = self.nodes.get(path)
-        if state is None:
-            parent, _, segment = path.rpartition("/")
-            agent = (segment.rpartition(".")[0] or segment) if parent else segment
-            state = self.nodes[path] = NodeState(path, agent, parent or None)
-            if parent:
-                self.node(parent).children.append(path)
-            elif self.root is None:
-                self.root = path
+        """The state of the node at `path`, created (with its ancestors) on first mention;
+        its `version` moves."""
+        try:
+            state = self.nodes[path]
+        except KeyError:
+            state = self._new_node(path)
         state.version += 1
+        return state
+
+    def _new_node(self, path: str) -> NodeState:
+        parent, _, segment = path.rpartition("/")
+        agent = (segment.rpartition(".")[0] or segment) if parent else segment
+        state = self.nodes[path] = NodeState(path, agent, parent or None)
+        if parent:
+            self.node(parent).children.append(path)
+        elif self.root is None:
+            self.root = path
         return state
 
     def followed(self) -> str | None:
@@ -331,35 +348,41 @@ class Projector:
         node = self.node(event.path)
         node.requests.append(event)
         self.decisions.requested(event)
-        turn, node.building = node.building, None
-        node.asking = turn
-        node.streaming.clear()
+        turn = node.asking = node.building
+        node.building = None
+        if node.streaming:
+            node.streaming.clear()
         if turn is None:
             return
-        if event.tool_choice == "none" and event.messages and event.messages[-1].role == "user":
-            node.storage.append(event.messages[-1])
-        turn.view, turn.model, turn.tool_choice = event.messages, event.model, event.tool_choice
-        turn.storage, turn.storage_len = node.storage, len(node.storage)
+        messages, storage = event.messages, node.storage
+        if event.tool_choice == "none" and messages and messages[-1].role == "user":
+            storage.append(messages[-1])
+        turn.view, turn.model, turn.tool_choice = messages, event.model, event.tool_choice
+        turn.storage, turn.storage_len = storage, len(storage)
         turn.forgotten_len = len(node.forgotten)
         node.turn_log.append(turn)
 
     @handles(ModelResponse)
     def _model_response(self, event: ModelResponse) -> None:
         node = self.node(event.path)
-        node.turns = max(node.turns, event.turn)
-        if event.usage is not None:
-            node.tokens += event.usage.total_tokens
-            node.prompt_tokens += event.usage.prompt_tokens
-            node.completion_tokens += event.usage.completion_tokens
-            node.spend.add(node.requests[-1].model if node.requests else UNKNOWN_MODEL, event.usage)
+        if event.turn > node.turns:
+            node.turns = event.turn
+        usage = event.usage
+        if usage is not None:
+            node.tokens += usage.total_tokens
+            node.prompt_tokens += usage.prompt_tokens
+            node.completion_tokens += usage.completion_tokens
+            requests = node.requests
+            node.spend.add(requests[-1].model if requests else UNKNOWN_MODEL, usage)
             run = self.runs.get(event.run)
             if run is not None:
-                run.tokens += event.usage.total_tokens
-        turn, node.asking = node.asking, None
+                run.tokens += usage.total_tokens
+        turn = node.asking
         if turn is None:
             return
+        node.asking = None
         self.decisions.responded(event)
-        turn.reply, turn.usage, turn.duration = event.message, event.usage, event.duration
+        turn.reply, turn.usage, turn.duration = event.message, usage, event.duration
         node.storage.append(event.message)
         node.transcript.append(event)
 

@@ -10,7 +10,7 @@ from .._base.loop import on_library_thread, run_sync
 from .._runtime.agent import member_agent
 from .._runtime.restore import collector_paused
 from .._runtime.resume import interrupted_run
-from ..events import Event
+from ..events import Event, RunFinished
 from ._projector import Projector
 from ._replay import FOLD_AT_ONCE, Replay
 
@@ -79,8 +79,14 @@ class Target:
         where = f"session {self.session.id} · {self.session.agent.name}"
         return f"run {self.run.number} of {where}" if self.run is not None else where
 
-    def attach(self, projector: Projector, on_change: Callable[[], None]) -> None:
-        """Replay what happened so far into `projector`, then queue new events in its inbox.
+    def attach(
+        self,
+        projector: Projector,
+        on_change: Callable[[], None],
+        on_end: Callable[[], None],
+    ) -> None:
+        """Replay what happened so far into `projector`, then queue new events in its inbox,
+        calling `on_change` after each, and `on_end` instead after a run's `run_finished`.
 
         For a session, replay and subscription happen together on the library loop, where
         the runtime emits, so no event is missed or counted twice. A session's log of more
@@ -98,7 +104,10 @@ class Target:
 
         def listen(event: Event) -> None:
             receive(event)
-            on_change()
+            if type(event) is RunFinished:
+                on_end()
+            else:
+                on_change()
 
         def start() -> None:
             with collector_paused():  # a long session's objects, walked again and again

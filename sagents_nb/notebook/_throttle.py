@@ -47,12 +47,21 @@ class Throttle:
         self._closed = False
         self._urgent = False
         """A call that skips the interval is pending on the loop."""
+        self._asked = False
+        """A call was asked for since the last one began."""
+        self._calling = False
         self._last = float("-inf")
+
+    @property
+    def settled(self) -> bool:
+        """Whether the last call is done and nothing was asked for since it began."""
+        return not (self._asked or self._calling)
 
     def request(self) -> None:
         """Ask for a call (from any thread); cheap when one is already pending."""
         if self._closed:
             return
+        self._asked = True
         if self._clock() - self._last >= self.interval and on_library_thread():
             # Call now: a run that never awaits (a sync mock handler) keeps the loop busy, and
             # a timer would only fire after it ends.
@@ -74,8 +83,17 @@ class Throttle:
         a person just did (a click), whose answer they are watching for."""
         if self._closed or self._urgent:
             return
-        self._urgent = True
+        self._asked = self._urgent = True
         call_soon(self._call_urgent)
+
+    def request_at_once(self) -> None:
+        """Call now on the library loop thread (elsewhere as soon as the loop is free), not
+        waiting out the interval: for a state the person waits for (a run's end)."""
+        if not on_library_thread():
+            self.request_now()
+        elif not self._closed:
+            self._asked = True
+            self._call()
 
     def _call_urgent(self) -> None:
         self._urgent = False
@@ -97,14 +115,24 @@ class Throttle:
             return
         # Cleared before the state is read: a request arriving during the call makes another.
         self._scheduled = False
-        self._call()
+        if self._asked:  # else a call since (at once, or a click's) served what was asked
+            self._call()
+
+    def call(self) -> None:
+        """Call now, on the library loop thread (the caller's), whatever the interval; what
+        the call raises goes to the caller."""
+        self._asked, self._calling = False, True
+        self._last = self._clock()
+        try:
+            self._push()
+        finally:
+            self._calling = False
 
     def _call(self) -> None:
         if self._closed:
             return
-        self._last = self._clock()
         try:
-            self._push()
+            self.call()
         except Exception:
             log.exception("a live view failed to update; it will try again on the next event")
 

@@ -50,7 +50,8 @@ class LiveView(anywidget.AnyWidget):
     and controls (step, resume, cancel, decisions at a pause, kind and preprocessor hot-swaps).
 
     Events are queued as they happen, folded into view state in batches and pushed to the front
-    end at most `rate` times a second, always including the last state. Build one with
+    end at most `rate` times a second, always including the last state (a run's end at once,
+    as it happens). Build one with
     `sagents_nb.notebook.view`.
 
     Args:
@@ -115,7 +116,7 @@ class LiveView(anywidget.AnyWidget):
         self._closed = False
         self._rate = rate
         self._throttle = Throttle(self._push, rate=rate)
-        self.target.attach(self.projector, self._throttle.request)
+        self.target.attach(self.projector, self._throttle.request, self._throttle.request_at_once)
         if self.target.replay is not None:
             self._fold_stored()
         else:
@@ -161,11 +162,14 @@ class LiveView(anywidget.AnyWidget):
 
     def flush(self) -> None:
         """Push the newest state now, and wait for it: e.g. right after a run, instead of the
-        update that follows within 1/rate (from any thread but the library loop's own)."""
+        update that follows within 1/rate (from any thread but the library loop's own). At
+        once when the last update is done and nothing was asked for since: no event, click,
+        `refresh()` or `notify()` (a run's end is pushed as it happens)."""
+        if self._throttle.settled:
+            return
 
         async def push() -> None:
-            self._throttle.count_call()
-            self._push()
+            self._throttle.call()
 
         run_sync(push(), what="view.flush()")
 
@@ -246,6 +250,17 @@ class LiveView(anywidget.AnyWidget):
             self.found = found
             if pane is not None:
                 self.pane = pane
+
+    def send_state(self, key: Any = None) -> None:
+        """Send the state of `key` (every trait: None) to the front end as it is: the view's
+        state is JSON data without binary buffers, so ipywidgets' walk of each dict and list
+        looking for them (`_remove_buffers`, most of a push's send) is skipped."""
+        if self._property_lock:  # the front end's own values are being set: ipywidgets' way
+            super().send_state(key)
+            return
+        state = self.get_state(key=key)
+        if state:
+            self._send({"method": "update", "state": state, "buffer_paths": []}, buffers=[])
 
     def current_pane(self) -> dict[str, Any]:
         """The last pane sent to the front end, decoded."""
@@ -371,6 +386,8 @@ class LiveView(anywidget.AnyWidget):
         projector, target = self.projector, self.target
         live = target.live
         session = target.session
+        registered = sorted(kinds.registry()) if live else []
+        agent_kinds = target.agent_kinds()
         return {
             "title": target.title(),
             "live": live,
@@ -379,9 +396,9 @@ class LiveView(anywidget.AnyWidget):
             "pending": [
                 _pending(projector, p) for p in sorted(projector.pending.values(), key=_pause_id)
             ],
-            "kinds": sorted(kinds.registry()) if live else [],
-            "agent_kinds": target.agent_kinds(),
-            "kind_options": self._kind_options() if live else {},
+            "kinds": registered,
+            "agent_kinds": agent_kinds,
+            "kind_options": self._kind_options(registered, agent_kinds) if live else {},
             "preprocessors": list(self.preprocessor_options()) if live else [],
             "preprocessor": self._preprocessor_choice(),
             "llm": projector.llm or (session.llm.label if session is not None else None),
@@ -425,16 +442,18 @@ class LiveView(anywidget.AnyWidget):
             "tokens": run.tokens,
         }
 
-    def _kind_options(self) -> dict[str, list[str]]:
-        """Each agent's kind choices: the registered kinds and every kind it has had (a `native`
-        child switched to `worker` can be switched back)."""
-        registered = set(kinds.registry())
+    def _kind_options(
+        self, registered: list[str], agent_kinds: dict[str, str]
+    ) -> dict[str, list[str]]:
+        """Each agent's kind choices: the `registered` kinds and every kind it has had (a
+        `native` child switched to `worker` can be switched back); `agent_kinds`: the kind
+        each agent runs with next."""
         for agent in self.target.agents():
             if agent.kind is not None:
                 self.kinds_seen.setdefault(agent.name, {})[kinds.kind_name(agent.kind)] = agent.kind
         return {
-            name: sorted(registered | set(self.kinds_seen.get(name, ())) | {current})
-            for name, current in self.target.agent_kinds().items()
+            name: sorted({*registered, *self.kinds_seen.get(name, ()), current})
+            for name, current in agent_kinds.items()
         }
 
     def _preprocessor_choice(self) -> str | None:

@@ -38,6 +38,16 @@ def on_library_loop(scenario: Callable[[], Any]) -> Any:
     return block_on(submit(call()), what="the throttle scenario")
 
 
+def counted_throttle(rate: float) -> tuple[FakeTime, list[float], Throttle]:
+    """A throttle on a fake clock, and the times of its calls."""
+    time = FakeTime()
+    pushes: list[float] = []
+    throttle = Throttle(
+        lambda: pushes.append(time.now), rate=rate, clock=time.clock, call_later=time.call_later
+    )
+    return time, pushes, throttle
+
+
 def test_pushes_are_spaced_by_the_interval_and_the_last_request_is_always_served() -> None:
     time = FakeTime()
     pushes: list[float] = []
@@ -65,11 +75,7 @@ def test_pushes_are_spaced_by_the_interval_and_the_last_request_is_always_served
 
 
 def test_requests_while_a_call_is_pending_make_one_trailing_call() -> None:
-    time = FakeTime()
-    pushes: list[float] = []
-    throttle = Throttle(
-        lambda: pushes.append(time.now), rate=2, clock=time.clock, call_later=time.call_later
-    )
+    time, pushes, throttle = counted_throttle(rate=2)
 
     def scenario() -> None:
         throttle.request()  # served at once
@@ -83,11 +89,7 @@ def test_requests_while_a_call_is_pending_make_one_trailing_call() -> None:
 
 
 def test_a_closed_throttle_makes_no_more_calls() -> None:
-    time = FakeTime()
-    pushes: list[float] = []
-    throttle = Throttle(
-        lambda: pushes.append(time.now), rate=10, clock=time.clock, call_later=time.call_later
-    )
+    time, pushes, throttle = counted_throttle(rate=10)
 
     def scenario() -> None:
         throttle.request()
@@ -98,3 +100,23 @@ def test_a_closed_throttle_makes_no_more_calls() -> None:
 
     on_library_loop(scenario)
     assert pushes == [0.0]
+
+
+def test_a_call_at_once_serves_what_was_asked_and_the_trailing_call_is_not_made() -> None:
+    time, pushes, throttle = counted_throttle(rate=10)
+
+    def scenario() -> None:
+        throttle.request()  # served at once
+        assert throttle.settled
+        time.advance(0.01)
+        throttle.request()  # too soon: a trailing call is due at 0.1
+        assert not throttle.settled
+        time.advance(0.01)
+        throttle.request_at_once()  # a run's end: now, whatever the interval
+        assert throttle.settled
+        time.advance(1.0)  # the trailing call finds nothing asked since
+        throttle.request()
+        time.advance(1.0)
+
+    on_library_loop(scenario)
+    assert pushes == [0.0, 0.02, 1.02]

@@ -105,11 +105,12 @@ def test_updates_are_throttled_and_the_last_state_always_arrives() -> None:
     widget.observe(count, names=["header"])
     run = session.send("work")
     assert run.wait() == "done"
-    wait_until(lambda: run_status(widget) == "done", what="the final state")
+    assert run_status(widget) == "done"  # the run's end went out as it happened
     events = len(session.events)
     assert events > 900
     assert len(pushes) < events / 10  # coalesced (the spacing itself: test_throttle.py)
-    gaps = [b - a for a, b in itertools.pairwise(pushes)]
+    # while the run streamed: the interval apart; its end at once, whatever the interval
+    gaps = [b - a for a, b in itertools.pairwise(pushes[:-1])]
     assert min(gaps) >= 0.1 - 1e-6
     assert threads == {"sagents_nb-loop"}
     assert widget.header["events"] == events
@@ -123,6 +124,36 @@ def test_flush_pushes_the_final_state_at_once(team_session: sn.Session) -> None:
     widget.flush()
     assert widget.header["seq"] == team_session.events[-1].seq
     assert run_status(widget) == "done"
+    widget.close()
+
+
+def test_a_runs_end_is_in_the_view_when_its_result_returns(team_session: sn.Session) -> None:
+    widget = view(team_session, rate=0.01)  # the throttle alone would wait 100 s
+    pushes: list[str | None] = []
+    widget.observe(lambda _: pushes.append(run_status(widget)), names=["header"])
+    team_session.send("What is in README.md?").result()
+    assert run_status(widget) == "done"
+    assert widget.header["seq"] == team_session.events[-1].seq
+    assert "done" in widget.tree["status"]
+    widget.flush()  # nothing asked for since: no second push
+    assert pushes == ["done"]
+    click(widget, action="focus", node="coordinator/explore.1")
+    widget.flush()  # a click since: pushed
+    assert widget.current_pane()["node"] == "coordinator/explore.1"
+    widget.close()
+
+
+def test_the_front_end_gets_the_updates_ipywidgets_would_send(team_session: sn.Session) -> None:
+    from ipywidgets.widgets.widget import _remove_buffers
+
+    widget = view(team_session, rate=0.01)
+    sent: list[dict[str, Any]] = []
+    widget.comm.send = lambda data=None, buffers=None, **_: sent.append({**data, "n": buffers})
+    team_session.send("Résumé du README — 東京 ☕").result()
+    [update] = sent
+    state, paths, buffers = _remove_buffers(widget.get_state(list(update["state"])))
+    assert update == {"method": "update", "state": state, "buffer_paths": paths, "n": buffers}
+    assert set(state) == {"header", "tree", "pane"} and "東京" in state["pane"]
     widget.close()
 
 
