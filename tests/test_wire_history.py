@@ -130,3 +130,27 @@ def test_an_edit_keeping_the_first_and_last_messages_is_sent_exactly() -> None:
     assert run.result(timeout=10).text == "fini"
     assert seen[-1].messages == [m.to_wire() for m in edited]
     assert len(seen[-1].messages) == len(shown) - 2
+
+
+def test_a_body_read_at_a_pause_and_changed_changes_no_request() -> None:
+    seen: list[sn.ChatRequest] = []
+
+    def answer(req: sn.ChatRequest) -> Any:
+        seen.append(req)
+        return sn.reply(tool_calls=[sn.call("note", text="東京")]) if len(seen) == 1 else "fini"
+
+    agent = sn.Agent("solo", instructions="sois bref", tools=[note], kind=sn.kinds.Worker())
+    session = sn.Session(agent, llm=sn.mock_llm(answer))
+    run = session.send("première 🎉", pause_on={"model"})
+    assert run.wait(10) == "paused"
+    pending = run.paused_at
+    assert pending is not None and pending.request is not None
+    body = pending.request.body()
+    body["messages"][-1]["content"] = "changée"
+    body["tools"][0]["function"]["description"] = "autre"
+    run.approve()
+    assert run.wait(10) == "paused"
+    run.approve()
+    assert run.result(timeout=10).text == "fini"
+    assert [req.last_user for req in seen] == ["première 🎉", "première 🎉"]
+    assert [req.body["tools"][0]["function"]["description"] for req in seen] == ["Keep a note."] * 2
