@@ -39,6 +39,11 @@ def body(text: str, **extra: Any) -> dict[str, Any]:
     return {"model": "mock", "messages": [{"role": "user", "content": text}], **extra}
 
 
+def compact(body: dict[str, Any]) -> bytes:
+    """The body as sent: compact JSON in UTF-8, text as itself."""
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+
+
 def complete(llm: sn.LLM, *bodies: dict[str, Any], **options: Any) -> list[Completion]:
     async def send() -> list[Completion]:
         try:
@@ -77,7 +82,7 @@ def test_the_wire_log_and_replies_are_the_same_on_both_paths() -> None:
     assert seen["direct"] == seen["transport"]
     log, completions, _ = seen["direct"]
     assert [c.message.content for c in completions[: len(TEXTS)]] == [
-        f"{text} ({len(json.dumps(b, ensure_ascii=False).encode())} bytes)"
+        f"{text} ({len(compact(b))} bytes)"
         for text, b in zip(TEXTS.values(), bodies[: len(TEXTS)], strict=True)
     ]
     assert log[0]["url"] == "http://mock.local/v1/chat/completions" and log[0]["status"] == 200
@@ -99,11 +104,8 @@ def test_the_request_size_is_its_utf8_byte_length() -> None:
     for path in PATHS:
         sizes.clear()
         complete(endpoint(handler, path), *sent)
-        assert sizes == [len(json.dumps(b, ensure_ascii=False).encode("utf-8")) for b in sent]
-        assert all(
-            size > len(json.dumps(b, ensure_ascii=False))
-            for size, b in zip(sizes, sent, strict=True)
-        )
+        assert sizes == [len(compact(b)) for b in sent]
+        assert all(size > len(compact(b).decode()) for size, b in zip(sizes, sent, strict=True))
 
 
 @pytest.mark.parametrize("path", PATHS)

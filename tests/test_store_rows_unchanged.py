@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import re
 import sqlite3
 import sys
 import tempfile
@@ -25,6 +26,7 @@ from typing import Any
 import pytest
 
 import sagents_nb as sn
+import sagents_nb._endpoints.openai as openai_module
 import sagents_nb._runtime.bus as bus_module
 import sagents_nb._runtime.journal as journal_module
 import sagents_nb._runtime.restore as restore_module
@@ -117,9 +119,19 @@ def compacting(req: sn.ChatRequest) -> sn.Reply | str:
     return "fini"
 
 
+def spaced_json(body: Any) -> bytes:
+    """A request body as main's code sent it, `json.dumps`'s spaced JSON (a lone surrogate as
+    U+FFFD): the mock's estimated prompt tokens are a quarter of its bytes, so compact bodies
+    (issue 32 item 3, branch wirejson) change the usage the mock reports, and with it when a
+    window fills (the rows of the same sessions, not another way of storing them)."""
+    return re.sub("[\ud800-\udfff]", "\ufffd", json.dumps(body, ensure_ascii=False)).encode()
+
+
 def repeatable(patch: Any) -> None:
     """Every row's bytes repeatable: times from a counter, durations 0, fork ids numbered, and
-    steps cut only where a call that returns cuts them (pauses, ends, flushes), not by timers."""
+    steps cut only where a call that returns cuts them (pauses, ends, flushes), not by timers;
+    requests sent as main's code sent them (`spaced_json`)."""
+    patch(openai_module, "request_json", spaced_json)
     clock = _Clock()
     for module in (bus_module, journal_module, restore_module):
         patch(module, "time", clock)

@@ -18,6 +18,8 @@ from functools import lru_cache
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from msgspec.json import encode as encode_json
+
 from .._base.checks import check_int, check_number, check_str, refuse
 from .._base.errors import (
     ConfigurationError,
@@ -392,7 +394,7 @@ class LLM:
         response: httpx.Response | Served | None = None
         assembler: StreamAssembler | None = None
         try:
-            content = _utf8(unescaped_json(body))
+            content = request_json(body)
             try:
                 async with self._deadlines.at(deadline):
                     response = await self._send(client, content)
@@ -850,10 +852,12 @@ _SURROGATE = "[\ud800-\udfff]"
 """A lone surrogate; compiled (and cached by `re`) with the first body that holds one."""
 
 
-def _utf8(text: str) -> bytes:
-    """A request body as UTF-8; a lone surrogate (e.g. in a tool's output decoded with
-    `surrogateescape`) has no UTF-8 form and is sent as U+FFFD rather than failing the turn."""
+def request_json(body: Any) -> bytes:
+    """A request body as compact UTF-8 JSON, by msgspec (several times faster than `json` on a
+    long history), "é" and "東京" as themselves. A lone surrogate (e.g. in a tool's output
+    decoded with `surrogateescape`) has no UTF-8 form and is sent as U+FFFD rather than failing
+    the turn; a float that is not finite is sent as `null` (JSON has no NaN)."""
     try:
-        return text.encode()
+        return encode_json(body)
     except UnicodeEncodeError:
-        return re.sub(_SURROGATE, "\ufffd", text).encode()
+        return encode_json(json.loads(re.sub(_SURROGATE, "\ufffd", unescaped_json(body))))

@@ -85,6 +85,9 @@ class Node:
         self.history = []
         self._history_tokens: int | None = 0
         """None: not counted yet (a reopened node's, counted at the first look)."""
+        self._wires: list[dict[str, Any]] = []
+        self._wired: list[Message] | None = None
+        """The storage list `_wires` are the first messages of (`wire_history`)."""
         self.display: list[Message] | None = None
         self.display_swaps: dict[int, Message] = {}
         self.status = "spawned"
@@ -171,6 +174,18 @@ class Node:
         del self.history
         self._load_history = load
         self._history_tokens = None
+
+    def wire_history(self) -> list[dict[str, Any]]:
+        """Storage's messages as their wire dicts (`Message.to_wire`), kept while storage grows:
+        only the messages appended since the last look are turned into dicts; a storage
+        replaced (compaction) or read again (a reopen) starts the list anew."""
+        history = self.history
+        if history is not self._wired or len(self._wires) > len(history):
+            self._wires, self._wired = [], history
+        wires = self._wires
+        if len(wires) < len(history):
+            wires += map(Message.to_wire, history[len(wires) :])
+        return wires
 
     def system_messages(self) -> list[Message]:
         """The system prompt (read from the agent now, so edits between cells apply)."""

@@ -5,6 +5,7 @@ every run."""
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -35,7 +36,9 @@ class PendingRequest:
     stream: bool = False
 
     def body(self) -> dict[str, Any]:
-        """The JSON body this request is sent as (what a mock handler's `req.body` holds)."""
+        """The JSON body this request is sent as (what a mock handler's `req.body` holds), a
+        copy of its own: the messages' and tools' wire dicts are kept and sent again, so a
+        change made to it changes no request."""
         body: dict[str, Any] = {
             "model": self.model,
             "messages": [m.to_wire() for m in self.messages],
@@ -46,7 +49,7 @@ class PendingRequest:
                 body["tool_choice"] = self.tool_choice
         if self.stream:
             body["stream"] = True
-        return body
+        return copy.deepcopy(body)
 
 
 Decide = Callable[["PendingAction", Decision, "str | None"], None]

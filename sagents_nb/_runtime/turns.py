@@ -386,7 +386,7 @@ async def call_model(
         before_model_call(node)
     edited = decision is not None and "messages" in decision.changes
     shown = View(decision.changes["messages"]) if decision is not None and edited else view
-    body: dict[str, Any] = {"model": model, "messages": list(map(Message.to_wire, shown))}
+    body: dict[str, Any] = {"model": model, "messages": wire_messages(shown, node)}
     if tools:
         body["tools"] = wire_tools
         if tool_choice:
@@ -459,6 +459,25 @@ async def call_model(
         )
     )
     return completion
+
+
+def wire_messages(view: View, node: Node) -> list[dict[str, Any]]:
+    """The view's messages as wire dicts. A view its kind said ends with the whole of storage
+    (`View.runs`, as `whole_view` and `Main(top_k=None)` say) takes storage's from the node's
+    kept dicts (`Node.wire_history`): each message's dict is the one `to_wire` gives, and the
+    list is made in one piece (pieces made and dropped each turn, a little longer each time,
+    leave holes in the heap that the wire log's kept bodies cannot reuse)."""
+    runs, history = view.runs, node.history
+    if (
+        runs
+        and len(runs) == 3
+        and runs[1] == 0
+        and runs[2] == len(history) == len(view) - runs[0]
+        and view[runs[0]] is history[0]
+        and view[-1] is history[-1]
+    ):
+        return list(map(Message.to_wire, view[: runs[0]])) + node.wire_history()
+    return list(map(Message.to_wire, view))
 
 
 def _measure(view: View, count: Any) -> tuple[int, int]:
