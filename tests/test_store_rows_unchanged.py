@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-import re
 import sqlite3
 import sys
 import tempfile
@@ -26,7 +25,6 @@ from typing import Any
 import pytest
 
 import sagents_nb as sn
-import sagents_nb._endpoints.openai as openai_module
 import sagents_nb._runtime.bus as bus_module
 import sagents_nb._runtime.journal as journal_module
 import sagents_nb._runtime.restore as restore_module
@@ -42,9 +40,9 @@ pytestmark = pytest.mark.timeout(120)
 
 STORED = {
     "sessions": "ced714cb6d08f839987be59269eeb6d22776cc51574912c41e3e230216e95b5f",
-    "events": "035dbbb44e4fd891e248887a9f742eb9fa32b1f4e652d7af0a743c28a94976c1",
-    "messages": "9b85882beb49ef4e6fb0f05caed3867652e0b2dc82090e1a9c8d541a270c5f44",
-    "nodes": "5f3fa1fc29a172139eefa1898d620deea145ab245a3c183d152894fe5db217f5",
+    "events": "dca130ec489bd6ed04e0b68b66473551d669f831cc91fad39932a68e29d1fd4d",
+    "messages": "55e72356fe91b0da8b84d69cbfedc4398949844f6d6be56bffe8c2a7989df063",
+    "nodes": "101bf277545259d9cc5550784f43ab0beadbbe2df29c63f17b70ac9d3b124cc5",
     "tasks": "66861b397fb337dd9c2a9b6db90efcd7ff763c86a2edcde0323fffdf3e34c5a6",
     "texts": "cbdd1e61c4cad3757e275f4ea718cf4fabfbbe72e11df6fc04062745b3c95fca",
     "streams": "8c3a5bbf5153860dfd65204494149ba3aad23b15dd2ab0b49187556166092663",
@@ -119,19 +117,9 @@ def compacting(req: sn.ChatRequest) -> sn.Reply | str:
     return "fini"
 
 
-def spaced_json(body: Any) -> bytes:
-    """A request body as main's code sent it, `json.dumps`'s spaced JSON (a lone surrogate as
-    U+FFFD): the mock's estimated prompt tokens are a quarter of its bytes, so compact bodies
-    (issue 32 item 3, branch wirejson) change the usage the mock reports, and with it when a
-    window fills (the rows of the same sessions, not another way of storing them)."""
-    return re.sub("[\ud800-\udfff]", "\ufffd", json.dumps(body, ensure_ascii=False)).encode()
-
-
 def repeatable(patch: Any) -> None:
     """Every row's bytes repeatable: times from a counter, durations 0, fork ids numbered, and
-    steps cut only where a call that returns cuts them (pauses, ends, flushes), not by timers;
-    requests sent as main's code sent them (`spaced_json`)."""
-    patch(openai_module, "request_json", spaced_json)
+    steps cut only where a call that returns cuts them (pauses, ends, flushes), not by timers."""
     clock = _Clock()
     for module in (bus_module, journal_module, restore_module):
         patch(module, "time", clock)
