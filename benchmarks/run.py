@@ -673,12 +673,25 @@ def table(rows: list[dict[str, Any]], imports: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def versions(rows: list[dict[str, Any]]) -> str:
+    """The frameworks measured, each with the version its scenario reported."""
+    seen: dict[str, str] = {}
+    for row in rows:
+        name = row["label"].split(" ")[0]
+        if row.get("version") and name not in seen:
+            seen[name] = row["version"]
+    words = [v if v.split(" ")[0] == n else f"{n} {v}" for n, v in seen.items()]
+    return "Versions: " + "; ".join(words) + "."
+
+
 def report(result: dict[str, Any]) -> str:
     m = result["machine"]
     parts = [
         f"Machine: {m['cpu']}, {m['cores']} cores, {m['memory']}, {m['os']}, Python {m['python']}; "
         f"{m['date']}; {result['mode']} run in {result['duration_s']:.0f} s "
         f"(load average {m['load_average']} at the start, {result['load_average_end']} at the end).",
+        "",
+        versions(result["results"]),
         "",
         table(result["results"], result["imports"]),
         "",
