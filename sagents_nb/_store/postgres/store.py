@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..._base.checks import check_str
 from ..._base.errors import StoreError
@@ -91,13 +91,7 @@ class PostgresStore:
 
     def commit(self, session_id: str, steps: Sequence[Step]) -> None:
         """Write steps in order, in one transaction."""
-        with self._using() as link:
-            try:
-                link.write(session_id, commit_steps, session_id, steps)
-            except Missing:
-                raise StoreError(
-                    f"no session {session_id!r} in {self!r} to commit to; create it first"
-                ) from None
+        self._commit([session_id], commit_steps, session_id, steps)
 
     def commit_plain(self, session_id: str, steps: list[PlainStep]) -> None:
         """`commit` of steps given as plain data (the optional `commit_plain`)."""
@@ -108,9 +102,14 @@ class PostgresStore:
         `commit_group`): a sweep's store thread pays one round of the server for many runs."""
         group = [(rows, sid, plain_steps(steps)) for rows, sid, steps in writes]
         writing = [group[0][1] if group else ""]
+        self._commit(writing, commit_group, group, writing)
+
+    def _commit(self, writing: list[str], writes: Callable[..., None], *args: Any) -> None:
+        """`writes(db, *args)`; a commit to a session not there (`writing` names the one being
+        written) said so."""
         with self._using() as link:
             try:
-                link.write(writing, commit_group, group, writing)
+                link.write(writing, writes, *args)
             except Missing:
                 raise StoreError(
                     f"no session {writing[0]!r} in {self!r} to commit to; create it first"
