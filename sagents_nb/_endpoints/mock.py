@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import inspect
 import itertools
@@ -20,7 +19,6 @@ from msgspec.json import decode as decode_json
 from .._base.caller import CALLER, Caller, path_matches
 from .._base.checks import check_bool, check_callable, check_items, check_str, refuse
 from .._base.errors import ConfigurationError
-from .deadline import Deadlines
 from .openai import LLM, Served, _client_headers, unescaped_json
 
 # A mock's plain answers need no httpx: it is imported where a response, a stream or a
@@ -245,22 +243,8 @@ class MockLLM(LLM):
             state.pop(made, None)
         return state
 
-    def _open(self) -> None:
-        """Ready for requests on the running loop: its deadlines there (no HTTP client)."""
-        loop = asyncio.get_running_loop()
-        if self._client_loop is not loop:
-            self._client_loop = loop
-            self._deadlines = Deadlines(loop)
-
-    async def aclose(self) -> None:
-        """Close the transport that answered, if one was made, since the last use."""
-        if self._client_loop is None:
-            return
-        self._client_loop = None
-        self._deadlines.close()
-        transport = self.__dict__.get("_transport")
-        if transport is not None:
-            await transport.aclose()
+    def _connect(self) -> None:
+        """Nothing: no HTTP client, and headers made when a request needs them (`_headers`)."""
 
     def fresh(self) -> MockLLM:
         """A copy with its own handler: a deep copy, so an `sn.script` starts from its first

@@ -275,22 +275,26 @@ class LLM:
         its own, which `_send` calls directly. The client, or None."""
         loop = asyncio.get_running_loop()
         if self._client_loop is not loop:
-            import httpx
-
-            own = {"Content-Type": "application/json"}
-            if self._api_key:
-                own["Authorization"] = f"Bearer {self._api_key}"
-            if self._transport is None:
-                timeout = min(self.read_timeout, self.timeout)
-                self._client = httpx.AsyncClient(timeout=timeout, headers=own)
-            elif self._api_key:
-                self._headers = _client_headers().copy()
-                self._headers.update(own)
-            else:
-                self._headers = _client_headers()  # read only (a request copies it)
+            self._connect()
             self._client_loop = loop
             self._deadlines = Deadlines(loop)
         return self._client
+
+    def _connect(self) -> None:
+        """Its HTTP client, or (with a transport of its own) its requests' headers."""
+        import httpx
+
+        own = {"Content-Type": "application/json"}
+        if self._api_key:
+            own["Authorization"] = f"Bearer {self._api_key}"
+        if self._transport is None:
+            timeout = min(self.read_timeout, self.timeout)
+            self._client = httpx.AsyncClient(timeout=timeout, headers=own)
+        elif self._api_key:
+            self._headers = _client_headers().copy()
+            self._headers.update(own)
+        else:
+            self._headers = _client_headers()  # read only (a request copies it)
 
     def fresh(self) -> LLM:
         """A copy that answers as this endpoint did before its first request: its own HTTP
@@ -316,11 +320,13 @@ class LLM:
             return
         self._client_loop = None
         self._deadlines.close()
+        # read from the instance: a mock's own transport, never asked for, was never made
+        transport = self.__dict__.get("_transport")
         if self._client is not None:
             await self._client.aclose()
             self._client = None
-        elif self._transport is not None:
-            await self._transport.aclose()
+        elif transport is not None:
+            await transport.aclose()
 
     async def complete(
         self,
