@@ -154,3 +154,42 @@ def test_a_body_read_at_a_pause_and_changed_changes_no_request() -> None:
     assert run.result(timeout=10).text == "fini"
     assert [req.last_user for req in seen] == ["première 🎉", "première 🎉"]
     assert [req.body["tools"][0]["function"]["description"] for req in seen] == ["Keep a note."] * 2
+
+
+def test_a_main_view_with_cold_storage_is_taken_run_by_run_from_the_kept_dicts() -> None:
+    def answer(req: sn.ChatRequest) -> Any:
+        done = len(req.tool_results)
+        return "vu" if done >= 6 else sn.reply(tool_calls=[sn.call("note", text=f"東京 {done} 🍣")])
+
+    kind = sn.kinds.Main(top_k=2, recent=2)
+    agent = sn.Agent("solo", instructions="sois bref", tools=[note], kind=kind)
+    session = sn.Session(agent, llm=sn.mock_llm(answer))
+    session.send("Ada aime le thé à Paris").result()
+    node = session.root
+    view = kind.build_context(node, "Ada")
+    runs = view.runs
+    assert runs is not None and len(runs) >= 6  # storage in several runs, cold items between
+    messages = turns.wire_messages(view, node)
+    assert messages == list(map(Message.to_wire, view))
+    kept = node.wire_history()
+    for i in range(0, len(runs), 3):
+        where, start, count = runs[i : i + 3]
+        taken = zip(messages[where : where + count], kept[start : start + count], strict=True)
+        assert all(a is b for a, b in taken)
+
+
+def test_runs_that_do_not_name_the_stored_messages_are_not_trusted() -> None:
+    node = sn.Session(sn.Agent("solo"), llm=sn.mock_llm(lambda req: "ok")).root
+    stored = [Message(role="user", content=f"message {i} 🌸") for i in range(4)]
+    node.append(*stored)
+    other = Message(role="user", content="autre 東京")
+    for view_messages, runs in (
+        ([stored[0], other, stored[2], stored[3]], [0, 0, 4]),  # all of storage but one
+        ([stored[0], other, stored[2]], [0, 0, 3]),  # the second is not storage's second
+        ([other, stored[1]], [0, 0, 2]),  # the first is not storage's first
+        ([stored[0], stored[1]], [0, 0, 5]),  # longer than storage
+        ([stored[2], stored[0]], [1, 0, 1, 0, 2, 1]),  # runs out of order
+    ):
+        view = View(view_messages)
+        view.runs = runs
+        assert turns.wire_messages(view, node) == list(map(Message.to_wire, view_messages))

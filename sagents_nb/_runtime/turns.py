@@ -462,22 +462,49 @@ async def call_model(
 
 
 def wire_messages(view: View, node: Node) -> list[dict[str, Any]]:
-    """The view's messages as wire dicts. A view its kind said ends with the whole of storage
-    (`View.runs`, as `whole_view` and `Main(top_k=None)` say) takes storage's from the node's
-    kept dicts (`Node.wire_history`): each message's dict is the one `to_wire` gives, and the
-    list is made in one piece (pieces made and dropped each turn, a little longer each time,
-    leave holes in the heap that the wire log's kept bodies cannot reuse)."""
+    """The view's messages as wire dicts. Where its kind said which view messages are stored
+    ones (`View.runs`: `whole_view`, `Main`), those come from the node's kept dicts
+    (`Node.wire_history`), a run at a time; each message's dict is the one `to_wire` gives. Runs
+    that do not hold the stored messages they name are not trusted: the view is converted
+    message by message. A view that ends with the whole of storage is made in one piece (pieces
+    made and dropped each turn, a little longer each time, leave holes in the heap that the
+    wire log's kept bodies cannot reuse)."""
     runs, history = view.runs, node.history
-    if (
-        runs
-        and len(runs) == 3
-        and runs[1] == 0
-        and runs[2] == len(history) == len(view) - runs[0]
-        and view[runs[0]] is history[0]
-        and view[-1] is history[-1]
-    ):
-        return list(map(Message.to_wire, view[: runs[0]])) + node.wire_history()
-    return list(map(Message.to_wire, view))
+    if not runs or not _runs_hold(view, runs, history):
+        return list(map(Message.to_wire, view))
+    wires = node.wire_history()
+    if len(runs) == 3 and runs[1] == 0 and runs[2] == len(history) == len(view) - runs[0]:
+        return list(map(Message.to_wire, view[: runs[0]])) + wires
+    out: list[dict[str, Any]] = list(map(Message.to_wire, view[: runs[0]]))
+    at = runs[0]
+    for i in range(0, len(runs), 3):
+        where, start, count = runs[i : i + 3]
+        if where > at:
+            out += map(Message.to_wire, view[at:where])
+        out += wires[start : start + count]
+        at = where + count
+    out += map(Message.to_wire, view[at:])
+    return out
+
+
+def _runs_hold(view: View, runs: list[int], history: list[Message]) -> bool:
+    """Whether each run's view messages are the stored ones it names (the same objects, or
+    equal ones: their dicts are equal), the runs in order."""
+    at = 0
+    for i in range(0, len(runs), 3):
+        where, start, count = runs[i : i + 3]
+        end = where + count
+        if (
+            where < at
+            or count <= 0
+            or start < 0
+            or end > len(view)
+            or start + count > len(history)
+            or view[where:end] != history[start : start + count]
+        ):
+            return False
+        at = end
+    return True
 
 
 def _measure(view: View, count: Any) -> tuple[int, int]:
