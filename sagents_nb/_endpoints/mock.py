@@ -236,10 +236,10 @@ class MockLLM(LLM):
         return transport is not None and transport is not self.__dict__.get("_own_transport")
 
     def __getstate__(self) -> dict[str, Any]:
-        """Its state without its transport, which a copy (pickled for Ray, deep-copied with
-        an agent) makes again for itself: the transport's handler is a weak reference."""
-        state = dict(self.__dict__)
-        for made in ("_transport", "_own_transport", "_headers"):
+        """An endpoint's state (`LLM.__getstate__`) without its own transport, which a copy
+        makes again for itself: the transport's handler is a weak reference."""
+        state = super().__getstate__()
+        for made in ("_transport", "_own_transport"):
             state.pop(made, None)
         return state
 

@@ -296,16 +296,22 @@ class LLM:
         else:
             self._headers = _client_headers()  # read only (a request copies it)
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Its state without what its use made (its HTTP client, the loop it was opened on and
+        that loop's timers, its headers): a copy, deep or pickled (for Ray), opens its own."""
+        state = dict(self.__dict__)
+        state["_client"] = state["_client_loop"] = None
+        for used in ("_deadlines", "_headers"):
+            state.pop(used, None)
+        return state
+
     def fresh(self) -> LLM:
         """A copy that answers as this endpoint did before its first request: its own HTTP
         client and wire log, and (for mocks and cassettes) its own position in the script.
 
         `sn.compare` gives each variant one, so every variant meets the same model behaviour.
         """
-        copy = _copy.copy(self)
-        copy._client = copy._client_loop = None
-        for used in ("_deadlines", "_headers"):  # the used one's timers, on its loop; headers
-            copy.__dict__.pop(used, None)
+        copy = _copy.copy(self)  # without what its use made (`__getstate__`)
         copy.exchanges = deque(maxlen=self.exchanges.maxlen)
         # read from the instance: a mock makes its own transport only when it is asked for
         fresh_transport = getattr(self.__dict__.get("_transport"), "fresh", None)

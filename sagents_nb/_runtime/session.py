@@ -77,6 +77,13 @@ def checked_llm(value: object) -> LLM:
     )
 
 
+def _default_llm(agent: Agent) -> LLM:
+    """The session's endpoint when `llm=` is not given: its top agent's own, if it has one
+    (children without one inherit it), else `sn.LLM()` from the environment."""
+    own = agent.model
+    return own if isinstance(own, LLM) else LLM()
+
+
 def checked_agent(value: Any) -> Agent:
     """The top agent: an `sn.Agent`, or an `sn.Task` subclass (its agent)."""
     as_agent = getattr(value, "as_agent", None)
@@ -112,8 +119,8 @@ class Session:
     Args:
         agent: the top agent.
         llm: the endpoint (`sn.mock_llm(...)`, `sn.script(...)`, `sn.LLM(...)`, or a URL for
-            `sn.LLM(base_url=...)`); defaults to `sn.LLM()` from `OPENAI_BASE_URL` /
-            `OPENAI_API_KEY`.
+            `sn.LLM(base_url=...)`); defaults to the top agent's own endpoint (`model=`), else
+            to `sn.LLM()` from `OPENAI_BASE_URL` / `OPENAI_API_KEY`.
         scope: passed to the preprocessor as its first argument.
         preprocessor: makes the display and LLM versions of each user message: a function
             `(scope, message, context) -> (display, llm)` or an object with such a `preprocess`
@@ -183,7 +190,7 @@ class Session:
         self.prices = PriceBook(checked_prices(prices))
         """What its costs are read with: `prices=` over genai-prices' table."""
         self.agent = agent = checked_agent(agent)
-        self._llm = checked_llm(llm) if llm is not None else LLM()
+        self._llm = checked_llm(llm) if llm is not None else _default_llm(agent)
         self.scope = scope
         self._preprocessor = _checked_preprocessor(preprocessor)
         self._preprocessors: dict[str, Any] = {}
