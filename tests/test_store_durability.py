@@ -10,6 +10,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -331,4 +332,31 @@ def test_a_flush_from_another_thread_never_splits_what_the_loop_is_doing(tmp_pat
     reopened.resume()
     assert [run.result(timeout=30).text for run in reopened.runs] == ["re: first", "re: second"]
     reopened.store.close()
+    session.store.close()
+
+
+def test_a_flush_after_a_run_ended_asks_the_loop_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run's end hands its step over at once: a flush from another thread then (`result()`,
+    `agent.run_sync`) has nothing to cut, and commits without a round trip to the loop (before,
+    it waited for the loop between two callbacks, then had the store thread commit). Something
+    recorded since is still cut on the loop."""
+    from sagents_nb._runtime import journal as journal_module
+
+    session = sn.Session(sn.Agent("a"), llm=sn.script("done"), store=tmp_path / "runs.db")
+    assert session.send("go").result().text == "done"
+    asked: list[object] = []
+
+    class Loop:
+        def call_soon_threadsafe(self, callback: Callable[[], None]) -> None:
+            asked.append(callback)
+            callback()
+
+    monkeypatch.setattr(journal_module, "running_library_loop", Loop)
+    session.flush()
+    assert asked == []
+    session.journal.queue_changed()  # type: ignore[union-attr]
+    session.flush()
+    assert len(asked) == 1
     session.store.close()

@@ -408,10 +408,13 @@ class Journal:
         between its callbacks, so that a flush from another thread (a `wait()` returning
         while the next run starts) never seals an event without the writes that follow it in
         the same callback (a run's start without its input); if the loop stays blocked for
-        `CUT_WAIT_SECONDS`, from here."""
+        `CUT_WAIT_SECONDS`, from here. With nothing recorded since the last hand-over (a run's
+        end hands its step over at once) there is nothing to cut: no round trip to the loop."""
         loop = running_library_loop()
         if loop is None or on_library_thread():
             self._end_step()
+            return
+        if not self._recorded():
             return
         cut = threading.Event()
 
@@ -425,6 +428,18 @@ class Journal:
             pass
         if not cut.wait(CUT_WAIT_SECONDS):
             self._end_step()
+
+    def _recorded(self) -> bool:
+        """Whether anything was recorded since the last hand-over: an event, a write, a node or
+        the queue to look at (what `_seal` takes), or a sealed step waiting."""
+        with self._lock:
+            return bool(
+                len(self.session.bus.log) != self._logged
+                or self._writes
+                or self._dirty
+                or self._queue_dirty
+                or not self._step.empty()
+            )
 
     def _end_step(self) -> None:
         """Seal what was recorded since the last seal and hand the step to the writer (a failed
