@@ -359,9 +359,15 @@ class Journal:
 
     # committing
 
-    def flush(self) -> None:
-        """Commit everything recorded so far and wait; raises `StoreError` if the store refuses."""
-        self._writer.drain()
+    def flush(self, *, cut: bool = True) -> None:
+        """Commit everything recorded so far and wait; raises `StoreError` if the store refuses.
+        `cut=False`: the caller had the step cut on the loop already (`cut()`), with nothing
+        scheduled there since (no round trip to the loop to cut it)."""
+        self._writer.drain(cut=cut)
+
+    def cut(self) -> None:
+        """On the loop: seal and hand over what was recorded so far (see `flush`)."""
+        self._end_step()
 
     async def settled(self) -> None:
         """Await the commit of everything recorded so far, from any loop, without blocking it;
@@ -408,13 +414,10 @@ class Journal:
         between its callbacks, so that a flush from another thread (a `wait()` returning
         while the next run starts) never seals an event without the writes that follow it in
         the same callback (a run's start without its input); if the loop stays blocked for
-        `CUT_WAIT_SECONDS`, from here. With nothing recorded since the last hand-over (a run's
-        end hands its step over at once) there is nothing to cut: no round trip to the loop."""
+        `CUT_WAIT_SECONDS`, from here."""
         loop = running_library_loop()
         if loop is None or on_library_thread():
             self._end_step()
-            return
-        if not self._recorded():
             return
         cut = threading.Event()
 
@@ -428,18 +431,6 @@ class Journal:
             pass
         if not cut.wait(CUT_WAIT_SECONDS):
             self._end_step()
-
-    def _recorded(self) -> bool:
-        """Whether anything was recorded since the last hand-over: an event, a write, a node or
-        the queue to look at (what `_seal` takes), or a sealed step waiting."""
-        with self._lock:
-            return bool(
-                len(self.session.bus.log) != self._logged
-                or self._writes
-                or self._dirty
-                or self._queue_dirty
-                or not self._step.empty()
-            )
 
     def _end_step(self) -> None:
         """Seal what was recorded since the last seal and hand the step to the writer (a failed

@@ -321,22 +321,24 @@ class Session:
         if self.journal is not None:
             self.journal.flush()
 
-    def _settle_here(self) -> None:
+    def _settle_here(self, *, cut: bool = True) -> None:
         """For a thread waiting on a run that stopped: commit what it reports, on this thread
         (it waits anyway: no wake-up of the store thread, then of the loop), and wait until the
-        user's callbacks were handed it."""
-        self.flush()
+        user's callbacks were handed it. `cut=False`: the step was cut on the loop already."""
+        if self.journal is not None:
+            self.journal.flush(cut=cut)
         self.bus.caught_up()
 
     def _run_waiting(self, text: str, pause_on: Any, *, what: str) -> Result:
-        """`run(text)` for a thread that blocks until it ends (`agent.run_sync`): what the run
-        reports is committed by `_settle_here` before this returns (or raises `RunPaused`)."""
+        """`run(text)` for a thread that blocks until it ends (`agent.run_sync`): the run's
+        last step is cut on the loop as it stops, and committed on this thread before this
+        returns (or raises `RunPaused`)."""
         try:
             result = run_sync(self._run_through(text, pause_on, settle=False), what=what)
         except RunPaused:
-            self._settle_here()
+            self._settle_here(cut=False)
             raise
-        self._settle_here()
+        self._settle_here(cut=False)
         return result
 
     def release(self) -> None:
@@ -591,10 +593,15 @@ class Session:
 
     async def _run_through(self, text: str, pause_on: Any, *, settle: bool = True) -> Result:
         """Send `text` and wait for the run's `Result`; with `settle` False, what it reports is
-        not committed yet (see `_run_waiting`)."""
+        cut, not committed (see `_run_waiting`)."""
         run = await self._enqueue(text, pause_on)
         try:
-            await (run.wait_async() if settle else run._stopped())
+            if settle:
+                await run.wait_async()
+            else:
+                await run._stopped()
+                if self.journal is not None:
+                    self.journal.cut()
         except asyncio.CancelledError:  # the caller gave up (Ctrl-C in run_sync): so does the run
             await run.cancel_and_settle()
             raise
