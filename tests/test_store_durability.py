@@ -332,3 +332,44 @@ def test_a_flush_from_another_thread_never_splits_what_the_loop_is_doing(tmp_pat
     assert [run.result(timeout=30).text for run in reopened.runs] == ["re: first", "re: second"]
     reopened.store.close()
     session.store.close()
+
+
+def test_run_sync_commits_on_its_own_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`agent.run_sync` waits for the run anyway: the run's last step is cut on the loop as it
+    stops and committed on the caller's thread (before, the loop woke the store thread to
+    commit it, which then woke the loop to return: ~0.4 ms of a 10 ms run). The timers are
+    out of the way, so only that commit stores the run."""
+    from sagents_nb._runtime import journal as journal_module
+    from sagents_nb._store import writer as writer_module
+
+    for module, name in (
+        (journal_module, "QUIET_SECONDS"),
+        (journal_module, "MAX_DELAY_SECONDS"),
+        (journal_module, "RESCUE_SECONDS"),
+        (writer_module, "LOOK_SECONDS"),
+    ):
+        monkeypatch.setattr(module, name, 3600.0)
+    committers: list[threading.Thread] = []
+    commit = writer_module.StepWriter._commit
+
+    def recorded(self: writer_module.StepWriter, *args: object) -> object:
+        committers.append(threading.current_thread())
+        return commit(self, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(writer_module.StepWriter, "_commit", recorded)
+    asked: list[object] = []
+
+    def cut_for_flush(self: object) -> None:
+        asked.append(self)
+
+    monkeypatch.setattr(journal_module.Journal, "_cut_for_flush", cut_for_flush)
+    path = tmp_path / "runs.db"
+    result = sn.Agent("a").run_sync("go", llm=sn.script("done"), store=path, session_id="s1")
+
+    assert result.text == "done"
+    assert set(committers) == {threading.current_thread()} and asked == []
+    store = sn.SQLiteStore(path)
+    assert store.load("s1").events[-1].type == "run_finished"
+    store.close()

@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from .._base.checks import check_int, check_items, check_str, refuse
 from .._base.errors import ConfigurationError
-from .._base.loop import run_sync
 from .._tools.tool import HOOK, Tool, is_hook
 from .breakpoints import Breakpoint, by_action, split
 from .pausing import checked_pause_on
@@ -180,9 +179,8 @@ class Agent:
         # the session loads the rest of the runtime, the kinds and the endpoint: at the first run
         from .session import Session
 
-        return run_sync(
-            Session(self, llm=llm, **session).run(prompt, pause_on=pause_on),
-            what="agent.run_sync()",
+        return Session(self, llm=llm, **session)._run_waiting(
+            prompt, pause_on, what="agent.run_sync()"
         )
 
 

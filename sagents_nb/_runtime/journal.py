@@ -359,9 +359,15 @@ class Journal:
 
     # committing
 
-    def flush(self) -> None:
-        """Commit everything recorded so far and wait; raises `StoreError` if the store refuses."""
-        self._writer.drain()
+    def flush(self, *, cut: bool = True) -> None:
+        """Commit everything recorded so far and wait; raises `StoreError` if the store refuses.
+        `cut=False`: the caller had the step cut on the loop already (`cut()`), with nothing
+        scheduled there since (no round trip to the loop to cut it)."""
+        self._writer.drain(cut=cut)
+
+    def cut(self) -> None:
+        """On the loop: seal and hand over what was recorded so far (see `flush`)."""
+        self._end_step()
 
     async def settled(self) -> None:
         """Await the commit of everything recorded so far, from any loop, without blocking it;

@@ -142,24 +142,28 @@ class Run:
                 left = deadline - monotonic()
                 if left <= 0:
                     return self.status
-        self.session.flush()  # what it reports is committed before it returns
-        self.session.bus.caught_up()  # and the user's callbacks were handed it
+        self.session._settle_here()
         return self.status
 
     async def wait_async(self) -> str:
         """Await until the run is paused or finished; return its status."""
-        if not self._stop.is_set():
-            loop = asyncio.get_running_loop()
-            future: asyncio.Future[None] = loop.create_future()
-            self._waiters.append((loop, future))
-            if not self._stop.is_set():
-                await future
+        await self._stopped()
         journal = self.session.journal
         if journal is not None:  # what it reports is committed before it returns
             await journal.settled()
         if self.session.bus.deliveries:  # and the user's callbacks were handed it
             await asyncio.to_thread(self.session.bus.caught_up)
         return self.status
+
+    async def _stopped(self) -> None:
+        """Await until the run is paused or finished, nothing more: `wait_async` then has what
+        it reports committed on the loop's side, `Session._settle_here` on a waiting thread."""
+        if not self._stop.is_set():
+            loop = asyncio.get_running_loop()
+            future: asyncio.Future[None] = loop.create_future()
+            self._waiters.append((loop, future))
+            if not self._stop.is_set():
+                await future
 
     def result(self, timeout: float | None = None) -> Result:
         """Wait for the end and return the `Result`; a paused run raises `RunPaused`, a run

@@ -21,7 +21,7 @@ from .._base.checks import (
 )
 from .._base.errors import ConfigurationError, Rejected, RunPaused
 from .._base.ids import checked_session_id, new_session_id
-from .._base.loop import block_on, droppable, run_on_library_loop, submit
+from .._base.loop import block_on, droppable, run_on_library_loop, run_sync, submit
 from .._base.messages import Message, Usage, estimate_tokens, user
 from .._base.outcome import Outcome
 from .._base.prices import PriceBook, checked_prices
@@ -328,6 +328,26 @@ class Session:
         if self.journal is not None:
             self.journal.flush()
 
+    def _settle_here(self, *, cut: bool = True) -> None:
+        """For a thread waiting on a run that stopped: commit what it reports, on this thread
+        (it waits anyway: no wake-up of the store thread, then of the loop), and wait until the
+        user's callbacks were handed it. `cut=False`: the step was cut on the loop already."""
+        if self.journal is not None:
+            self.journal.flush(cut=cut)
+        self.bus.caught_up()
+
+    def _run_waiting(self, text: str, pause_on: Any, *, what: str) -> Result:
+        """`run(text)` for a thread that blocks until it ends (`agent.run_sync`): the run's
+        last step is cut on the loop as it stops, and committed on this thread before this
+        returns (or raises `RunPaused`)."""
+        try:
+            result = run_sync(self._run_through(text, pause_on, settle=False), what=what)
+        except RunPaused:
+            self._settle_here(cut=False)
+            raise
+        self._settle_here(cut=False)
+        return result
+
     def release(self) -> None:
         """For an owner done with this session for good, once its runs ended and were flushed
         (a sweep, once a run's record is taken): drop the references between it and its runs,
@@ -578,10 +598,17 @@ class Session:
 
         return fork_session(self, check_int("at", at, where="session.fork()", optional=True))
 
-    async def _run_through(self, text: str, pause_on: Any) -> Result:
+    async def _run_through(self, text: str, pause_on: Any, *, settle: bool = True) -> Result:
+        """Send `text` and wait for the run's `Result`; with `settle` False, what it reports is
+        cut, not committed (see `_run_waiting`)."""
         run = await self._enqueue(text, pause_on)
         try:
-            await run.wait_async()
+            if settle:
+                await run.wait_async()
+            else:
+                await run._stopped()
+                if self.journal is not None:
+                    self.journal.cut()
         except asyncio.CancelledError:  # the caller gave up (Ctrl-C in run_sync): so does the run
             await run.cancel_and_settle()
             raise

@@ -167,10 +167,11 @@ class StepWriter:
             if lane.sleeping:
                 lane.wake.notify()
 
-    def drain(self) -> None:
-        """Commit every queued step (and the one being recorded) now, on this thread, and
-        wait; raise `StoreError` if the store refuses."""
-        if self._cut is not None:
+    def drain(self, *, cut: bool = True) -> None:
+        """Commit every queued step (and the one being recorded, unless `cut` is False: the
+        caller had it queued) now, on this thread, and wait; raise `StoreError` if the store
+        refuses."""
+        if cut and self._cut is not None:
             self._cut()
         with _lock:
             _lock.wait_for(lambda: not self._writing)
