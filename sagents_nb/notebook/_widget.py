@@ -135,6 +135,20 @@ class LiveView(anywidget.AnyWidget):
     def __repr__(self) -> str:
         return f"LiveView({self.target.title()})"
 
+    def add_traits(self, **traits: Any) -> None:
+        """Add `traits` as traitlets does (a subclass with them), but make that subclass once:
+        anywidget adds the same ones (`_esm`, `_css`, `_anywidget_id`) to every view, and a
+        class per view costs most of its making."""
+        cls = type(self)
+        made = _WITH_TRAITS.get(cls)
+        if made is None or made[0] != traits.keys():
+            super().add_traits(**traits)
+            _WITH_TRAITS[cls] = (traits.keys(), type(self))
+            return
+        self.__class__ = made[1]
+        for name in traits:
+            getattr(made[1], name).instance_init(self)
+
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         bundle = super()._repr_mimebundle_(**kwargs)
         if bundle is None:
@@ -465,6 +479,10 @@ class LiveView(anywidget.AnyWidget):
             if option is current:
                 return name
         return f"custom: {self.projector.preprocessor or preprocessor_name(current)}"
+
+
+_WITH_TRAITS: dict[type[LiveView], tuple[Any, type[LiveView]]] = {}
+"""The subclass `LiveView.add_traits` made of a class, with the names of the traits it added."""
 
 
 def _pause_id(pending: PendingState) -> int:
