@@ -24,6 +24,7 @@ from ._export import show
 from ._offline import static_output
 from ._panes import Focus, pane_state
 from ._projector import Projector
+from ._render import compact_json
 from ._search import SearchIndex, search_state
 from ._state import PendingState
 from ._target import Target
@@ -290,7 +291,7 @@ class LiveView(anywidget.AnyWidget):
             pane = None
             if stamp != self._pane_stamp:
                 state = pane_state(projector, self.focus, exchanges, self._json_cache)
-                pane = json.dumps(state, ensure_ascii=False, separators=(",", ":"))
+                pane = compact_json(state)
                 self._pane_stamp = stamp
             focus = self.focus
             pinned = focus.node if focus.node in projector.nodes else projector.followed()
