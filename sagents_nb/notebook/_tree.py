@@ -398,9 +398,11 @@ class Tree:
             return {"estimated_usd": None, "reported_usd": None, "text": WAITING, "waiting": True}
         if total.estimates or total.reports or total.unpriced:
             cost = total.cost(projector.prices or DEFAULT)
-            row = {"estimated_usd": cost.estimated_usd, "reported_usd": cost.reported_usd}
-            row["text"] = str(cost)
-            return row
+            return {
+                "estimated_usd": cost.estimated_usd,
+                "reported_usd": cost.reported_usd,
+                "text": str(cost),
+            }
         return {"estimated_usd": None, "reported_usd": None, "text": ""}
 
 
