@@ -176,8 +176,8 @@ def transcript_row(projector: Projector, event: Event) -> dict[str, Any]:
         case TaskSpawned():
             row = {"seq": event.seq, "role": "user", "text": clip(event.prompt)}
         case ErrorOccurred():
-            text = clip(f"{event.error_type}: {event.message}")
-            row = {"seq": event.seq, "role": "error", "text": text}
+            row = {"seq": event.seq, "role": "error"}
+            row["text"] = clip(f"{event.error_type}: {event.message}")
         case MessageRefused():
             row = {"seq": event.seq, "role": "user", "name": f"preprocessor {event.preprocessor}"}
             row["status"] = "refused"
