@@ -120,7 +120,7 @@ class LiveView(anywidget.AnyWidget):
         self.target.attach(self.projector, self._throttle.request, self._throttle.request_at_once)
         if self.target.replay is not None:
             self._fold_stored()
-        else:
+        elif self.projector.events:  # a new session's view has nothing to index yet
             self._warm_search(len(self.projector.events))
         header, tree, pane, found = self._render()
         self._throttle.count_call()  # the initial state is the first update
