@@ -6,6 +6,8 @@ import json
 from collections.abc import Iterable
 from typing import Any, assert_never
 
+import msgspec
+
 from .._base.messages import Message, ToolCall
 from ..events import RunStarted, TaskSpawned, ToolCallFinished
 from ._state import Stored
@@ -24,6 +26,19 @@ def clip(text: str | None, limit: int = TEXT_LIMIT) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}… [{len(text) - limit} more characters]"
+
+
+_ENCODER = msgspec.json.Encoder()
+
+
+def compact_json(state: Any) -> str:
+    """`state` (JSON data) as compact JSON text, as the front end parses it: msgspec's encoder,
+    several times json.dumps' speed; text with a lone surrogate, which UTF-8 cannot hold,
+    as json.dumps writes it."""
+    try:
+        return _ENCODER.encode(state).decode()
+    except UnicodeEncodeError:
+        return json.dumps(state, ensure_ascii=False, separators=(",", ":"))
 
 
 def as_json(value: Any, limit: int = JSON_LIMIT) -> str:

@@ -80,7 +80,7 @@ class Mark:
     """The event itself (alive in the session's log anyway), for readers of its fields."""
 
 
-@dataclass
+@dataclass(slots=True)
 class NodeState:
     """Everything a view shows about one agent instance."""
 

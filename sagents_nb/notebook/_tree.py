@@ -79,6 +79,8 @@ class Tree:
         self._child_statuses: dict[str, dict[str, int]] = {}
         """Each node's children by status as shown (its aggregate row's figures)."""
         self._costs: dict[str, dict[str, Any]] = {}
+        self._own_costs: dict[int, tuple[CostSum | None, dict[str, Any]]] = {}
+        """The cost row of each own cost, by its id (kept with it: a cost never changes)."""
         self._waiting: set[str] = set()
         """Nodes whose cost waits for genai-prices' table."""
         self._words: dict[str, tuple[NodeState, int, str]] = {}
@@ -162,8 +164,11 @@ class Tree:
         nodes, book = projector.nodes, projector.prices or DEFAULT
         self._seen, self._own, self._totals, self._sums = {}, {}, {}, {}
         self._statuses, self._child_statuses, self._costs, self._waiting = {}, {}, {}, set()
+        self._own_costs = {}
         seen, own, totals, sums = self._seen, self._own, self._totals, self._sums
         statuses, siblings = self._statuses, self._child_statuses
+        priced: dict[tuple[Any, ...], CostSum | None] = {}
+        """Each spending priced once: siblings doing the same task mostly spend alike."""
         for path, node in nodes.items():
             status = SHOWN.get(node.status, node.status)
             seen[path] = (node, node.version, status)
@@ -175,7 +180,9 @@ class Tree:
                 counts[status] = counts.get(status, 0) + 1
             tokens = (node.tokens, node.prompt_tokens, node.completion_tokens)
             totals[path] = [*tokens, 0]
-            own[path] = (tokens, _spent(node), self._priced(node, book))
+            spent = _spent(node)
+            cost = priced[spent] = self._priced(node, book, priced.get(spent))
+            own[path] = (tokens, spent, cost)
         for path in sorted(nodes, key=lambda path: path.count("/"), reverse=True):
             parent = nodes[path].parent
             if parent is None:
@@ -189,14 +196,17 @@ class Tree:
             if cost is not None:
                 self._subtree(parent).add(cost)
 
-    def _priced(self, node: NodeState, book: PriceBook) -> CostSum | None:
+    def _priced(
+        self, node: NodeState, book: PriceBook, known: CostSum | None = None
+    ) -> CostSum | None:
         """What the node's own spending costs (None: it spent nothing); noted in `_waiting`
-        while a price waits for the table."""
+        while a price waits for the table. `known`: that cost, when another node's same
+        spending was priced (a cost is never changed once made: sums are new objects)."""
         spend = node.spend
         if not spend.tokens and spend.reported_usd is None:
             self._waiting.discard(node.path)
             return None
-        cost = CostSum.of(spend, book, wait=self.wait)
+        cost = known or CostSum.of(spend, book, wait=self.wait)
         if cost.waiting:
             self._waiting.add(node.path)
             warm()
@@ -369,17 +379,31 @@ class Tree:
         kept = self._costs.get(node.path)
         if kept is not None:
             return kept
-        total = self._sums.get(node.path) or self._own[node.path][2] or CostSum()
-        if total.waiting:
-            kept = {"estimated_usd": None, "reported_usd": None, "text": WAITING, "waiting": True}
-        elif total.estimates or total.reports or total.unpriced:
-            cost = total.cost(projector.prices or DEFAULT)
-            kept = {"estimated_usd": cost.estimated_usd, "reported_usd": cost.reported_usd}
-            kept["text"] = str(cost)
-        else:
-            kept = {"estimated_usd": None, "reported_usd": None, "text": ""}
-        self._costs[node.path] = kept
+        total = self._sums.get(node.path)
+        if total is None:  # the node's own cost, which nodes that spent alike share
+            own = self._own[node.path][2]
+            shared = self._own_costs.get(id(own))
+            if shared is None:
+                if len(self._own_costs) > 4 * len(self._own) + 64:
+                    self._own_costs.clear()
+                shared = self._own_costs[id(own)] = (own, self._cost_row(projector, own))
+            kept = self._costs[node.path] = shared[1]
+            return kept
+        kept = self._costs[node.path] = self._cost_row(projector, total)
         return kept
+
+    def _cost_row(self, projector: Projector, total: CostSum | None) -> dict[str, Any]:
+        total = total or CostSum()
+        if total.waiting:
+            return {"estimated_usd": None, "reported_usd": None, "text": WAITING, "waiting": True}
+        if total.estimates or total.reports or total.unpriced:
+            cost = total.cost(projector.prices or DEFAULT)
+            return {
+                "estimated_usd": cost.estimated_usd,
+                "reported_usd": cost.reported_usd,
+                "text": str(cost),
+            }
+        return {"estimated_usd": None, "reported_usd": None, "text": ""}
 
 
 def more_words(more: Mapping[str, Any]) -> str:

@@ -24,6 +24,7 @@ from ._export import show
 from ._offline import static_output
 from ._panes import Focus, pane_state
 from ._projector import Projector
+from ._render import compact_json
 from ._search import SearchIndex, search_state
 from ._state import PendingState
 from ._target import Target
@@ -119,7 +120,7 @@ class LiveView(anywidget.AnyWidget):
         self.target.attach(self.projector, self._throttle.request, self._throttle.request_at_once)
         if self.target.replay is not None:
             self._fold_stored()
-        else:
+        elif self.projector.events:  # a new session's view has nothing to index yet
             self._warm_search(len(self.projector.events))
         header, tree, pane, found = self._render()
         self._throttle.count_call()  # the initial state is the first update
@@ -134,6 +135,20 @@ class LiveView(anywidget.AnyWidget):
 
     def __repr__(self) -> str:
         return f"LiveView({self.target.title()})"
+
+    def add_traits(self, **traits: Any) -> None:
+        """Add `traits` as traitlets does (a subclass with them), but make that subclass once:
+        anywidget adds the same ones (`_esm`, `_css`, `_anywidget_id`) to every view, and a
+        class per view costs most of its making."""
+        cls = type(self)
+        made = _WITH_TRAITS.get(cls)
+        if made is None or made[0] != traits.keys():
+            super().add_traits(**traits)
+            _WITH_TRAITS[cls] = (traits.keys(), type(self))
+            return
+        self.__class__ = made[1]
+        for name in traits:
+            getattr(made[1], name).instance_init(self)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         bundle = super()._repr_mimebundle_(**kwargs)
@@ -276,7 +291,7 @@ class LiveView(anywidget.AnyWidget):
             pane = None
             if stamp != self._pane_stamp:
                 state = pane_state(projector, self.focus, exchanges, self._json_cache)
-                pane = json.dumps(state, ensure_ascii=False, separators=(",", ":"))
+                pane = compact_json(state)
                 self._pane_stamp = stamp
             focus = self.focus
             pinned = focus.node if focus.node in projector.nodes else projector.followed()
@@ -465,6 +480,10 @@ class LiveView(anywidget.AnyWidget):
             if option is current:
                 return name
         return f"custom: {self.projector.preprocessor or preprocessor_name(current)}"
+
+
+_WITH_TRAITS: dict[type[LiveView], tuple[Any, type[LiveView]]] = {}
+"""The subclass `LiveView.add_traits` made of a class, with the names of the traits it added."""
 
 
 def _pause_id(pending: PendingState) -> int:
