@@ -92,27 +92,20 @@ def open_session(
         return restore(session, backend, rows)
 
 
-PROMOTE_AT = 20_000
-"""Objects a paused block makes before they go straight to the oldest generation."""
-
-
 @contextmanager
 def collector_paused() -> Iterator[None]:
     """Pause Python's cycle collector while a session's rows are read and rebuilt: the tens of
     thousands of rows and messages a long session has make it sweep everything alive again and
-    again, and none of them form cycles. A block that made `PROMOTE_AT` objects or more then
-    has them join the oldest generation as they are (`freeze` and `unfreeze` move the lists,
-    walking nothing): walked through the young generations first, they cost seconds. A smaller
-    block (a view's push) leaves them young: promoting resets the collector's counts, so a view
-    pushing ten times a second kept it from ever collecting the runs' cyclic garbage."""
+    again, and none of them form cycles. What was made meanwhile then joins the oldest
+    generation as it is (`freeze` and `unfreeze` move the lists, walking nothing): walked
+    through the young generations first, they cost seconds."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
-        if gc.get_count()[0] >= PROMOTE_AT:  # objects made since the last collection
-            gc.freeze()
-            gc.unfreeze()
+        gc.freeze()
+        gc.unfreeze()
         if was_enabled:
             gc.enable()
 
