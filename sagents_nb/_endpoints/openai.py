@@ -393,6 +393,13 @@ class LLM:
             extensions={"timeout": _timeout(min(self.read_timeout, self.timeout))},
         )
 
+    def _untouched(self) -> bool:
+        """Whether a body comes here from the runtime untouched: no override of `complete` or
+        `_attempt` stood between (one may change a message's dict in place, which its written
+        parts would not show)."""
+        kind = type(self)
+        return kind.complete is LLM.complete and kind._attempt is LLM._attempt
+
     async def _attempt(
         self, body: dict[str, Any], on_delta: Callable[[str], None] | None
     ) -> Completion:
@@ -406,7 +413,7 @@ class LLM:
         response: httpx.Response | Served | None = None
         assembler: StreamAssembler | None = None
         try:
-            content = request_json(body)
+            content = joined_json(body) if self._untouched() else request_json(body)
             try:
                 async with self._deadlines.at(deadline):
                     response = await self._send(client, content)
@@ -873,3 +880,40 @@ def request_json(body: Any) -> bytes:
         return encode_json(body)
     except UnicodeEncodeError:
         return encode_json(json.loads(re.sub(_SURROGATE, "\ufffd", unescaped_json(body))))
+
+
+class WireMessages(list):  # type: ignore[type-arg]
+    """A request's `messages` (wire dicts) with each one's JSON written already (`parts`, by
+    `request_json`, kept by the node for its stored messages): the body is written by joining
+    them (`joined_json`), the same bytes as `request_json(body)` (JSON's text of a list is its
+    items' texts, comma-joined). The dicts are the messages' own (`Message.to_wire`), never
+    changed: a dict changed in place (in the wire log) would not be sent."""
+
+    __slots__ = ("items", "parts")
+
+    def __init__(self, dicts: list[dict[str, Any]], parts: list[bytes]) -> None:
+        super().__init__(dicts)
+        self.parts: list[bytes] | None = parts
+        self.items = dicts
+        """The dicts the parts were written from: the list changed since, it is written anew."""
+
+
+def joined_json(body: dict[str, Any]) -> bytes:
+    """`request_json(body)`, its `messages` joined from their written parts when they are a
+    `WireMessages` unchanged since it was made; its parts are used once (a retry writes it)."""
+    messages = body.get("messages")
+    if type(messages) is not WireMessages or messages.parts is None:
+        return request_json(body)
+    parts, items = messages.parts, messages.items
+    messages.parts = messages.items = None  # type: ignore[assignment]
+    if len(parts) != len(messages) or items != messages:
+        return request_json(body)
+    pieces: list[bytes] = []
+    for key, value in body.items():
+        pieces += (b"," if pieces else b"{", request_json(key), b":")
+        if value is messages:
+            pieces += (b"[", b",".join(parts), b"]")
+        else:
+            pieces.append(request_json(value))
+    pieces.append(b"}")
+    return b"".join(pieces)

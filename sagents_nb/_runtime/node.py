@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from .._base.loop import droppable
 from .._base.messages import Message, Usage, system, tool_message, user
 from .._base.outcome import Outcome
+from .._endpoints.openai import request_json
 from ..events import Event, StatusChanged, TaskSpawned
 from ..kinds import kind_name
 from .delegation import task_finished
@@ -86,8 +87,10 @@ class Node:
         self._history_tokens: int | None = 0
         """None: not counted yet (a reopened node's, counted at the first look)."""
         self._wires: list[dict[str, Any]] = []
+        self._wire_json: list[bytes] = []
         self._wired: list[Message] | None = None
-        """The storage list `_wires` are the first messages of (`wire_history`)."""
+        """The storage list `_wires` (and `_wire_json`) are the first messages of
+        (`wire_history`)."""
         self.display: list[Message] | None = None
         self.display_swaps: dict[int, Message] = {}
         self.status = "spawned"
@@ -175,17 +178,20 @@ class Node:
         self._load_history = load
         self._history_tokens = None
 
-    def wire_history(self) -> list[dict[str, Any]]:
-        """Storage's messages as their wire dicts (`Message.to_wire`), kept while storage grows:
-        only the messages appended since the last look are turned into dicts; a storage
-        replaced (compaction) or read again (a reopen) starts the list anew."""
+    def wire_history(self) -> tuple[list[dict[str, Any]], list[bytes]]:
+        """Storage's messages as their wire dicts (`Message.to_wire`) and those dicts' JSON
+        (`request_json`), kept while storage grows: only the messages appended since the last
+        look are converted; a storage replaced (compaction) or read again (a reopen) starts
+        the lists anew."""
         history = self.history
         if history is not self._wired or len(self._wires) > len(history):
-            self._wires, self._wired = [], history
+            self._wires, self._wire_json, self._wired = [], [], history
         wires = self._wires
         if len(wires) < len(history):
-            wires += map(Message.to_wire, history[len(wires) :])
-        return wires
+            added = list(map(Message.to_wire, history[len(wires) :]))
+            wires += added
+            self._wire_json += map(request_json, added)
+        return wires, self._wire_json
 
     def system_messages(self) -> list[Message]:
         """The system prompt (read from the agent now, so edits between cells apply)."""
