@@ -99,17 +99,19 @@ def test_every_body_is_the_one_main_sent_and_its_dicts_written_whole() -> None:
 def test_a_list_changed_after_it_was_made_is_written_from_its_dicts() -> None:
     stored = [Message(role="user", content="thé 東京 🍣"), Message(role="tool", content="ok")]
     dicts = [m.to_wire() for m in stored]
-    other = {"role": "user", "content": "thé 🍣"}
-    for change in (
-        lambda messages: messages.__setitem__(0, other),
-        lambda messages: messages.append(other),
-        lambda messages: messages.reverse(),
-    ):
-        messages = WireMessages(dicts, [request_json(d) for d in dicts])
-        change(messages)
+    kept = bytearray(b",".join(map(request_json, dicts)) + b",")
+    second = (len(request_json(dicts[0])) + 1, len(kept) - 1)  # a span of the kept JSON
+    for change in (lambda messages: messages.append(dicts[0]), lambda messages: messages.pop()):
+        messages = WireMessages([request_json(dicts[0]), second], kept)
+        messages += dicts
+        messages.length = len(messages)
         body = {"model": "m", "messages": messages, "stream": True}
-        assert joined_json(body) == request_json(body)
-        assert messages.parts is None  # used once
+        assert joined_json(dict(body), True) == request_json(body)  # as made: joined
+        messages.parts = [request_json(dicts[0]), second]
+        messages.source = kept
+        change(messages)
+        assert joined_json(body, True) == request_json(body)
+        assert messages.parts is None and messages.source is None  # used once
 
 
 def test_a_body_an_override_of_complete_changes_is_sent_as_changed() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from array import array
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -87,7 +88,8 @@ class Node:
         self._history_tokens: int | None = 0
         """None: not counted yet (a reopened node's, counted at the first look)."""
         self._wires: list[dict[str, Any]] = []
-        self._wire_json: list[bytes] = []
+        self._wire_json = bytearray()
+        self._wire_at = array("q", [0])
         self._wired: list[Message] | None = None
         """The storage list `_wires` (and `_wire_json`) are the first messages of
         (`wire_history`)."""
@@ -178,20 +180,24 @@ class Node:
         self._load_history = load
         self._history_tokens = None
 
-    def wire_history(self) -> tuple[list[dict[str, Any]], list[bytes]]:
-        """Storage's messages as their wire dicts (`Message.to_wire`) and those dicts' JSON
-        (`request_json`), kept while storage grows: only the messages appended since the last
-        look are converted; a storage replaced (compaction) or read again (a reopen) starts
-        the lists anew."""
+    def wire_history(self) -> tuple[list[dict[str, Any]], bytearray, array[int]]:
+        """Storage's messages as their wire dicts (`Message.to_wire`), their JSON
+        (`request_json`) each followed by a comma in one bytearray, and where each message's
+        JSON starts there (one more: where the next one will), kept while storage grows: only
+        the messages appended since the last look are converted; a storage replaced
+        (compaction) or read again (a reopen) starts them anew."""
         history = self.history
         if history is not self._wired or len(self._wires) > len(history):
-            self._wires, self._wire_json, self._wired = [], [], history
-        wires = self._wires
+            self._wires, self._wired = [], history
+            self._wire_json, self._wire_at = bytearray(), array("q", [0])
+        wires, json, at = self._wires, self._wire_json, self._wire_at
         if len(wires) < len(history):
-            added = list(map(Message.to_wire, history[len(wires) :]))
-            wires += added
-            self._wire_json += map(request_json, added)
-        return wires, self._wire_json
+            for wire in map(Message.to_wire, history[len(wires) :]):
+                wires.append(wire)
+                json += request_json(wire)
+                json += b","
+                at.append(len(json))
+        return wires, json, at
 
     def system_messages(self) -> list[Message]:
         """The system prompt (read from the agent now, so edits between cells apply)."""
