@@ -101,9 +101,9 @@ def test_a_storage_replaced_or_read_again_starts_the_kept_dicts_anew() -> None:
     assert turns.wire_messages(view, node) == list(map(Message.to_wire, view))
     again = kind.build_context(node, "")
     assert turns.wire_messages(again, node) == list(map(Message.to_wire, again))
-    assert node.wire_history()[0] == list(map(Message.to_wire, node.history))
+    assert node.wire_history() == list(map(Message.to_wire, node.history))
     node.restore_history(lambda: list(view[1:3]))
-    assert node.wire_history()[0] == list(map(Message.to_wire, view[1:3]))
+    assert node.wire_history() == list(map(Message.to_wire, view[1:3]))
 
 
 def test_an_edit_keeping_the_first_and_last_messages_is_sent_exactly() -> None:
@@ -171,7 +171,7 @@ def test_a_main_view_with_cold_storage_is_taken_run_by_run_from_the_kept_dicts()
     assert runs is not None and len(runs) >= 6  # storage in several runs, cold items between
     messages = turns.wire_messages(view, node)
     assert messages == list(map(Message.to_wire, view))
-    kept = node.wire_history()[0]
+    kept = node.wire_history()
     for i in range(0, len(runs), 3):
         where, start, count = runs[i : i + 3]
         taken = zip(messages[where : where + count], kept[start : start + count], strict=True)

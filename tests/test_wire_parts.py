@@ -16,11 +16,14 @@ import json
 import re
 from typing import Any
 
+import pytest
+
 import sagents_nb as sn
 from sagents_nb._base.messages import Message
 from sagents_nb._endpoints import mock
 from sagents_nb._endpoints.mock import MockLLM
 from sagents_nb._endpoints.openai import WireMessages, joined_json, request_json
+from sagents_nb._runtime import turns
 
 SENT = (88, "4eba6779a94143248e141e8db25a1d3fdd3f17a97c971843f333e15b5e2a53e9")
 """How many requests the mix sends, and the SHA-256 of their bodies, as main's code sent them."""
@@ -80,7 +83,11 @@ def sent_bodies() -> tuple[list[bytes], list[MockLLM], list[list[str]]]:
     return raws, endpoints, events
 
 
-def test_every_body_is_the_one_main_sent_and_its_dicts_written_whole() -> None:
+@pytest.mark.parametrize("joined_from", [1, turns.JOINED_FROM])
+def test_every_body_is_the_one_main_sent_and_its_dicts_written_whole(
+    joined_from: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(turns, "JOINED_FROM", joined_from)  # 1: every view joined, short ones too
     raws, endpoints, events = sent_bodies()
     assert (len(raws), hashlib.sha256(b"\n".join(raws)).hexdigest()) == SENT
     main_events = events[0]
@@ -89,7 +96,8 @@ def test_every_body_is_the_one_main_sent_and_its_dicts_written_whole() -> None:
     bodies = [exchange.request for llm in endpoints for exchange in llm.exchanges]
     assert len(bodies) == len(raws)
     joined = [body for body in bodies if type(body["messages"]) is WireMessages]
-    assert len(joined) == len(bodies)  # every kind here names its runs of storage
+    long = [body for body in bodies if len(body["messages"]) >= joined_from]
+    assert len(joined) == len(long) > 10  # every kind here names its runs of storage
     for raw, body in zip(raws, bodies, strict=True):
         assert raw == request_json(body)  # the parts are used once: now written from the dicts
         text = json.dumps(body, ensure_ascii=False, separators=(",", ":"))

@@ -180,24 +180,30 @@ class Node:
         self._load_history = load
         self._history_tokens = None
 
-    def wire_history(self) -> tuple[list[dict[str, Any]], bytearray, array[int]]:
-        """Storage's messages as their wire dicts (`Message.to_wire`), their JSON
-        (`request_json`) each followed by a comma in one bytearray, and where each message's
-        JSON starts there (one more: where the next one will), kept while storage grows: only
-        the messages appended since the last look are converted; a storage replaced
-        (compaction) or read again (a reopen) starts them anew."""
+    def wire_history(self) -> list[dict[str, Any]]:
+        """Storage's messages as their wire dicts (`Message.to_wire`), kept while storage grows:
+        only the messages appended since the last look are turned into dicts; a storage
+        replaced (compaction) or read again (a reopen) starts the list anew (and `wire_json`'s)."""
         history = self.history
         if history is not self._wired or len(self._wires) > len(history):
             self._wires, self._wired = [], history
             self._wire_json, self._wire_at = bytearray(), array("q", [0])
-        wires, json, at = self._wires, self._wire_json, self._wire_at
+        wires = self._wires
         if len(wires) < len(history):
-            for wire in map(Message.to_wire, history[len(wires) :]):
-                wires.append(wire)
-                json += request_json(wire)
-                json += b","
-                at.append(len(json))
-        return wires, json, at
+            wires += map(Message.to_wire, history[len(wires) :])
+        return wires
+
+    def wire_json(self) -> tuple[bytearray, array[int]]:
+        """The JSON of `wire_history`'s dicts (`request_json`), each followed by a comma, in one
+        bytearray, and where each one's starts there (and where the next one will): written
+        when first asked for, then as storage grows."""
+        wires = self.wire_history()
+        json, at = self._wire_json, self._wire_at
+        for wire in wires[len(at) - 1 :]:
+            json += request_json(wire)
+            json += b","
+            at.append(len(json))
+        return json, at
 
     def system_messages(self) -> list[Message]:
         """The system prompt (read from the agent now, so edits between cells apply)."""
