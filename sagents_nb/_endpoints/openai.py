@@ -887,7 +887,7 @@ class WireMessages(list):  # type: ignore[type-arg]
     the body is written by joining it (`joined_json`): the same bytes as `request_json(body)`,
     JSON's text of a list being its items' texts, comma-joined. A part is the JSON of one
     message (bytes), or of a run of stored ones: a span (start, end) of `source`, the node's
-    kept JSON of its storage (`Node.wire_history`). The dicts are the messages' own
+    kept JSON of its storage (`Node.wire_json`). The dicts are the messages' own
     (`Message.to_wire`), never changed: one changed in place (in the wire log) would not be
     sent as changed."""
 
