@@ -105,8 +105,11 @@ def terms(text: str) -> frozenset[str]:
         found.update(_compiled(_SYMBOL).findall(_compiled(_SKIN_TONE).sub("", normalised)))
         words = _spaced_words(words, found)
     for word in words:  # ASCII: no script without spaces, no accent to fold
-        parts = [word, *word.split("_")] if "_" in word.strip("_") else [word.strip("_")]
-        found.update(p for p in parts if len(p) >= 2 and p not in STOP_WORDS)
+        if "_" in word:
+            parts = [word, *word.split("_")] if "_" in word.strip("_") else [word.strip("_")]
+            found.update(p for p in parts if len(p) >= 2 and p not in STOP_WORDS)
+        elif len(word) >= 2 and word not in STOP_WORDS:
+            found.add(word)
     return frozenset(found)
 
 

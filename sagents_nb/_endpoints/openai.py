@@ -393,6 +393,13 @@ class LLM:
             extensions={"timeout": _timeout(min(self.read_timeout, self.timeout))},
         )
 
+    def _untouched(self) -> bool:
+        """Whether a body comes here from the runtime untouched: no override of `complete` or
+        `_attempt` stood between (one may change a message's dict in place, which its written
+        parts would not show)."""
+        kind = type(self)
+        return kind.complete is LLM.complete and kind._attempt is LLM._attempt
+
     async def _attempt(
         self, body: dict[str, Any], on_delta: Callable[[str], None] | None
     ) -> Completion:
@@ -406,7 +413,7 @@ class LLM:
         response: httpx.Response | Served | None = None
         assembler: StreamAssembler | None = None
         try:
-            content = request_json(body)
+            content = joined_json(body, self._untouched())
             try:
                 async with self._deadlines.at(deadline):
                     response = await self._send(client, content)
@@ -873,3 +880,50 @@ def request_json(body: Any) -> bytes:
         return encode_json(body)
     except UnicodeEncodeError:
         return encode_json(json.loads(re.sub(_SURROGATE, "\ufffd", unescaped_json(body))))
+
+
+class WireMessages(list):  # type: ignore[type-arg]
+    """A request's `messages` (wire dicts) with their JSON written already (`parts`), so that
+    the body is written by joining it (`joined_json`): the same bytes as `request_json(body)`,
+    JSON's text of a list being its items' texts, comma-joined. A part is the JSON of one
+    message (bytes), or of a run of stored ones: a span (start, end) of `source`, the node's
+    kept JSON of its storage (`Node.wire_json`). The dicts are the messages' own
+    (`Message.to_wire`), never changed: one changed in place (in the wire log) would not be
+    sent as changed."""
+
+    __slots__ = ("length", "parts", "source")
+
+    def __init__(self, parts: list[bytes | tuple[int, int]], source: bytearray) -> None:
+        super().__init__()
+        self.parts: list[bytes | tuple[int, int]] | None = parts
+        self.source = source
+        self.length = 0
+        """How many dicts the parts are the JSON of (set once they are added)."""
+
+
+def joined_json(body: dict[str, Any], untouched: bool) -> bytes:
+    """`request_json(body)`, its `messages` joined from their written parts when they are a
+    `WireMessages` `untouched` since it was made (see `LLM._untouched`) and of as many messages;
+    the parts are used once (a retry, or the wire log, holds no more than the dicts)."""
+    messages = body.get("messages")
+    if type(messages) is not WireMessages or messages.parts is None:
+        return request_json(body)
+    parts, whole = messages.parts, messages.source
+    messages.parts = messages.source = None  # type: ignore[assignment]
+    if not untouched or messages.length != len(messages):
+        return request_json(body)
+    pieces: list[bytes | memoryview] = []
+    with memoryview(whole) as source:  # released: the node's JSON may grow again
+        for key, value in body.items():
+            pieces += (b"," if pieces else b"{", request_json(key), b":")
+            if value is not messages:
+                pieces.append(request_json(value))
+                continue
+            pieces.append(b"[")
+            for i, part in enumerate(parts):
+                if i:
+                    pieces.append(b",")
+                pieces.append(part if type(part) is bytes else source[part[0] : part[1]])
+            pieces.append(b"]")
+        pieces.append(b"}")
+        return b"".join(pieces)

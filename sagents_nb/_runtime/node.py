@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+from array import array
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from .._base.loop import droppable
 from .._base.messages import Message, Usage, system, tool_message, user
 from .._base.outcome import Outcome
+from .._endpoints.openai import request_json
 from ..events import Event, StatusChanged, TaskSpawned
 from ..kinds import kind_name
 from .delegation import task_finished
@@ -86,8 +88,11 @@ class Node:
         self._history_tokens: int | None = 0
         """None: not counted yet (a reopened node's, counted at the first look)."""
         self._wires: list[dict[str, Any]] = []
+        self._wire_json = bytearray()
+        self._wire_at = array("q", [0])
         self._wired: list[Message] | None = None
-        """The storage list `_wires` are the first messages of (`wire_history`)."""
+        """The storage list `_wires` (and `_wire_json`) are the first messages of
+        (`wire_history`)."""
         self.display: list[Message] | None = None
         self.display_swaps: dict[int, Message] = {}
         self.status = "spawned"
@@ -178,14 +183,27 @@ class Node:
     def wire_history(self) -> list[dict[str, Any]]:
         """Storage's messages as their wire dicts (`Message.to_wire`), kept while storage grows:
         only the messages appended since the last look are turned into dicts; a storage
-        replaced (compaction) or read again (a reopen) starts the list anew."""
+        replaced (compaction) or read again (a reopen) starts the list anew (and `wire_json`'s)."""
         history = self.history
         if history is not self._wired or len(self._wires) > len(history):
             self._wires, self._wired = [], history
+            self._wire_json, self._wire_at = bytearray(), array("q", [0])
         wires = self._wires
         if len(wires) < len(history):
             wires += map(Message.to_wire, history[len(wires) :])
         return wires
+
+    def wire_json(self) -> tuple[bytearray, array[int]]:
+        """The JSON of `wire_history`'s dicts (`request_json`), each followed by a comma, in one
+        bytearray, and where each one's starts there (and where the next one will): written
+        when first asked for, then as storage grows."""
+        wires = self.wire_history()
+        json, at = self._wire_json, self._wire_at
+        for wire in wires[len(at) - 1 :]:
+            json += request_json(wire)
+            json += b","
+            at.append(len(json))
+        return json, at
 
     def system_messages(self) -> list[Message]:
         """The system prompt (read from the agent now, so edits between cells apply)."""

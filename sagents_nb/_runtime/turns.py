@@ -11,7 +11,7 @@ from .._base.caller import CALLER, Caller
 from .._base.errors import ConfigurationError, EndpointError, LLMError
 from .._base.messages import Message, ToolCall, system, tool_message, user
 from .._base.outcome import Outcome
-from .._endpoints.openai import Completion, RetryNotice
+from .._endpoints.openai import Completion, RetryNotice, WireMessages, request_json
 from ..events import (
     ContextBuilt,
     ErrorOccurred,
@@ -461,30 +461,53 @@ async def call_model(
     return completion
 
 
+JOINED_FROM = 32
+"""Views of this many messages or more are sent as their kept JSON, joined (`WireMessages`):
+below, writing the body whole costs less than joining it."""
+
+
 def wire_messages(view: View, node: Node) -> list[dict[str, Any]]:
     """The view's messages as wire dicts. Where its kind said which view messages are stored
     ones (`View.runs`: `whole_view`, `Main`), those come from the node's kept dicts
-    (`Node.wire_history`), a run at a time; each message's dict is the one `to_wire` gives. Runs
-    that do not hold the stored messages they name are not trusted: the view is converted
-    message by message. A view that ends with the whole of storage is made in one piece (pieces
-    made and dropped each turn, a little longer each time, leave holes in the heap that the
+    (`Node.wire_history`), a run at a time (and a long view with their kept JSON,
+    `WireMessages`: the body is written by joining it); each message's dict is the one
+    `to_wire` gives. Runs that do not hold the stored messages they name are not trusted: the
+    view is converted message by message. The list is made in one piece, with no list of a
+    run made and dropped (pieces a little longer each turn leave holes in the heap that the
     wire log's kept bodies cannot reuse)."""
     runs, history = view.runs, node.history
     if not runs or not _runs_hold(view, runs, history):
         return list(map(Message.to_wire, view))
     wires = node.wire_history()
-    if len(runs) == 3 and runs[1] == 0 and runs[2] == len(history) == len(view) - runs[0]:
-        return list(map(Message.to_wire, view[: runs[0]])) + wires
-    out: list[dict[str, Any]] = list(map(Message.to_wire, view[: runs[0]]))
-    at = runs[0]
+    out: list[dict[str, Any]]
+    parts: list[Any] | None = None
+    if len(view) >= JOINED_FROM:
+        texts, starts = node.wire_json()
+        out = joined = WireMessages([], texts)
+        parts = joined.parts
+    else:
+        out = []
+    at = 0
     for i in range(0, len(runs), 3):
         where, start, count = runs[i : i + 3]
         if where > at:
-            out += map(Message.to_wire, view[at:where])
-        out += wires[start : start + count]
+            _converted(view[at:where], out, parts)
+        out += wires[start : start + count] if count < len(wires) else wires
+        if parts is not None:
+            parts.append((starts[start], starts[start + count] - 1))  # less its last comma
         at = where + count
-    out += map(Message.to_wire, view[at:])
+    _converted(view[at:], out, parts)
+    if parts is not None:
+        joined.length = len(out)
     return out
+
+
+def _converted(messages: list[Message], out: list[dict[str, Any]], parts: list[Any] | None) -> None:
+    """Add `messages` (view-only ones: the prompt, notes) to `out`, and their JSON to `parts`."""
+    added = list(map(Message.to_wire, messages))
+    out += added
+    if parts is not None:
+        parts += map(request_json, added)
 
 
 def _runs_hold(view: View, runs: list[int], history: list[Message]) -> bool:

@@ -42,6 +42,13 @@ class _MainState:
     query_for: int = -1
     ranked_for: int = -1
     """The input the cold groups were last ranked against."""
+    order: list[Group] | None = None
+    """The candidates that stayed hot at the last relevance sink, worst first (by score, then
+    start; `_least`); None once something else changed hot."""
+    order_keys: list[tuple[float, int]] = field(default_factory=list)
+    """(score, start) of each group of `order`."""
+    order_query: Any = None
+    """The query `order` was ranked for."""
     recall: Any = None
     """(kind, scorer, history, tool): the recall tool, rebuilt only when what it closes over changes."""
     fit: int | None = None
@@ -101,9 +108,12 @@ class Main(BaseKind):
         state.hot_tokens += tokens
         _add_span(state.spans, i, i + 1)
         if state.hot and state.hot[-1].end == i and joins_group(child.history, i):
-            state.hot[-1].end = i + 1
-            state.hot[-1].tokens += tokens
-            state.hot[-1].terms = state.hot[-1].scored = None
+            last = state.hot[-1]
+            if last.scored is not None:  # ranked (with `recent=0`): its place in an order goes
+                state.order = None
+            last.end = i + 1
+            last.tokens += tokens
+            last.terms = last.scored = None
             return
         state.hot.append(Group(i, i + 1, tokens))
 
@@ -132,12 +142,50 @@ class Main(BaseKind):
             self._restore(child, state, [g for g in best if g in cold and g.score > 0])
             candidates = [g for g in state.hot if g not in protected]
         if self.top_k is not None and len(candidates) > self.top_k:
-            ranked = self._ranked(state, child, candidates)
-            self._sink(child, state, ranked[self.top_k :], "relevance")
             if budgets:
+                ranked = self._ranked(state, child, candidates)
+                self._sink(child, state, ranked[self.top_k :], "relevance")
                 candidates = sorted(ranked[: self.top_k], key=_start)
+            else:
+                self._sink(child, state, self._least(state, child, candidates), "relevance", True)
         if budgets:
             self._sink(child, state, self._over(state, child, candidates, min(budgets)), "budget")
+
+    def _least(self, state: _MainState, child: Child, candidates: list[Group]) -> list[Group]:
+        """`_ranked(candidates)[top_k:]`: the least relevant groups, best first. The others
+        stay in `state.order`: while hot changes only by new groups and these sinks, they are
+        its oldest candidates still, so the next turn ranks into it only the candidates after
+        them; anything else that changes hot (another sink, a restore) or the query (a new
+        input) ranks them all again."""
+        assert self.top_k is not None
+        order, keys = state.order, state.order_keys
+        kept = len(order) if order is not None else 0
+        fresh = None
+        if (
+            order is not None
+            and kept <= len(candidates)
+            and state.query_for == child.input_index
+            and state.order_query is state.query
+        ):
+            fresh = self._scored(state, child, candidates[kept:])
+            if any(group.score != group.score for group in fresh):
+                fresh = None  # a NaN score has no place in an order
+        if order is None or fresh is None:
+            order = self._ranked(state, child, candidates)[::-1]
+            keys = [(group.score, group.start) for group in order]
+            state.order_query = state.query
+        else:
+            for group in fresh:
+                key = (group.score, group.start)
+                at = bisect.bisect(keys, key)
+                keys.insert(at, key)
+                order.insert(at, group)
+        excess = len(candidates) - self.top_k
+        least = order[:excess]
+        del order[:excess], keys[:excess]
+        nan = fresh is None and any(key[0] != key[0] for key in keys)
+        state.order, state.order_keys = None if nan else order, keys
+        return least[::-1]
 
     def _over(
         self, state: _MainState, child: Child, candidates: list[Group], budget: int
@@ -172,6 +220,12 @@ class Main(BaseKind):
 
     def _ranked(self, state: _MainState, child: Child, groups: list[Group]) -> list[Group]:
         """`groups` (oldest first) best first: by score, a tie going to the newer group."""
+        # by (score, start) descending, without a tuple a group: a stable sort by score alone
+        # of the groups newest first
+        return sorted(reversed(self._scored(state, child, groups)), key=_score, reverse=True)
+
+    def _scored(self, state: _MainState, child: Child, groups: list[Group]) -> list[Group]:
+        """`groups`, each scored against the current input."""
         if state.query_for != child.input_index:
             state.query = self.scorer.index(child.input_text)
             state.query_for = child.input_index
@@ -182,13 +236,22 @@ class Main(BaseKind):
             if group.terms is None:
                 group.terms = scorer.index(group_text(history[group.start : group.end]))
             group.score, group.scored = scorer.score(query, group.terms), query
-        # by (score, start) descending, without a tuple a group: a stable sort by score alone
-        # of the groups newest first
-        return sorted(reversed(groups), key=_score, reverse=True)
+        return groups
 
-    def _sink(self, child: Child, state: _MainState, groups: list[Group], reason: str) -> None:
+    def _sink(
+        self,
+        child: Child,
+        state: _MainState,
+        groups: list[Group],
+        reason: str,
+        ranked: bool = False,
+    ) -> None:
+        """Sink `groups` to cold storage; `ranked`: they are what `_least` took out of
+        `state.order`, which still holds the other candidates."""
         if not groups:
             return
+        if not ranked:
+            state.order = None
         before = state.hot_tokens
         for group in groups:
             del state.hot[bisect.bisect_left(state.hot, group.start, key=_start)]
@@ -302,6 +365,7 @@ class Main(BaseKind):
 
     def load_state(self, child: Child, state: Any) -> None:
         main = self._state(child)  # groups the restored history
+        main.order = None
         spans = state["cold"]
         main.cold = [g for g in main.hot if _within(g, spans)]
         main.hot = [g for g in main.hot if not _within(g, spans)]
