@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import resource
 import statistics
 import sys
@@ -114,6 +115,23 @@ def summarise(scenario: str, n: int, clock: Clock) -> dict[str, Any]:
     return sample
 
 
+def pin_to_one_cpu() -> int | None:
+    """Keep this process's threads (those running and those to come) on one CPU; the CPU, or
+    None where affinity cannot be set. The long scenarios' growth compares turns of one run:
+    a sync tool's worker thread woken on the other CPU than the loop's costs every turn of
+    that stretch 70-80 µs more (measured on this 2-core machine), and which window such a
+    stretch lands on is chance, so their growth is measured pinned, every framework alike."""
+    if not hasattr(os, "sched_setaffinity"):
+        return None
+    cpu = max(os.sched_getaffinity(0))
+    for thread in os.listdir("/proc/self/task"):
+        try:
+            os.sched_setaffinity(int(thread), {cpu})
+        except OSError:  # the thread ended meanwhile
+            pass
+    return cpu
+
+
 def rss_mb() -> float:
     """Current resident set size in MB (Linux)."""
     try:
@@ -154,6 +172,8 @@ def main(framework: str, version: str, scenarios: dict[str, Scenario]) -> None:
         "n": args.n,
         "python": sys.version.split()[0],
     }
+    if args.scenario.startswith("long"):
+        payload["pinned_cpu"] = pin_to_one_cpu()
     try:
         for _ in range(args.warmup):
             run(min(args.n, 20))
