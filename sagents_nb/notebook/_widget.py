@@ -19,6 +19,7 @@ except ImportError as exc:  # pragma: no cover - both ship with sagents_nb's dep
 from .. import kinds
 from .._base.loop import call_soon, run_sync
 from .._runtime.preprocess import preprocessor_name
+from .._runtime.restore import collector_held
 from ._controls import handle_message
 from ._export import show
 from ._offline import static_output
@@ -106,6 +107,9 @@ class LiveView(anywidget.AnyWidget):
         self.published: str | None = None
         """The static HTML last displayed, to update it only when it changed."""
         self._notice: dict[str, Any] = {"id": 0, "text": "", "error": False}
+        self._kind_choices: tuple[Any, Any] = (None, None)
+        """The kind selector's state last made (`_kind_state`), with the registry and the
+        agents and their kinds it was made of."""
         self._json_cache: dict[int, str] = {}
         self._pane_stamp: tuple[Any, ...] | None = None
         self._tree: tuple[tuple[Any, ...], dict[str, Any]] = ((), {})
@@ -283,7 +287,7 @@ class LiveView(anywidget.AnyWidget):
 
     def _render(self) -> tuple[dict[str, Any], dict[str, Any], str | None, dict[str, Any]]:
         projector = self.projector
-        with projector.lock:
+        with projector.lock, collector_held():
             projector.catch_up()
             exchanges = self.target.exchanges()
             path = self._pane_node()
@@ -401,8 +405,7 @@ class LiveView(anywidget.AnyWidget):
         projector, target = self.projector, self.target
         live = target.live
         session = target.session
-        registered = sorted(kinds.registry()) if live else []
-        agent_kinds = target.agent_kinds()
+        registered, agent_kinds, kind_options = self._kind_state() if live else ([], {}, {})
         return {
             "title": target.title(),
             "live": live,
@@ -413,7 +416,7 @@ class LiveView(anywidget.AnyWidget):
             ],
             "kinds": registered,
             "agent_kinds": agent_kinds,
-            "kind_options": self._kind_options(registered, agent_kinds) if live else {},
+            "kind_options": kind_options,
             "preprocessors": list(self.preprocessor_options()) if live else [],
             "preprocessor": self._preprocessor_choice(),
             "llm": projector.llm or (session.llm.label if session is not None else None),
@@ -457,19 +460,27 @@ class LiveView(anywidget.AnyWidget):
             "tokens": run.tokens,
         }
 
-    def _kind_options(
-        self, registered: list[str], agent_kinds: dict[str, str]
-    ) -> dict[str, list[str]]:
-        """Each agent's kind choices: the `registered` kinds and every kind it has had (a
-        `native` child switched to `worker` can be switched back); `agent_kinds`: the kind
-        each agent runs with next."""
-        for agent in self.target.agents():
-            if agent.kind is not None:
-                self.kinds_seen.setdefault(agent.name, {})[kinds.kind_name(agent.kind)] = agent.kind
-        return {
+    def _kind_state(self) -> tuple[list[str], dict[str, str], dict[str, list[str]]]:
+        """The kinds registered, the kind each agent runs with next, and each agent's kind
+        choices: the registered kinds and every kind it has had (a `native` child switched to
+        `worker` can be switched back). Made again only when the registry, an agent or an
+        agent's kind changed since they were last made."""
+        registered = sorted(kinds.registry())
+        held = self.target.agents_with_kinds()
+        made_of, made = self._kind_choices
+        if made_of is not None and made_of[0] == registered and _same(made_of[1], held):
+            return made
+        for agent, kind in held:
+            if kind is not None:
+                self.kinds_seen.setdefault(agent.name, {})[kinds.kind_name(kind)] = kind
+        agent_kinds = self.target.agent_kinds(held)
+        options = {
             name: sorted({*registered, *self.kinds_seen.get(name, ()), current})
             for name, current in agent_kinds.items()
         }
+        made = (registered, agent_kinds, options)
+        self._kind_choices = ((registered, held), made)
+        return made
 
     def _preprocessor_choice(self) -> str | None:
         session = self.target.session
@@ -484,6 +495,13 @@ class LiveView(anywidget.AnyWidget):
 
 _WITH_TRAITS: dict[type[LiveView], tuple[Any, type[LiveView]]] = {}
 """The subclass `LiveView.add_traits` made of a class, with the names of the traits it added."""
+
+
+def _same(before: list[tuple[Any, Any]], now: list[tuple[Any, Any]]) -> bool:
+    """Whether two lists of pairs hold the same objects, in order."""
+    return len(before) == len(now) and all(
+        a is c and b is d for (a, b), (c, d) in zip(before, now, strict=True)
+    )
 
 
 def _pause_id(pending: PendingState) -> int:
