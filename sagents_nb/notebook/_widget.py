@@ -260,15 +260,27 @@ class LiveView(anywidget.AnyWidget):
             self.notify(f"{content.get('action')} failed: {type(exc).__name__}: {exc}", error=True)
 
     def _push(self) -> None:
+        """Set the traits whose state changed and send them in one update, as traitlets and
+        `hold_sync` would (a trait that compares equal is left; the observers get each change),
+        without their per-trait validation and send bookkeeping, most of a push's set: the
+        values are the view's own dicts and text."""
         if not self._ready:
             return
         header, tree, pane, found = self._render()
-        with self.hold_sync():
-            self.header = header
-            self.tree = tree
-            self.found = found
-            if pane is not None:
-                self.pane = pane
+        values = self._trait_values
+        changes = []
+        for name, value in (("header", header), ("tree", tree), ("found", found), ("pane", pane)):
+            old = values[name]
+            if value is not None and old != value:
+                values[name] = value
+                changes.append(
+                    traitlets.Bunch(name=name, old=old, new=value, owner=self, type="change")
+                )
+        if not changes:
+            return
+        self.send_state([change.name for change in changes])
+        for change in changes:
+            traitlets.HasTraits.notify_change(self, change)  # ipywidgets' own would send again
 
     def send_state(self, key: Any = None) -> None:
         """Send the state of `key` (every trait: None) to the front end as it is: the view's
