@@ -278,7 +278,10 @@ class LiveView(anywidget.AnyWidget):
                 )
         if not changes:
             return
-        self.send_state([change.name for change in changes])
+        if self._property_lock:  # the front end's own values are being set: ipywidgets' way
+            super().send_state([change.name for change in changes])
+        else:  # the new values themselves: ipywidgets' get_state reads each trait again
+            self._send_update({change.name: change.new for change in changes})
         for change in changes:
             traitlets.HasTraits.notify_change(self, change)  # ipywidgets' own would send again
 
@@ -291,7 +294,10 @@ class LiveView(anywidget.AnyWidget):
             return
         state = self.get_state(key=key)
         if state:
-            self._send({"method": "update", "state": state, "buffer_paths": []}, buffers=[])
+            self._send_update(state)
+
+    def _send_update(self, state: dict[str, Any]) -> None:
+        self._send({"method": "update", "state": state, "buffer_paths": []}, buffers=[])
 
     def current_pane(self) -> dict[str, Any]:
         """The last pane sent to the front end, decoded."""
