@@ -110,21 +110,6 @@ def collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-@contextmanager
-def collector_held() -> Iterator[None]:
-    """Hold Python's cycle collector off for a short block that makes objects it keeps (a
-    view's push: its fold, then its tree, whose `collector_paused` promotes what is young):
-    a young collection in the middle would walk them just before. Nothing is skipped: a
-    collection that fell due meanwhile runs at the first allocation after the block."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 def reopening_endpoint(llm: LLM | None) -> LLM:
     """`llm`, else the environment's endpoint, else one that tells what to do when it is used:
     reopening a session to look at it needs no endpoint."""

@@ -19,7 +19,6 @@ except ImportError as exc:  # pragma: no cover - both ship with sagents_nb's dep
 from .. import kinds
 from .._base.loop import call_soon, run_sync
 from .._runtime.preprocess import preprocessor_name
-from .._runtime.restore import collector_held
 from ._controls import handle_message
 from ._export import show
 from ._offline import static_output
@@ -305,7 +304,7 @@ class LiveView(anywidget.AnyWidget):
 
     def _render(self) -> tuple[dict[str, Any], dict[str, Any], str | None, dict[str, Any]]:
         projector = self.projector
-        with projector.lock, collector_held():
+        with projector.lock:
             projector.catch_up()
             exchanges = self.target.exchanges()
             path = self._pane_node()
