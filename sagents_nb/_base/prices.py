@@ -169,7 +169,20 @@ DEFAULT = PriceBook()
 """The book of costs read without a session's prices: genai-prices' table alone."""
 
 
+_TABLE_PRICES: dict[str, Price | None] = {}
+"""genai-prices' price of each model looked up so far, for every book: its table does not
+change in a process, and each session (each run of a sweep, say) has a book of its own."""
+
+
 def _table_price(table: Any, model: str) -> Price | None:
+    try:
+        return _TABLE_PRICES[model]
+    except KeyError:
+        found = _TABLE_PRICES[model] = _look_up(table, model)
+        return found
+
+
+def _look_up(table: Any, model: str) -> Price | None:
     try:
         found = table.calc_price(table.Usage(input_tokens=0, output_tokens=0), model_ref=model)
     except LookupError:

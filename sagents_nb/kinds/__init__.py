@@ -62,8 +62,10 @@ _registry: dict[str, Callable[[], ChildKind] | str] = {
 
 
 def _factory(entry: Callable[[], ChildKind] | str) -> Callable[[], ChildKind]:
-    factory: Callable[[], ChildKind] = __getattr__(entry) if isinstance(entry, str) else entry
-    return factory
+    if not isinstance(entry, str):
+        return entry
+    factory: Callable[[], ChildKind] | None = globals().get(entry)  # loaded by a look-up before
+    return factory if factory is not None else __getattr__(entry)
 
 
 def register(name: str, factory: Callable[[], ChildKind]) -> None:

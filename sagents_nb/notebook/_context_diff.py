@@ -3,6 +3,7 @@ what the node has forgotten since, told by message identity (`ContextBuilt.from_
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -309,7 +310,7 @@ def _unshown(node: NodeState, index: int, at: int, reply: bool) -> Stored | None
     return None
 
 
-def _call_names(view: list[Message]) -> dict[str, str]:
+def _call_names(view: Sequence[Message]) -> dict[str, str]:
     return {call.id: call.name for m in view for call in m.tool_calls or ()}
 
 

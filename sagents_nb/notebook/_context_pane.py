@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 from .._base.messages import Message
@@ -101,7 +102,7 @@ def _key(item: Stored) -> tuple[Any, ...]:
     return (role, content, call_id, tuple(c.id for c in calls))
 
 
-def _held(turn: Turn, storage: list[Stored]) -> tuple[bytearray, bytearray]:
+def _held(turn: Turn, storage: Sequence[Stored]) -> tuple[bytearray, bytearray]:
     """Flags per stored item (1: the view held it) and per view message (1: it is a stored
     one), by identity from the turn's `from_storage`; by text only in a log from before it,
     where two messages of the same text cannot be told apart."""
@@ -125,7 +126,7 @@ def _held(turn: Turn, storage: list[Stored]) -> tuple[bytearray, bytearray]:
     return held, sent
 
 
-def _summaries(storage: list[Stored]) -> int:
+def _summaries(storage: Sequence[Stored]) -> int:
     """How many summaries begin the projector's storage: it puts each compaction's summary
     first, before the part of storage the compaction kept, and nothing else is one."""
     count = 0

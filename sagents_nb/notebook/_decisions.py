@@ -49,9 +49,11 @@ class DecisionLog:
     def __init__(self) -> None:
         self.entries: list[DecisionEntry] = []
         self._open: dict[int, DecisionEntry] = {}
-        self._edited_calls: dict[str, DecisionEntry] = {}
-        self._edited_replies: dict[str, DecisionEntry] = {}
-        self._edited_requests: dict[str, DecisionEntry] = {}
+        self.edited_calls: dict[str, DecisionEntry] = {}
+        self.edited_replies: dict[str, DecisionEntry] = {}
+        self.edited_requests: dict[str, DecisionEntry] = {}
+        """Edits waiting for the call, reply or request that shows them, by call id or node
+        (`started`, `responded`, `requested`; a fold calls them only while one waits)."""
         self.by_call: dict[str, DecisionEntry] = {}
         """The latest decided pause of each tool or task call, by call id."""
 
@@ -89,28 +91,28 @@ class DecisionLog:
         if entry.call_id is not None:
             self.by_call[entry.call_id] = entry
             if decision == "edit":
-                self._edited_calls[entry.call_id] = entry
+                self.edited_calls[entry.call_id] = entry
         elif decision == "edit":
             if changed is None or "reply" in changed:  # a log from before `changed`: a reply
-                self._edited_replies[entry.path] = entry
+                self.edited_replies[entry.path] = entry
             if changed is not None and "messages" in changed:
-                self._edited_requests[entry.path] = entry
+                self.edited_requests[entry.path] = entry
 
     def started(self, event: ToolCallStarted) -> None:
         """An edited call starts with the arguments it runs with."""
-        entry = self._edited_calls.pop(event.call_id, None)
+        entry = self.edited_calls.pop(event.call_id, None)
         if entry is not None:
             entry.edited = _parsed(event.arguments)
 
     def requested(self, event: ModelRequest) -> None:
         """After an edit of a model request's messages, the node's next request sends them."""
-        entry = self._edited_requests.pop(event.path, None)
+        entry = self.edited_requests.pop(event.path, None)
         if entry is not None:
             entry.sent = event.messages
 
     def responded(self, event: ModelResponse) -> None:
         """After an edit at a model pause, the next reply of that node is the one edited in."""
-        entry = self._edited_replies.pop(event.path, None)
+        entry = self.edited_replies.pop(event.path, None)
         if entry is not None:
             entry.reply = event.message.content or ""
 

@@ -347,7 +347,8 @@ class Projector:
     def _model_request(self, event: ModelRequest) -> None:
         node = self.node(event.path)
         node.requests.append(event)
-        self.decisions.requested(event)
+        if self.decisions.edited_requests:
+            self.decisions.requested(event)
         turn = node.asking = node.building
         node.building = None
         if node.streaming:
@@ -381,7 +382,8 @@ class Projector:
         if turn is None:
             return
         node.asking = None
-        self.decisions.responded(event)
+        if self.decisions.edited_replies:
+            self.decisions.responded(event)
         turn.reply, turn.usage, turn.duration = event.message, usage, event.duration
         node.storage.append(event.message)
         node.transcript.append(event)
@@ -400,7 +402,8 @@ class Projector:
         card = self._card(node, event.call_id, event.name, event.arguments, event.seq)
         card.arguments, card.status = event.arguments, "running"
         card.display_text = event.display_text
-        self.decisions.started(event)
+        if self.decisions.edited_calls:
+            self.decisions.started(event)
 
     @handles(ToolCallFinished)
     def _tool_call_finished(self, event: ToolCallFinished) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -52,8 +53,9 @@ class Turn:
     """How the node's kind had left stored items out of the view (see `NodeState.hidden_as`)."""
     from_storage: list[int] | None = None
     """Which view messages are which stored ones (see `ContextBuilt.from_storage`)."""
-    view: list[Message] = field(default_factory=list)
-    storage: list[Stored] = field(default_factory=list)
+    view: Sequence[Message] = ()
+    """The messages sent (set with the request: a turn is built first)."""
+    storage: Sequence[Stored] = ()
     """The node's storage list as it was; only its first `storage_len` items belong to this turn."""
     storage_len: int = 0
     forgotten_len: int = 0

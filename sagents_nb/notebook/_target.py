@@ -226,14 +226,19 @@ class Target:
         """The agent spec called `name`."""
         return next((a for a in self.agents() if a.name == name), None)
 
-    def agent_kinds(self) -> dict[str, str]:
-        """The kind each agent will run with next (children default to `worker`)."""
+    def agent_kinds(self, held: list[tuple[Agent, Any]] | None = None) -> dict[str, str]:
+        """The kind each agent will run with next (children default to `worker`); `held`:
+        each agent with its kind, read before (`agents_with_kinds`)."""
         if self.session is None:
             return {}
         top = self.session.agent
         return {
-            agent.name: kinds.kind_name(agent.kind)
-            if agent.kind is not None
+            agent.name: kinds.kind_name(kind)
+            if kind is not None
             else ("main" if agent is top else "worker")
-            for agent in self.agents()
+            for agent, kind in (self.agents_with_kinds() if held is None else held)
         }
+
+    def agents_with_kinds(self) -> list[tuple[Agent, Any]]:
+        """Every agent spec in the session's tree, each with the kind it holds now."""
+        return [(agent, agent.kind) for agent in self.agents()]

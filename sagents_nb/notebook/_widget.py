@@ -106,6 +106,9 @@ class LiveView(anywidget.AnyWidget):
         self.published: str | None = None
         """The static HTML last displayed, to update it only when it changed."""
         self._notice: dict[str, Any] = {"id": 0, "text": "", "error": False}
+        self._kind_choices: tuple[Any, Any] = (None, None)
+        """The kind selector's state last made (`_kind_state`), with the registry and the
+        agents and their kinds it was made of."""
         self._json_cache: dict[int, str] = {}
         self._pane_stamp: tuple[Any, ...] | None = None
         self._tree: tuple[tuple[Any, ...], dict[str, Any]] = ((), {})
@@ -256,15 +259,30 @@ class LiveView(anywidget.AnyWidget):
             self.notify(f"{content.get('action')} failed: {type(exc).__name__}: {exc}", error=True)
 
     def _push(self) -> None:
+        """Set the traits whose state changed and send them in one update, as traitlets and
+        `hold_sync` would (a trait that compares equal is left; the observers get each change),
+        without their per-trait validation and send bookkeeping, most of a push's set: the
+        values are the view's own dicts and text."""
         if not self._ready:
             return
         header, tree, pane, found = self._render()
-        with self.hold_sync():
-            self.header = header
-            self.tree = tree
-            self.found = found
-            if pane is not None:
-                self.pane = pane
+        values = self._trait_values
+        changes = []
+        for name, value in (("header", header), ("tree", tree), ("found", found), ("pane", pane)):
+            old = values[name]
+            if value is not None and old != value:
+                values[name] = value
+                changes.append(
+                    traitlets.Bunch(name=name, old=old, new=value, owner=self, type="change")
+                )
+        if not changes:
+            return
+        if self._property_lock:  # the front end's own values are being set: ipywidgets' way
+            super().send_state([change.name for change in changes])
+        else:  # the new values themselves: ipywidgets' get_state reads each trait again
+            self._send_update({change.name: change.new for change in changes})
+        for change in changes:
+            traitlets.HasTraits.notify_change(self, change)  # ipywidgets' own would send again
 
     def send_state(self, key: Any = None) -> None:
         """Send the state of `key` (every trait: None) to the front end as it is: the view's
@@ -275,7 +293,10 @@ class LiveView(anywidget.AnyWidget):
             return
         state = self.get_state(key=key)
         if state:
-            self._send({"method": "update", "state": state, "buffer_paths": []}, buffers=[])
+            self._send_update(state)
+
+    def _send_update(self, state: dict[str, Any]) -> None:
+        self._send({"method": "update", "state": state, "buffer_paths": []}, buffers=[])
 
     def current_pane(self) -> dict[str, Any]:
         """The last pane sent to the front end, decoded."""
@@ -401,8 +422,7 @@ class LiveView(anywidget.AnyWidget):
         projector, target = self.projector, self.target
         live = target.live
         session = target.session
-        registered = sorted(kinds.registry()) if live else []
-        agent_kinds = target.agent_kinds()
+        registered, agent_kinds, kind_options = self._kind_state() if live else ([], {}, {})
         return {
             "title": target.title(),
             "live": live,
@@ -413,7 +433,7 @@ class LiveView(anywidget.AnyWidget):
             ],
             "kinds": registered,
             "agent_kinds": agent_kinds,
-            "kind_options": self._kind_options(registered, agent_kinds) if live else {},
+            "kind_options": kind_options,
             "preprocessors": list(self.preprocessor_options()) if live else [],
             "preprocessor": self._preprocessor_choice(),
             "llm": projector.llm or (session.llm.label if session is not None else None),
@@ -457,19 +477,27 @@ class LiveView(anywidget.AnyWidget):
             "tokens": run.tokens,
         }
 
-    def _kind_options(
-        self, registered: list[str], agent_kinds: dict[str, str]
-    ) -> dict[str, list[str]]:
-        """Each agent's kind choices: the `registered` kinds and every kind it has had (a
-        `native` child switched to `worker` can be switched back); `agent_kinds`: the kind
-        each agent runs with next."""
-        for agent in self.target.agents():
-            if agent.kind is not None:
-                self.kinds_seen.setdefault(agent.name, {})[kinds.kind_name(agent.kind)] = agent.kind
-        return {
+    def _kind_state(self) -> tuple[list[str], dict[str, str], dict[str, list[str]]]:
+        """The kinds registered, the kind each agent runs with next, and each agent's kind
+        choices: the registered kinds and every kind it has had (a `native` child switched to
+        `worker` can be switched back). Made again only when the registry, an agent or an
+        agent's kind changed since they were last made."""
+        registered = sorted(kinds.registry())
+        held = self.target.agents_with_kinds()
+        made_of, made = self._kind_choices
+        if made_of is not None and made_of[0] == registered and _same(made_of[1], held):
+            return made
+        for agent, kind in held:
+            if kind is not None:
+                self.kinds_seen.setdefault(agent.name, {})[kinds.kind_name(kind)] = kind
+        agent_kinds = self.target.agent_kinds(held)
+        options = {
             name: sorted({*registered, *self.kinds_seen.get(name, ()), current})
             for name, current in agent_kinds.items()
         }
+        made = (registered, agent_kinds, options)
+        self._kind_choices = ((registered, held), made)
+        return made
 
     def _preprocessor_choice(self) -> str | None:
         session = self.target.session
@@ -484,6 +512,13 @@ class LiveView(anywidget.AnyWidget):
 
 _WITH_TRAITS: dict[type[LiveView], tuple[Any, type[LiveView]]] = {}
 """The subclass `LiveView.add_traits` made of a class, with the names of the traits it added."""
+
+
+def _same(before: list[tuple[Any, Any]], now: list[tuple[Any, Any]]) -> bool:
+    """Whether two lists of pairs hold the same objects, in order."""
+    return len(before) == len(now) and all(
+        a is c and b is d for (a, b), (c, d) in zip(before, now, strict=True)
+    )
 
 
 def _pause_id(pending: PendingState) -> int:

@@ -157,6 +157,20 @@ def test_the_front_end_gets_the_updates_ipywidgets_would_send(team_session: sn.S
     widget.close()
 
 
+def test_a_push_tells_observers_each_changed_trait_once(team_session: sn.Session) -> None:
+    widget = view(team_session, rate=0.01)
+    before = {name: getattr(widget, name) for name in ("header", "tree", "pane", "found")}
+    changes: list[Any] = []
+    widget.observe(changes.append, names=["header", "tree", "pane", "found"])
+    team_session.send("Résumé du README — 東京 ☕").result()
+    assert [change.name for change in changes] == ["header", "tree", "pane"]  # found: unchanged
+    for change in changes:
+        assert change.type == "change" and change.owner is widget
+        assert change.old == before[change.name] and change.new == getattr(widget, change.name)
+    assert "東京" in widget.pane and widget.header["run"]["status"] == "done"
+    widget.close()
+
+
 def test_a_closed_view_is_freed_with_its_layout(team_session: sn.Session) -> None:
     widget = view(team_session)
     team_session.send("What is in README.md?").result()
