@@ -59,6 +59,9 @@ def sweep(items: int, store: Path, executor: str | None = None) -> dict[str, Any
 def stored_rows(path: Path) -> dict[str, Any]:
     """Each stored session's row counts by table, and its runs' statuses and answers."""
     found: dict[str, Any] = {}
+    store = sn.SQLiteStore(path, create=False)
+    store.settle()  # commits kept as log rows go into the tables the SQL below reads
+    store.close()
     with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
         for (sid,) in db.execute("SELECT id FROM sessions"):
             found[sid] = {"ends": []}

@@ -25,6 +25,8 @@ from sagents_nb.notebook._panes import Focus, pane_state
 from sagents_nb.notebook._projector import Projector
 from sagents_nb.notebook._tree import tree_state
 
+from .settled import settled
+
 pytestmark = pytest.mark.timeout(60)
 
 
@@ -141,7 +143,7 @@ def test_a_custom_kind_runs_compacts_is_stored_reopened_and_shown(tmp_path: Path
     assert again_kind.book(restored) == LedgerBook(["alpha", "bravo", "charlie"], 1)
     assert [m.model_dump() for m in restored.history] == [m.model_dump() for m in scribe.history]
     # stored as the kind dumped it, tagged with its name, class and constructor arguments
-    with sqlite3.connect(db) as con:
+    with sqlite3.connect(settled(db)) as con:
         (stored,) = con.execute(
             "SELECT body FROM nodes WHERE path = 'lead/scribe.1' AND part = 'kind' "
             "ORDER BY seq DESC LIMIT 1"

@@ -27,6 +27,7 @@ from sagents_nb.notebook._timings import FOLD as TIMINGS
 from sagents_nb.notebook._timings import Span, Timings
 
 from .folds import FOLDS, gaps, matrix
+from .settled import settled
 from .strategies import events as any_event
 
 NOTE = "budget dépassé · 预算超支 · 予算オーバー 🚨 `tokens > budget`"
@@ -95,7 +96,7 @@ def test_a_new_event_is_journaled_stored_drawn_and_projected(tmp_path: Path) -> 
     # journaled: committed as its fields (all plain), one row of its type
     assert is_plain(BudgetWarning)
     session.flush()
-    with sqlite3.connect(db) as conn:
+    with sqlite3.connect(settled(db)) as conn:
         rows = conn.execute("SELECT body FROM events WHERE type = 'budget_warning'").fetchall()
     assert [json.loads(body)["note"] for (body,) in rows] == [NOTE]
 

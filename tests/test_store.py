@@ -12,6 +12,8 @@ import pytest
 
 import sagents_nb as sn
 
+from .settled import settled
+
 pytestmark = pytest.mark.timeout(30)
 
 
@@ -210,7 +212,7 @@ def test_a_new_session_is_stored_before_it_runs(tmp_path: Path) -> None:
     )
     deadline = time.monotonic() + 5  # another process sees it once the store thread wrote it
     while time.monotonic() < deadline:
-        with sqlite3.connect(db) as con:
+        with sqlite3.connect(settled(db)) as con:
             ids = {r[0] for r in con.execute("SELECT id FROM sessions")}
         if fresh.id in ids:
             break
@@ -226,7 +228,7 @@ def test_steps_are_written_in_transactions_of_the_store_file(tmp_path: Path) -> 
     session = sn.Session(BOSS, llm=sn.mock_llm(boss_handler), store=str(db))
     session.send("go").result()
     session.flush()
-    with sqlite3.connect(db) as con:
+    with sqlite3.connect(settled(db)) as con:
         assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         count = con.execute("SELECT count(*) FROM events WHERE session = ?", (session.id,))
         assert count.fetchone()[0] == len(session.events)
@@ -310,7 +312,7 @@ def test_built_in_kinds_store_the_shapes_older_stores_hold(tmp_path: Path) -> No
     for word in ("alpha", "bravo", "charlie"):
         session.send(word).result()
     session.flush()
-    with sqlite3.connect(db) as con:
+    with sqlite3.connect(settled(db)) as con:
         rows = con.execute("SELECT path, body FROM nodes WHERE part = 'kind'").fetchall()
     shapes = {
         (path, kind["kind"], tuple(kind["state"]))

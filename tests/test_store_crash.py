@@ -18,6 +18,8 @@ import pytest
 
 import sagents_nb as sn
 
+from .settled import settled
+
 pytestmark = pytest.mark.timeout(60)
 
 # The script both processes share: the killed one runs it, the test loads its definitions.
@@ -176,7 +178,7 @@ def kill_when(child: subprocess.Popen[str], db: Path, ready: Callable[[sqlite3.C
         while time.monotonic() < deadline:
             assert child.poll() is None, "the child process ended before it was killed"
             if db.exists():
-                with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as con:
+                with sqlite3.connect(f"file:{settled(db)}?mode=ro", uri=True) as con:
                     try:
                         if ready(con):
                             return

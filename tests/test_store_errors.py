@@ -12,6 +12,7 @@ import pytest
 import sagents_nb as sn
 from sagents_nb._store.sqlite import store as _store_sqlite
 
+from .settled import settled
 from .test_store import BOSS, boss_handler
 
 pytestmark = pytest.mark.timeout(30)
@@ -85,7 +86,7 @@ def test_the_wrong_top_agent(saved: tuple[Path, sn.Session]) -> None:
 
 
 def set_schema(db: Path, version: int) -> None:
-    with sqlite3.connect(db) as con:
+    with sqlite3.connect(settled(db)) as con:
         con.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (str(version),))
 
 
@@ -106,13 +107,14 @@ def test_an_older_store_is_migrated_by_explicit_steps(
         reopen(db, session.id)
     ran = []
     monkeypatch.setitem(_store_sqlite.MIGRATIONS, 0, lambda con: ran.append(con))
-    with sqlite3.connect(db) as con:
+    with sqlite3.connect(settled(db)) as con:
         con.execute("DROP INDEX tasks_live")  # as schema 1 had it
         con.execute("DROP TABLE texts")  # as schemas 1 and 2 had it
         con.execute("DROP TABLE streams")  # as schemas 1 to 3 had it
+        con.execute("DROP TABLE log")  # as schemas 1 to 4 had it
     assert reopen(db, session.id).id == session.id
     assert len(ran) == 1
-    with sqlite3.connect(db) as con:
+    with sqlite3.connect(settled(db)) as con:
         assert con.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone() == (
             str(_store_sqlite.SCHEMA_VERSION),
         )
@@ -126,10 +128,11 @@ def test_a_schema_1_store_opens_and_goes_on(tmp_path: Path) -> None:
     session = sn.Session(BOSS, llm=sn.mock_llm(boss_handler), store=db)
     session.send("go").result()
     session.flush()
-    with sqlite3.connect(db) as con:
+    with sqlite3.connect(settled(db)) as con:
         con.execute("DROP INDEX tasks_live")
         con.execute("DROP TABLE texts")
         con.execute("DROP TABLE streams")
+        con.execute("DROP TABLE log")
         con.execute("UPDATE meta SET value = '1' WHERE key = 'schema'")
     reopened = reopen(db, session.id)
     assert [e.model_dump() for e in reopened.events] == [e.model_dump() for e in session.events]
@@ -137,7 +140,7 @@ def test_a_schema_1_store_opens_and_goes_on(tmp_path: Path) -> None:
     reopened.flush()
     again = reopen(db, session.id)
     assert again.tree.to_dict() == reopened.tree.to_dict()
-    with sqlite3.connect(db) as con:
+    with sqlite3.connect(settled(db)) as con:
         assert con.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone() == (
             str(_store_sqlite.SCHEMA_VERSION),
         )
@@ -145,7 +148,7 @@ def test_a_schema_1_store_opens_and_goes_on(tmp_path: Path) -> None:
 
 def test_a_damaged_file(saved: tuple[Path, sn.Session], tmp_path: Path) -> None:
     db, session = saved
-    with sqlite3.connect(db) as con:
+    with sqlite3.connect(settled(db)) as con:
         con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     data = bytearray(db.read_bytes())
     damaged = tmp_path / "damaged.db"

@@ -14,6 +14,7 @@ import pytest
 
 import sagents_nb as sn
 
+from .settled import settled
 from .test_store import BOSS, boss_handler
 
 pytestmark = pytest.mark.timeout(60)
@@ -151,13 +152,17 @@ def test_an_older_store_on_a_read_only_disk_opens_to_look_at(tmp_path: Path, sch
         if schema == 2:  # written by the code before schema 3, with the exports it made
             shutil.copy(FIXTURES / "store_schema2.sqlite3", db)
             expected = [(FIXTURES / f"store_schema2-{n}.jsonl").read_text() for n in (0, 1)]
-        else:  # this version's file without what schema 4 added
+        else:  # this version's file without what schemas 4 and 5 added
             session = sn.Session(LEAD, llm=sn.mock_llm(handler), store=db)
             session.send("le rapport, s'il vous plaît / 报告").result()
             expected = [session.export_jsonl(tmp_path / "expected.jsonl").read_text()]
             session.store.close()
-            with closing(sqlite3.connect(db)) as con, con:  # closed, or the disk stays busy
+            with (
+                closing(sqlite3.connect(settled(db))) as con,
+                con,
+            ):  # closed, or the disk stays busy
                 con.execute("DROP TABLE streams")
+                con.execute("DROP TABLE log")
                 con.execute("UPDATE meta SET value = '3' WHERE key = 'schema'")
         subprocess.run(["mount", "-o", "remount,ro", str(disk)], check=True)
         stored = sn.Session.list_stored(db)

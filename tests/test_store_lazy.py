@@ -13,6 +13,8 @@ import sagents_nb as sn
 from sagents_nb._runtime import restore
 from sagents_nb._runtime.eventlog import EventLog
 
+from .settled import settled
+
 pytestmark = pytest.mark.timeout(60)
 
 TURNS = 40
@@ -118,7 +120,7 @@ def test_a_damaged_event_says_so_when_it_is_read(tmp_path: Path) -> None:
     import sqlite3
 
     db, sid, _ = stored(tmp_path)
-    with sqlite3.connect(db) as conn:
+    with sqlite3.connect(settled(db)) as conn:
         conn.execute("UPDATE events SET body = '{' WHERE session = ? AND seq = 3", (sid,))
     reopened = sn.Session.open(db, sid, agent=agent())
     assert reopened.events[4].seq == 5

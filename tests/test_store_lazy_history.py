@@ -17,6 +17,7 @@ import pytest
 import sagents_nb as sn
 from sagents_nb._runtime.node import Node
 
+from .settled import settled
 from .test_fork_faithful import note
 
 pytestmark = pytest.mark.timeout(120)
@@ -137,7 +138,7 @@ def test_a_run_after_the_reopen_names_the_stored_messages_by_number(
         expected = twin.send(message).result()
     assert result.text == expected.text
     assert texts(reopened) == texts(twin)  # (the mocks number their calls each their own way)
-    with sqlite3.connect(db) as conn:
+    with sqlite3.connect(settled(db)) as conn:
         (body,) = conn.execute(
             "SELECT body FROM events WHERE session = ? AND type = 'model_request' "
             "AND path = ? ORDER BY seq DESC LIMIT 1",

@@ -21,6 +21,8 @@ import sagents_nb as sn
 from sagents_nb._runtime.journal import DURABILITY
 from sagents_nb.store import MemoryStore
 
+from .settled import settled
+
 pytestmark = pytest.mark.timeout(240)
 
 
@@ -153,7 +155,7 @@ def test_a_forks_inherited_event_naming_one_of_its_own_messages_says_it_was_not_
     fork.send("second — 二").result()
     fork.flush()
     own = max(row.n for row in fork.store.load(fork.id).messages)
-    with sqlite3.connect(db) as file:
+    with sqlite3.connect(settled(db)) as file:
         (body,) = file.execute(
             "SELECT body FROM events WHERE session = ? AND seq = ?", (fork.id, reply.seq)
         ).fetchone()

@@ -36,6 +36,8 @@ from sagents_nb._store.text import repaired
 from sagents_nb.kinds import Realtime, Resident, Worker
 from sagents_nb.store import StoredSession
 
+from .settled import settled
+
 pytestmark = pytest.mark.timeout(120)
 
 STORED = {
@@ -186,7 +188,7 @@ def record(db: Path) -> sn.Session:
 def dump(db: Path) -> dict[str, list[list[Any]]]:
     """Every table's rows, sorted (a BLOB as hex; a task without its row id)."""
     tables: dict[str, list[list[Any]]] = {}
-    with sqlite3.connect(db) as con:
+    with sqlite3.connect(settled(db)) as con:
         for table in STORED:
             rows = [
                 [v.hex() if isinstance(v, bytes) else v for v in row]

@@ -26,6 +26,8 @@ from sagents_nb.store import (
     StoreError,
 )
 
+from .settled import settled
+
 pytestmark = pytest.mark.timeout(120)
 
 PIECES = [
@@ -79,14 +81,14 @@ def test_every_chunk_reads_back_as_it_was(tmp_path: Path) -> None:
     assert reopened.export_jsonl(tmp_path / "b.jsonl").read_bytes() == (
         session.export_jsonl(tmp_path / "a.jsonl").read_bytes()
     )
-    with sqlite3.connect(db) as con:  # two answers, two stream rows, no chunk rows
+    with sqlite3.connect(settled(db)) as con:  # two answers, two stream rows, no chunk rows
         assert con.execute("SELECT count(*) FROM streams").fetchone() == (2,)
         assert con.execute("SELECT count(*) FROM events WHERE type = 'text_delta'").fetchone() == (
             0,
         )
     other = tmp_path / "other.db"
     sn.Session.import_jsonl(tmp_path / "a.jsonl", other, agent=streaming())
-    with sqlite3.connect(other) as con:  # an import packs them again
+    with sqlite3.connect(settled(other)) as con:  # an import packs them again
         assert con.execute("SELECT count(*) FROM streams").fetchone() == (2,)
     again = sn.Session.open(other, session.id, agent=streaming())
     assert dumped(again) == dumped(session)
@@ -127,7 +129,7 @@ def test_children_streaming_at_once_are_stored_a_stream_each(tmp_path: Path) -> 
     session.send("deux parties").result()
     chunks = [e for e in session.events if e.type == "text_delta"]
     assert {e.path for e in chunks} == {"lead", "lead/wa.1", "lead/wb.1"}
-    with sqlite3.connect(db) as con:  # the lead's one chunk stays a row
+    with sqlite3.connect(settled(db)) as con:  # the lead's one chunk stays a row
         rows = con.execute("SELECT path FROM streams ORDER BY path").fetchall()
     assert rows == [("lead/wa.1",), ("lead/wb.1",)]
     reopened = sn.Session.open(db, session.id, agent=lead)
@@ -179,7 +181,7 @@ def test_a_chunk_whose_row_is_not_the_usual_one_stays_a_row(tmp_path: Path) -> N
         store.commit("s1", [Step(8, rows)])
         assert store.load("s1").events == rows
         store.close()
-    with sqlite3.connect(tmp_path / "runs.db") as con:
+    with sqlite3.connect(settled(tmp_path / "runs.db")) as con:
         assert con.execute("SELECT first, last FROM streams ORDER BY last").fetchall() == [
             (1, 2),
             (7, 8),

@@ -13,6 +13,8 @@ from sagents_nb._runtime.journal import Numbering, PendingStep
 from sagents_nb.events import RunFinished
 from sagents_nb.store import MemoryStore
 
+from .settled import settled
+
 
 @sn.tool
 def read(name: str) -> str:
@@ -87,7 +89,7 @@ def test_a_state_row_with_an_escaped_lone_surrogate_reads_back(tmp_path: Path) -
     session = sn.Session(sn.Agent("solo"), llm=sn.mock_llm(lambda req: "oui ✅"), store=db)
     session.send("bonjour").result()
     session.store.close()
-    with sqlite3.connect(db) as conn:
+    with sqlite3.connect(settled(db)) as conn:
         (seq,) = conn.execute("SELECT max(seq) FROM nodes WHERE part = 'state'").fetchone()
         conn.execute(
             "UPDATE nodes SET body = ? WHERE part = 'state' AND seq = ?",

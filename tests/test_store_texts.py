@@ -19,6 +19,8 @@ from sagents_nb._store.sqlite.store import SCHEMA_VERSION
 from sagents_nb._store.sqlite.texts import MIN_CHARS, Cutter, Texts, reference
 from sagents_nb.store import MemoryStore
 
+from .settled import settled
+
 pytestmark = pytest.mark.timeout(60)
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -66,13 +68,13 @@ def handler(req: sn.ChatRequest) -> sn.Reply | str:
 
 
 def texts_in(db: Path) -> list[str]:
-    with sqlite3.connect(db) as con:
+    with sqlite3.connect(settled(db)) as con:
         return [row[0] for row in con.execute("SELECT text FROM texts")]
 
 
 def stored_bytes(db: Path) -> int:
     """The bytes of every value the file's rows and texts hold."""
-    with sqlite3.connect(db) as con:
+    with sqlite3.connect(settled(db)) as con:
         total = 0
         for table in ("events", "messages", "nodes", "tasks", "texts"):
             columns = [row[1] for row in con.execute(f"PRAGMA table_info({table})")]
@@ -123,7 +125,7 @@ def test_tool_results_and_a_childs_answer_are_stored_once(tmp_path: Path) -> Non
     assert sorted(stored) == sorted(
         {ANSWER, child_answer, f"main.py: {RESULT}", f"part.py: {RESULT}"}
     )
-    with sqlite3.connect(db) as con:  # the settled task's text is a reference
+    with sqlite3.connect(settled(db)) as con:  # the settled task's text is a reference
         assert con.execute("SELECT typeof(text) FROM tasks").fetchall() == [("blob",)]
 
     again = sn.Session.open(db, session.id, agent=LEAD, llm=sn.mock_llm(handler))
@@ -203,7 +205,7 @@ def test_a_missing_text_is_reported_as_damage(tmp_path: Path) -> None:
     session = sn.Session(sn.Agent("writer"), llm=sn.script(ANSWER), store=db)
     session.send("go").result()
     session.store.close()
-    with sqlite3.connect(db) as con:
+    with sqlite3.connect(settled(db)) as con:
         con.execute("DELETE FROM texts")
     with pytest.raises(sn.StoreError, match=r"missing from the texts table.*damaged"):
         sn.Session.open(db, session.id, agent=sn.Agent("writer"))
@@ -256,7 +258,7 @@ def test_a_schema_2_file_upgrades_with_every_row_intact(tmp_path: Path) -> None:
         export = session.export_jsonl(tmp_path / f"{number}.jsonl")
         expected = (FIXTURES / f"store_schema2-{number}.jsonl").read_text(encoding="utf-8")
         assert export.read_text(encoding="utf-8") == expected  # every row, as it was
-    with sqlite3.connect(db) as con:
+    with sqlite3.connect(settled(db)) as con:
         schema = con.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
         assert schema == (str(SCHEMA_VERSION),)
         assert con.execute("SELECT count(*) FROM texts").fetchone() == (0,)
@@ -309,7 +311,7 @@ def test_a_text_altered_on_disk_is_reported_as_damage(tmp_path: Path, change: st
     session = sn.Session(sn.Agent("writer"), llm=sn.script(ANSWER), store=db)
     session.send("go").result()
     session.store.close()
-    with sqlite3.connect(db) as con:
+    with sqlite3.connect(settled(db)) as con:
         assert con.execute(change).rowcount > 0
     with pytest.raises(sn.StoreError) as raised:
         sn.Session.open(db, session.id, agent=sn.Agent("writer"))

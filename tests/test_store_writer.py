@@ -20,9 +20,11 @@ import sagents_nb as sn
 import sagents_nb._runtime.journal as journal_module
 from sagents_nb._base.loop import block_on, submit
 from sagents_nb._store import writer
+from sagents_nb._store.sqlite import log as _store_log
 from sagents_nb._store.sqlite import store as _store_sqlite
 from sagents_nb.store import MemoryStore
 
+from .settled import settled
 from .test_store import BOSS, boss_handler
 
 pytestmark = pytest.mark.timeout(60)
@@ -98,7 +100,7 @@ def test_a_commit_that_fails_loses_nothing_and_is_retried(
     session = sn.Session(BOSS, llm=sn.mock_llm(boss_handler), store=store)
     session.send("go").result()
 
-    real = _store_sqlite.write_steps
+    real = _store_log.append
     failed: list[str] = []
 
     def dies_once(con: sqlite3.Connection, sid: str, steps: Any) -> None:
@@ -107,7 +109,7 @@ def test_a_commit_that_fails_loses_nothing_and_is_retried(
             failed.append(sid)
             raise sqlite3.OperationalError("disk I/O error")
 
-    monkeypatch.setattr(_store_sqlite, "write_steps", dies_once)
+    monkeypatch.setattr(_store_log, "append", dies_once)
     run = session.send("again")
     try:
         run.result()
@@ -127,7 +129,7 @@ def test_a_slow_disk_holds_up_no_run_until_a_call_returns(
     that waited for the disk between those would never get there (the disk never frees)."""
     writing, disk, armed = threading.Event(), threading.Event(), threading.Event()
     stuck: list[str] = []
-    real = _store_sqlite.write_steps
+    real = _store_log.append
 
     def slow(con: sqlite3.Connection, sid: str, steps: Any) -> None:
         writing.set()
@@ -147,7 +149,7 @@ def test_a_slow_disk_holds_up_no_run_until_a_call_returns(
     store = sn.SQLiteStore(db)
     session = sn.Session(BOSS, llm=sn.mock_llm(handler), store=store)
     session.send("go").result()
-    monkeypatch.setattr(_store_sqlite, "write_steps", slow)
+    monkeypatch.setattr(_store_log, "append", slow)
     armed.set()
     assert session.send("again").result().text.startswith("boss done")
     assert not stuck
@@ -194,7 +196,7 @@ class StalledDisk(MemoryStore):
 
 def committed(db: Path, session_id: str) -> bool:
     """Whether the file holds the end of the session's run (read beside the library)."""
-    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as con:
+    with sqlite3.connect(f"file:{settled(db)}?mode=ro", uri=True) as con:
         try:
             rows = con.execute("SELECT count(*) FROM events WHERE session = ?", (session_id,))
         except sqlite3.OperationalError:  # not created yet
@@ -359,7 +361,7 @@ def test_a_session_refused_in_a_group_holds_up_no_other(
     store = sn.SQLiteStore(db)
     sessions = [sn.Session(BOSS, llm=sn.mock_llm(boss_handler), store=store) for _ in range(4)]
     refused = sessions[1].id
-    real = _store_sqlite.write_steps
+    real = _store_log.append
     failed: list[str] = []
 
     def refuses_twice(con: sqlite3.Connection, sid: str, steps: Any) -> None:
@@ -368,7 +370,7 @@ def test_a_session_refused_in_a_group_holds_up_no_other(
             raise sqlite3.OperationalError("disk I/O error")
         real(con, sid, steps)
 
-    monkeypatch.setattr(_store_sqlite, "write_steps", refuses_twice)
+    monkeypatch.setattr(_store_log, "append", refuses_twice)
     go = held_turns(monkeypatch)
     runs = [session.send("go ✓") for session in sessions]
     ran(runs)

@@ -29,18 +29,11 @@ from ..protocol import (
     TaskRow,
 )
 from ..writer import later
+from . import log as commit_log
+from .log import SCHEMA as LOG_SCHEMA
+from .log import SETTLE_SECONDS, SETTLE_SESSIONS, add_log_table
 from .streams import SCHEMA as STREAMS_SCHEMA
-from .streams import (
-    Stream,
-    add_streams_table,
-    check_order,
-    fork_streams,
-    has_streams,
-    insert_streams,
-    load_streams,
-    pack,
-    pack_steps,
-)
+from .streams import Stream, add_streams_table, fork_streams, insert_streams, load_streams, pack
 from .texts import SCHEMA as TEXTS_SCHEMA
 from .texts import Cutter, Texts, add_texts_table, keep
 from .writes import (
@@ -54,13 +47,12 @@ from .writes import (
     is_locked,
     transaction,
     tune,
-    write_steps,
 )
 
 log = logging.getLogger("sagents_nb")
 
 APP = "sagents_nb"
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 SQLITE_MAGIC = b"SQLite format 3\x00"
 MEMORY = ":memory:"
 
@@ -96,6 +88,7 @@ CREATE INDEX tasks_key ON tasks (session, parent, agent, prompt, retired);
 {LIVE_TASKS_INDEX};
 {TEXTS_SCHEMA};
 {STREAMS_SCHEMA};
+{LOG_SCHEMA};
 """
 
 Migration = Callable[[sqlite3.Connection], None]
@@ -111,6 +104,7 @@ MIGRATIONS: dict[int, Migration] = {
     1: _live_tasks_unique,
     2: add_texts_table,
     3: add_streams_table,
+    4: add_log_table,
 }
 """`MIGRATIONS[v]` upgrades a store from schema `v` to `v + 1`; all run in one transaction."""
 
@@ -142,6 +136,12 @@ class SQLiteStore:
         self._streams = True
         """Whether the file has the `streams` table (a read-only file of schema 3 or older
         does not)."""
+        self._log = True
+        """Whether the file has the `log` table (a read-only file of schema 4 or older does
+        not)."""
+        self._settling = False
+        """A settle of the log is scheduled on the chore thread (`_settle_when_quiet`)."""
+        self._committed_at = 0.0
         new = self.path == MEMORY or _check_file(Path(self.path), create)
         self._db = self._connect(new)
         self._file = _identity(self.path)
@@ -236,6 +236,8 @@ class SQLiteStore:
             except sqlite3.OperationalError:  # WAL cannot make its -shm file: nobody writes
                 db = sqlite3.connect(f"{uri}?immutable=1", uri=True, check_same_thread=False)
             self._prepare(db, read_only=True)
+            if self._log and commit_log.unsettled(db):
+                db = _settled_copy(db)
         except sqlite3.DatabaseError as exc:
             raise StoreError(
                 f"{self.path} is read-only and could not be read ({exc}); copy it to a "
@@ -286,6 +288,7 @@ class SQLiteStore:
         self._schema = version
         if read_only:  # read as it is: an older schema lacks tables that would be empty
             self._streams = "streams" in tables
+            self._log = "log" in tables
             return
         self._schema = SCHEMA_VERSION
         for step in range(version, SCHEMA_VERSION):
@@ -311,9 +314,10 @@ class SQLiteStore:
 
     def commit_plain(self, session_id: str, steps: list[PlainStep]) -> None:
         """`commit` for steps already as plain data (`PlainCommitStore`): the journal encodes
-        its steps so, without building the `Step` rows first."""
-        cutter = Cutter()
-        self._write(_commit, *_packed(session_id, steps, cutter), texts=cutter.found)
+        its steps so, without building the `Step` rows first. The commit is one row of the
+        log (see `log.py`), settled into the tables later."""
+        self._write(commit_log.append, session_id, steps)
+        self._committed()
 
     def commit_group(self, writes: list[GroupWrite]) -> None:
         """Several sessions' creations and steps in one transaction (`GroupCommitStore`): the
@@ -324,8 +328,68 @@ class SQLiteStore:
             if rows is not None:
                 work.append((_create, _packed_session(rows, cutter)))
             if steps:
-                work.append((_commit, _packed(session_id, steps, cutter)))
+                work.append((commit_log.append, (session_id, steps)))
         self._write(_each, work, texts=cutter.found)
+        self._committed()
+
+    def settle(self) -> None:
+        """Write every commit still kept as a log row into the tables (see `log.py`): reads
+        do it for what they read, and the store itself once it has been quiet for a while;
+        call this before reading the file with SQL of your own."""
+        while self._settle_some(None):
+            pass
+
+    def _settle_some(self, limit: int | None) -> bool:
+        """Settle the log rows of up to `limit` sessions (all if None) in one transaction;
+        whether some are left."""
+        with self._lock:
+            self._check_open()
+            if not self._log or self.read_only:
+                return False
+            db = self._db
+            try:
+                with transaction(db):
+                    sessions = commit_log.waiting(db, -1 if limit is None else limit + 1)
+                    commit_log.settle(db, sessions[:limit])
+            except sqlite3.Error as exc:
+                what, remedy = failure(exc)
+                raise StoreError(
+                    f"settling {self.path}'s log failed ({what})", remedy=remedy
+                ) from exc
+            return limit is not None and len(sessions) > limit
+
+    def _settle_session(self, db: sqlite3.Connection, session_id: str) -> None:
+        """Before a read of `session_id` (the caller holds the lock): its log rows settled."""
+        if self._log and not self.read_only and commit_log.unsettled(db, session_id):
+            with transaction(db):
+                commit_log.settle(db, [session_id])
+
+    def _committed(self) -> None:
+        """After a commit: settle the log once the store has been quiet (`SETTLE_SECONDS`)."""
+        self._committed_at = time.monotonic()
+        if not self._settling:
+            self._settling = True
+            later(_weak_settle(self), SETTLE_SECONDS)
+
+    def _settle_when_quiet(self) -> None:
+        """On the chore thread: settle a few sessions' log rows if no commit came for
+        `SETTLE_SECONDS`, then look again (at once while rows are left); else wait longer."""
+        quiet = time.monotonic() - self._committed_at
+        if quiet < SETTLE_SECONDS:
+            later(_weak_settle(self), SETTLE_SECONDS - quiet)
+            return
+        started = time.monotonic()
+        try:
+            more = self._closer.alive and self._settle_some(SETTLE_SESSIONS)
+        except StoreError as exc:  # a read settles again, and says so
+            log.warning("%s", exc)
+            more = False
+        if more:
+            later(_weak_settle(self), 0.0)
+            return
+        self._settling = False
+        if self._committed_at >= started:  # a commit came meanwhile
+            self._committed()
 
     def _write(
         self, writes: Callable[..., None], *args: Any, texts: dict[bytes, str] | None = None
@@ -356,6 +420,7 @@ class SQLiteStore:
     def load(self, session_id: str) -> SessionRows:
         """The session's whole record."""
         with self._reading() as db:
+            self._settle_session(db, session_id)
             found = db.execute(
                 "SELECT id, agent, created, parent, fork_seq FROM sessions WHERE id = ?",
                 (session_id,),
@@ -408,8 +473,9 @@ class SQLiteStore:
 
     def sessions(self) -> list[StoredSession]:
         """Every session in the store, oldest first."""
+        query = _SESSIONS if self._log else _SESSIONS_BEFORE_LOG
         with self._reading() as db:
-            rows = db.execute(_SESSIONS if self._streams else _SESSIONS_BEFORE_STREAMS).fetchall()
+            rows = db.execute(query if self._streams else _SESSIONS_BEFORE_STREAMS).fetchall()
         return [StoredSession(*r) for r in rows]
 
     def skim(self, types: Sequence[str], fields: dict[str, str]) -> dict[str, list[EventRow]]:
@@ -423,6 +489,7 @@ class SQLiteStore:
         )
         values = [part for pair in fields.items() for part in pair]
         found: dict[str, list[EventRow]] = {}
+        self.settle()
         with self._reading() as db:
             for session, *row in db.execute(query, [*values, *types]):
                 found.setdefault(session, []).append(EventRow(*row))
@@ -456,6 +523,13 @@ class SQLiteStore:
 
 
 _SESSIONS = """
+SELECT id, agent, created, parent, fork_seq,
+    max(coalesce((SELECT max(seq) FROM events WHERE session = sessions.id), 0),
+        coalesce((SELECT max(last) FROM streams WHERE session = sessions.id), 0),
+        coalesce((SELECT max(last) FROM log WHERE session = sessions.id), 0))
+FROM sessions ORDER BY created, id
+"""
+_SESSIONS_BEFORE_LOG = """
 SELECT id, agent, created, parent, fork_seq,
     max(coalesce((SELECT max(seq) FROM events WHERE session = sessions.id), 0),
         coalesce((SELECT max(last) FROM streams WHERE session = sessions.id), 0))
@@ -494,14 +568,6 @@ def _packed_session(rows: SessionRows, cutter: Cutter) -> tuple[PlainSession, li
     return cutter.session((info, events, messages, nodes, tasks)), streams
 
 
-def _packed(
-    session_id: str, steps: list[PlainStep], cutter: Cutter
-) -> tuple[str, list[PlainStep], list[Stream]]:
-    """A commit's steps as `_commit` writes them (see `_packed_session`)."""
-    steps, streams = pack_steps(steps, cutter)
-    return session_id, [cutter.step(step) for step in steps], streams
-
-
 def _each(db: sqlite3.Connection, work: list[tuple[Callable[..., None], tuple[Any, ...]]]) -> None:
     for writes, args in work:
         writes(db, *args)
@@ -515,20 +581,9 @@ def _create(db: sqlite3.Connection, session: PlainSession, streams: list[Stream]
 def _fork(db: sqlite3.Connection, source: str, seq: int, info: tuple[Any, ...], path: Any) -> None:
     if db.execute("SELECT 1 FROM sessions WHERE id = ?", (source,)).fetchone() is None:
         raise _unknown(db, source, path)
+    commit_log.settle(db, [source])
     fork_session(db, source, seq, info)
     fork_streams(db, info[0], source, seq)
-
-
-def _commit(
-    db: sqlite3.Connection, sid: str, steps: list[PlainStep], streams: list[Stream]
-) -> None:
-    """Write a commit's steps and streams (see `streams.py`): in order, if the session has any."""
-    if streams or has_streams(db, sid):
-        seqs = [e[0] for step in steps for e in step[0]] + [s[1] for s in streams]
-        if seqs:
-            check_order(db, sid, min(seqs))
-        insert_streams(db, sid, streams)
-    write_steps(db, sid, steps)
 
 
 def _unknown(db: sqlite3.Connection, session_id: str, path: Any) -> StoreError:
@@ -551,6 +606,31 @@ def _rows(db: sqlite3.Connection, row: Callable[..., R], query: str, args: Any) 
 
 def _seq(row: EventRow) -> int:
     return row.seq
+
+
+def _weak_settle(store: SQLiteStore) -> Callable[[], None]:
+    """`store._settle_when_quiet`, holding the store weakly (a chore must not keep it open)."""
+    method = weakref.WeakMethod(store._settle_when_quiet)
+
+    def settle() -> None:
+        found = method()
+        if found is not None:
+            found()
+
+    return settle
+
+
+def _settled_copy(db: sqlite3.Connection) -> sqlite3.Connection:
+    """A read-only file's database copied into memory, its log settled there (reads see every
+    commit; the file is not written)."""
+    copy = sqlite3.connect(MEMORY, check_same_thread=False, isolation_level=None)
+    db.backup(copy)
+    db.close()
+    with transaction(copy):
+        commit_log.settle(
+            copy, [row[0] for row in copy.execute("SELECT DISTINCT session FROM log")]
+        )
+    return copy
 
 
 def _check_file(path: Path, create: bool) -> bool:

@@ -1,0 +1,157 @@
+"""A commit as one row (store schema 5): the `log` table, and its rows made into the tables later.
+
+A durable run's commit used to write each event, message, node state and task as a row of its
+own: for a fanout run, ~50 pages of B-trees and the JSON of every row, on the run's path. Now
+a commit is one row of `log`: its steps as one msgpack blob, durable when the commit returns
+(the same transaction, the same WAL). The blob's rows go into `events`, `messages`, `nodes`,
+`tasks`, `streams` and `texts` (exactly as a commit wrote them before, by the same code) when
+they are *settled*: before a session is read (`load`), forked or skimmed, and by the chore
+thread once the store has been quiet for `SETTLE_SECONDS`. Every reader of the tables settles
+first, so the rows a store returns are the rows it was given (the `Store` protocol is
+unchanged); a read-only file is settled in a copy in memory.
+
+A commit with many of a stream's chunks (`text_delta` events) is written into the tables at
+once, after the session's log rows: its chunks packed into `streams` rows take about their text,
+where a log row would keep each chunk's fields until settled.
+
+A log row's `form` says what its blob holds: `PLAIN`, the commit's `PlainStep`s.
+
+A commit is refused (as before) if its events or messages are not new to the session: every
+event number must be after the session's last stored one, in the tables or the log, and so
+must every message number (the journal numbers both in order; a second writer of the session
+reuses them). The check is one query, not a write that fails.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable
+from typing import Any
+
+import msgspec
+
+from ..protocol import PlainStep
+from .streams import TYPE, Stream, check_order, has_streams, insert_streams, pack_steps
+from .texts import Cutter, keep
+from .writes import Conflict, taken_numbers, write_steps
+
+SCHEMA = """CREATE TABLE log (
+    session TEXT NOT NULL, n INTEGER NOT NULL, last INTEGER NOT NULL, top INTEGER NOT NULL,
+    form INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY (session, n)
+) WITHOUT ROWID"""
+"""`n`: the commit's number in its session; `last`: its last event (0: none); `top`: its
+largest message number (0: none)."""
+
+PLAIN = 0
+"""A `form`: the blob is msgpack of the commit's `PlainStep`s."""
+
+SETTLE_SECONDS = 0.5
+"""How long a store waits with no commit before its log rows are settled (off any run)."""
+
+SETTLE_SESSIONS = 64
+"""Sessions settled in one transaction when the store is quiet (then commits may go first)."""
+
+CHUNKS_IN_LOG = 32
+"""A commit with more stream chunks than this is written into the tables at once."""
+
+_encode = msgspec.msgpack.Encoder().encode
+_Rows = list[tuple[Any, ...]]
+_decode_plain = msgspec.msgpack.Decoder(list[tuple[_Rows, _Rows, _Rows, _Rows, _Rows]]).decode
+
+_STORED = """
+SELECT (SELECT max(seq) FROM events WHERE session = ?1),
+    (SELECT max(last) FROM streams WHERE session = ?1),
+    (SELECT max(n) FROM messages WHERE session = ?1),
+    max(n), max(last), max(top)
+FROM log WHERE session = ?1
+"""
+
+
+def add_log_table(db: sqlite3.Connection) -> None:
+    """Schema 5: a commit is one row of `log` until it is settled (rows before stay as they are)."""
+    db.execute(SCHEMA)
+
+
+def append(db: sqlite3.Connection, sid: str, steps: list[PlainStep]) -> None:
+    """Add a commit's `steps` to session `sid`'s log, after checking that its event and
+    message numbers are new (the caller holds a transaction). A commit of steps with no rows
+    writes nothing."""
+    if not any(any(part) for step in steps for part in step):
+        return
+    seqs = [e[0] for step in steps for e in step[0]]
+    numbers = [n for step in steps for write in step[1] for n, _ in write[3]]
+    events, streams, messages, count, logged, top = db.execute(_STORED, (sid,)).fetchone()
+    last_event = max(events or 0, streams or 0, logged or 0)
+    if seqs and (len(set(seqs)) != len(seqs) or min(seqs) <= last_event):
+        raise taken_numbers(sid)
+    if numbers and (
+        len(set(numbers)) != len(numbers) or min(numbers) <= max(messages or 0, top or 0)
+    ):
+        raise Conflict(
+            f"session {sid!r} already has messages with these numbers: another process (or "
+            "another Session object) is writing it; keep one live Session per stored session"
+        )
+    if sum([e[2] == TYPE for step in steps for e in step[0]]) > CHUNKS_IN_LOG:
+        settle(db, [sid])
+        write(db, sid, steps)
+        return
+    db.execute(
+        "INSERT INTO log VALUES (?, ?, ?, ?, ?, ?)",
+        (
+            sid,
+            (count or 0) + 1,
+            max(seqs, default=0),
+            max(numbers, default=0),
+            PLAIN,
+            _encode(steps),
+        ),
+    )
+
+
+def unsettled(db: sqlite3.Connection, sid: str | None = None) -> bool:
+    """Whether session `sid` (any session, if None) has log rows not settled yet."""
+    if sid is None:
+        return db.execute("SELECT 1 FROM log LIMIT 1").fetchone() is not None
+    return db.execute("SELECT 1 FROM log WHERE session = ? LIMIT 1", (sid,)).fetchone() is not None
+
+
+def waiting(db: sqlite3.Connection, limit: int) -> list[str]:
+    """Up to `limit` sessions with log rows."""
+    return [row[0] for row in db.execute("SELECT DISTINCT session FROM log LIMIT ?", (limit,))]
+
+
+def settle(db: sqlite3.Connection, sessions: Iterable[str]) -> None:
+    """Write the log rows of `sessions` into the tables, in order, and drop them (the caller
+    holds a transaction)."""
+    for sid in sessions:
+        rows = db.execute(
+            "SELECT form, data FROM log WHERE session = ? ORDER BY n", (sid,)
+        ).fetchall()
+        if not rows:
+            continue
+        steps = [step for _, data in rows for step in _decode_plain(data)]
+        write(db, sid, steps)
+        db.execute("DELETE FROM log WHERE session = ?", (sid,))
+
+
+def write(db: sqlite3.Connection, sid: str, steps: list[PlainStep]) -> None:
+    """Write a commit's steps as rows of the tables: their chunks packed into streams, their
+    long texts kept once (the caller holds a transaction)."""
+    cutter = Cutter()
+    packed, streams = pack_steps(steps, cutter)
+    packed = [cutter.step(step) for step in packed]
+    if cutter.found:
+        keep(db, cutter.found)
+    _commit(db, sid, packed, streams)
+
+
+def _commit(
+    db: sqlite3.Connection, sid: str, steps: list[PlainStep], streams: list[Stream]
+) -> None:
+    """Write a commit's steps and streams (see `streams.py`): in order, if the session has any."""
+    if streams or has_streams(db, sid):
+        seqs = [e[0] for step in steps for e in step[0]] + [s[1] for s in streams]
+        if seqs:
+            check_order(db, sid, min(seqs))
+        insert_streams(db, sid, streams)
+    write_steps(db, sid, steps)
