@@ -5,8 +5,8 @@ own: for a fanout run, ~50 pages of B-trees and the JSON of every row, on the ru
 a commit is one row of `log`: its steps as one msgpack blob, durable when the commit returns
 (the same transaction, the same WAL). The blob's rows go into `events`, `messages`, `nodes`,
 `tasks`, `streams` and `texts` (exactly as a commit wrote them before, by the same code) when
-they are *settled*: before a session is read (`load`), forked or skimmed, and by the chore
-thread once the store has been quiet for `SETTLE_SECONDS`. Every reader of the tables settles
+they are *settled*: before a session is read (`load`), forked or skimmed, when the store is
+closed, and by the chore thread once the store has been quiet for `SETTLE_SECONDS`. Every reader of the tables settles
 first, so the rows a store returns are the rows it was given (the `Store` protocol is
 unchanged); a read-only file is settled in a copy in memory.
 
@@ -48,7 +48,7 @@ PLAIN = 0
 SETTLE_SECONDS = 0.5
 """How long a store waits with no commit before its log rows are settled (off any run)."""
 
-SETTLE_SESSIONS = 64
+SETTLE_SESSIONS = 16
 """Sessions settled in one transaction when the store is quiet (then commits may go first)."""
 
 CHUNKS_IN_LOG = 32

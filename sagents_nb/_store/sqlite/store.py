@@ -496,7 +496,13 @@ class SQLiteStore:
         return found
 
     def close(self) -> None:
-        """Close the connection (the file stays consistent whether or not this is called)."""
+        """Settle the log and close the connection (the file stays consistent whether or not
+        this is called; a store dropped unclosed leaves its log rows to the next reader)."""
+        if self._closer.alive and self._log and not self.read_only:
+            try:
+                self.settle()
+            except StoreError as exc:  # they stay in the log, and are settled when read
+                log.warning("%s", exc)
         with self._lock:
             closer = self._closer.detach()
             if closer is not None:
