@@ -69,8 +69,6 @@ if TYPE_CHECKING:
     Refs = dict[int, list[Ref] | Ref]
     """The messages each model request (its view) and model response of a step names, by the
     event's index in the step (see `rows.Ref`)."""
-    MessageRows = list[tuple[str, str, int, list[tuple[int, Message]], bool]]
-    """A step's message writes, each message with its number."""
 
 RESCUE_SECONDS = MAX_DELAY_SECONDS
 """A model request's sealed rows wait for the library loop to hand them over; if the loop
@@ -683,17 +681,14 @@ class Numbering:
         self.numbers: dict[int, tuple[Message, str]] = {}
         self.next = 1
 
-    def write(self, writes: Sequence[MessageWrites], rows: MessageRows) -> None:
-        """Number the messages of `writes`, in order, adding each write with its messages'
-        (number, message) to `rows`. Not idempotent: a step's writes are numbered once."""
+    def write(self, writes: Sequence[MessageWrites]) -> None:
+        """Number the messages of `writes`, in order (the next numbers, one after the other).
+        Not idempotent: a step's writes are numbered once."""
         numbers, n = self.numbers, self.next
-        for path, transcript, seq, messages, swap in writes:
-            numbered = []
-            for message in messages:
+        for write in writes:
+            for message in write[3]:
                 numbers[id(message)] = (message, str(n))
-                numbered.append((n, message))
                 n += 1
-            rows.append((path, transcript, seq, numbered, swap))
         self.next = n
 
 
@@ -756,12 +751,13 @@ def _packable_type(annotation: Any) -> bool:
 class _Numbered:
     """A step's messages numbered (`PendingStep._numbered`), for its rows or its packing."""
 
-    writes: MessageRows
+    first: int
+    """The number of the step's first message written: the others follow it, in write order."""
     refs: Refs
     odd: list[int]
     """The indices of the events packed as their JSON (see `_packing`)."""
     loose_meta: bool
-    """Whether a message that is not a number in `refs` or is in `writes` has a `meta`, whose
+    """Whether a message that is not a number in `refs`, or a message written, has a `meta`, whose
     values msgpack might not give back as their JSON had them (see `_packable_type`)."""
 
 
@@ -837,7 +833,7 @@ class PendingStep:
         events = self.events
         packings = _PACKING
         marks = map(packings.__getitem__, map(type, events))
-        writes: MessageRows = []
+        first = numbering.next
         refs: Refs = {}
         odd = []
         pending, done = self.messages, 0
@@ -848,11 +844,11 @@ class PendingStep:
             if packing == _JSON:
                 odd.append(index)
                 continue
-            seq, first = event.seq, done
+            seq, written = event.seq, done
             while done < waiting and pending[done][2] <= seq:
                 done += 1
-            if done > first:
-                numbering.write(pending[first:done], writes)
+            if done > written:
+                numbering.write(pending[written:done])
             if packing == _REQUEST:
                 refs[index] = [
                     known[1]
@@ -865,10 +861,10 @@ class PendingStep:
                 known = numbers.get(id(message))
                 stored = known is not None and known[0] is message
                 refs[index] = known[1] if stored else _loose(message, loose)  # type: ignore[index]
-        numbering.write(pending[done:], writes)
-        written = itertools.chain.from_iterable(map(_written, pending))
-        meta = any(map(_meta, loose)) or any(map(_meta, written))
-        numbered = self._numbers = _Numbered(writes, refs, odd, meta)
+        numbering.write(pending[done:])
+        messages = itertools.chain.from_iterable(map(_written, pending))
+        meta = any(map(_meta, loose)) or any(map(_meta, messages))
+        numbered = self._numbers = _Numbered(first, refs, odd, meta)
         return numbered
 
     def _encode(self) -> PlainStep:
@@ -895,12 +891,16 @@ class PendingStep:
             if text is None:
                 text = body(e, refs.get(index))
             events.append((e.seq, e.run, e.type, e.path, text))
+        writes, n = [], numbered.first
+        for path, transcript, seq, messages, swap in self.messages:
+            rows = []
+            for message in messages:
+                rows.append((n, row(message)))
+                n += 1
+            writes.append((path, transcript, seq, rows, swap))
         return (
             events,
-            [
-                (path, transcript, seq, [(n, row(message)) for n, message in rows], swap)
-                for path, transcript, seq, rows, swap in numbered.writes
-            ],
+            writes,
             [
                 (path, part, seq, _node_json(part, data, previous, report))
                 for path, part, seq, data, previous in self.nodes
@@ -913,13 +913,14 @@ class PendingStep:
         """The step's blob (see `packed`): its events (a model request without its view and a
         model response without its message, those given apart, by the events' index, as
         numbers or messages; an event of a class msgpack might not give back as its JSON had
-        it, as that JSON with its seq, run, type and path), its message writes with their
-        numbers (a message with a `meta` as its row's JSON), its node rows as recorded (a
+        it, as that JSON with its seq, run, type and path), its message writes as recorded
+        (a message with a `meta` as its row's JSON) and the first one's number, the others'
+        following in write order, its node rows as recorded (a
         state row's snapshot and the previous one, with the snapshot's fields named once),
         tasks' values and retired keys."""
         numbered = self._numbered()
         events: list[Any] = self.events.copy()
-        refs, writes = numbered.refs, numbered.writes
+        refs, writes = numbered.refs, self.messages
         for index in refs:
             event = events[index]
             if type(event) is ModelRequest:
@@ -935,11 +936,12 @@ class PendingStep:
                 for index, ref in refs.items()
             }
             writes = [
-                (path, transcript, seq, [(n, _packed_ref(m)) for n, m in rows], swap)  # type: ignore[misc]
-                for path, transcript, seq, rows, swap in writes
+                (path, transcript, seq, [_packed_ref(m) for m in messages], swap)  # type: ignore[misc]
+                for path, transcript, seq, messages, swap in writes
             ]
         tasks = [task.values() for task in self.tasks]
-        return _packer((events, refs, writes, _STATE_FIELDS, self.nodes, tasks, self.retired))
+        nodes, retired = self.nodes, self.retired
+        return _packer((events, refs, numbered.first, writes, _STATE_FIELDS, nodes, tasks, retired))
 
     def _event_body(
         self, event: Event, refs: list[Ref] | Ref | None = None

@@ -16,7 +16,8 @@ _decode = Decoder(
     tuple[
         list[Any],  # events: each its fields (a map), or its row (an array) made when packed
         dict[int, list[Message | str] | Message | str],  # what requests and responses name
-        list[tuple[Any, Any, Any, list[tuple[Any, Message | str]], Any]],  # message writes
+        int,  # the first message's number, the others' following in write order
+        list[tuple[Any, Any, Any, list[Message | str], Any]],  # message writes
         tuple[list[str], list[str]],  # a state row's fields, and those it stores as objects
         list[tuple[Any, Any, Any, Any, Any]],  # node rows: a state row's values, the previous
         list[tuple[Any, ...]],  # tasks' values
@@ -27,7 +28,7 @@ _decode = Decoder(
 
 def unpack(data: bytes) -> list[PlainStep]:
     """The rows of the step packed in `data` (`PendingStep.packed`), as `[step.plain()]`."""
-    packed, refs, writes, (names, objects), nodes, tasks, retired = _decode(data)
+    packed, refs, n, writes, (names, objects), nodes, tasks, retired = _decode(data)
     events = []
     for index, fields in enumerate(packed):
         if type(fields) is list:
@@ -47,13 +48,17 @@ def unpack(data: bytes) -> list[PlainStep]:
         else:
             body = encode(fields).decode()
         events.append((*row, body))
+    messages = []
+    for path, transcript, seq, written, swap in writes:
+        rows = []
+        for message in written:
+            rows.append((n, _message_row(message)))
+            n += 1
+        messages.append((path, transcript, seq, rows, swap))
     return [
         (
             events,
-            [
-                (path, transcript, seq, [(n, _message_row(m)) for n, m in rows], swap)
-                for path, transcript, seq, rows, swap in writes
-            ],
+            messages,
             [
                 (
                     path,
