@@ -755,7 +755,7 @@ class _Numbered:
     """The number of the step's first message written: the others follow it, in write order."""
     refs: Refs
     odd: list[int]
-    """The indices of the events packed as their JSON (see `_packing`)."""
+    """The indices of the events packed as their JSON (see `_Packings`)."""
     loose_meta: bool
     """Whether a message that is not a number in `refs`, or a message written, has a `meta`, whose
     values msgpack might not give back as their JSON had them (see `_packable_type`)."""
@@ -913,11 +913,10 @@ class PendingStep:
         """The step's blob (see `packed`): its events (a model request without its view and a
         model response without its message, those given apart, by the events' index, as
         numbers or messages; an event of a class msgpack might not give back as its JSON had
-        it, as that JSON with its seq, run, type and path), its message writes as recorded
-        (a message with a `meta` as its row's JSON) and the first one's number, the others'
-        following in write order, its node rows as recorded (a
-        state row's snapshot and the previous one, with the snapshot's fields named once),
-        tasks' values and retired keys."""
+        it, as that JSON with its seq, run, type and path); its message writes as recorded (a
+        message with a `meta` as its row's JSON) and the first one's number, the others
+        following in write order; its node rows as recorded (a state row's snapshot and the
+        previous one, the snapshot's fields named once); tasks' values and retired keys."""
         numbered = self._numbered()
         events: list[Any] = self.events.copy()
         refs, writes = numbered.refs, self.messages
