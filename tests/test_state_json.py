@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from sagents_nb._runtime.journal import state_json
 from sagents_nb._runtime.snapshot import NodeSnapshot, dump_json
+from sagents_nb._store.rows import state_json
 
 TEXTS = [
     "",

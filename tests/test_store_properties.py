@@ -182,7 +182,7 @@ _ids = itertools.count()
 def test_a_message_row_holds_its_fields_but_their_defaults(message: sn.Message) -> None:
     """The journal writes a message's row by hand (`stored_fields`, on every stored message):
     the form pydantic's `exclude_defaults` gave, which reads back to the same message."""
-    from sagents_nb._runtime.journal import stored_fields
+    from sagents_nb._store.rows import stored_fields
 
     assert stored_fields(message) == message.model_dump(exclude_defaults=True)
     assert sn.Message.model_validate(stored_fields(message)) == message
@@ -192,12 +192,12 @@ def test_a_message_row_holds_its_fields_but_their_defaults(message: sn.Message) 
 @given(models(sn.Message))
 def test_a_message_rows_json_is_its_stored_fields(message: sn.Message) -> None:
     """A message's row is written by msgspec from a struct that leaves defaults out
-    (`_message_json`): the bytes of `stored_fields`' JSON, or its repaired form."""
-    from sagents_nb._runtime.journal import _message_json, stored_fields
+    (`message_json`): the bytes of `stored_fields`' JSON, or its repaired form."""
+    from sagents_nb._store.rows import message_json, stored_fields
 
     data = stored_fields(message)
     expected = safe_json(lambda: msgspec.json.encode(data), lambda: data, None)
-    assert _message_json(message) == expected
+    assert message_json(message) == expected
 
 
 _SNAPSHOT = NodeSnapshot(

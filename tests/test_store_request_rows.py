@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from msgspec.json import encode
 
 import sagents_nb as sn
-from sagents_nb._runtime.journal import Numbering, PendingStep, _message_json
+from sagents_nb._runtime.journal import Numbering, PendingStep
+from sagents_nb._store.rows import message_json
 from sagents_nb.events import ModelRequest, ModelResponse, event_fields
 
 TRICKY = [
@@ -47,7 +48,7 @@ def test_a_requests_row_is_its_fields_with_its_messages_last(
     event = ModelRequest(
         seq=3, path=path, run=1, turn=2, model=model, messages=messages, tools=[tool]
     )
-    parts = ",".join(_message_json(message) for message in messages)
+    parts = ",".join(message_json(message) for message in messages)
     body = row_body(event)
     assert body == f'{fields_json(event, "messages")[:-1]},"messages":[{parts}]}}'
     assert json.loads(body)["model"] == model
@@ -62,5 +63,5 @@ def test_a_responses_row_is_its_fields_with_its_message_last(
         seq=4, path=path, run=1, turn=2, message=message, finish_reason=reason, duration=0.25
     )
     body = row_body(event)
-    assert body == f'{fields_json(event, "message")[:-1]},"message":{_message_json(message)}}}'
+    assert body == f'{fields_json(event, "message")[:-1]},"message":{message_json(message)}}}'
     assert json.loads(body)["finish_reason"] == reason

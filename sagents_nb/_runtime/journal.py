@@ -14,14 +14,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from msgspec import Struct, to_builtins
+from msgspec import to_builtins
 from msgspec.json import encode
+from msgspec.msgpack import Encoder as MsgpackEncoder
 from msgspec.structs import replace
 from pydantic_core import to_jsonable_python
 
 from .._base.errors import ConfigurationError, StoreError
 from .._base.loop import library_loop, on_library_thread, running_library_loop
-from .._base.messages import Message, ToolCall
+from .._base.messages import Message, Usage
 from .._store.protocol import (
     NodeRow,
     SessionRows,
@@ -29,6 +30,16 @@ from .._store.protocol import (
     Store,
     StoredSession,
     TaskRow,
+)
+from .._store.rows import (
+    Ref,
+    message_json,
+    request_json,
+    response_json,
+    state_json,
+    stored_message_json,
+    task_values,
+    without,
 )
 from .._store.text import UNENCODABLE, Report, body_text, has_surrogate, repaired, safe_json
 from .._store.writer import MAX_DELAY_SECONDS, QUIET_SECONDS, StepWriter, later
@@ -41,7 +52,7 @@ from ..events import (
     event_fields,
 )
 from .breakpoints import split, stored
-from .snapshot import KindSpecs, NodeSnapshot, dump_json, kind_state, stored_parts
+from .snapshot import MAPPINGS, KindSpecs, NodeSnapshot, dump_json, kind_state, stored_parts
 
 log = logging.getLogger("sagents_nb")
 
@@ -55,6 +66,9 @@ if TYPE_CHECKING:
     """The task entries written for a node, and the keys of those written unsettled."""
     MessageWrites = tuple[str, str, int, tuple[Message, ...], bool]
     """(path, transcript, seq, messages, replace): see `MessageWrite`."""
+    Refs = dict[int, list[Ref] | Ref]
+    """The messages each model request (its view) and model response of a step names, by the
+    event's index in the step (see `rows.Ref`)."""
 
 RESCUE_SECONDS = MAX_DELAY_SECONDS
 """A model request's sealed rows wait for the library loop to hand them over; if the loop
@@ -667,11 +681,15 @@ class Numbering:
         self.numbers: dict[int, tuple[Message, str]] = {}
         self.next = 1
 
-    def number(self, message: Message) -> int:
-        number = self.next
-        self.next += 1
-        self.numbers[id(message)] = (message, str(number))
-        return number
+    def write(self, writes: Sequence[MessageWrites]) -> None:
+        """Number the messages of `writes`, in order (the next numbers, one after the other).
+        Not idempotent: a step's writes are numbered once."""
+        numbers, n = self.numbers, self.next
+        for write in writes:
+            for message in write[3]:
+                numbers[id(message)] = (message, str(n))
+                n += 1
+        self.next = n
 
 
 def _weakly(method: Callable[..., None]) -> Callable[..., None]:
@@ -688,18 +706,73 @@ def _weakly(method: Callable[..., None]) -> Callable[..., None]:
     return call
 
 
+_meta = operator.attrgetter("meta")
+
+_AS_IS, _REQUEST, _RESPONSE, _JSON = range(4)
+"""How `PendingStep.packed` packs an event of a class: as it is (its fields come back from
+msgpack as their JSON had them), as a model request or response naming stored messages by
+number, or as its JSON."""
+
+
+class _Packings(dict[type["Event"], int]):
+    """How each event class is packed (see `_AS_IS`), learnt from its fields when first met.
+    A variant of `TextDelta` (its `type`, another class) is packed as its JSON, since `unpack`
+    tells a stream's chunk, whose row keeps its fields, by its `type`."""
+
+    def __missing__(self, kind: type[Event]) -> int:
+        if kind is ModelRequest or kind is ModelResponse:
+            packing = _REQUEST if kind is ModelRequest else _RESPONSE
+        elif kind.type == "text_delta" and kind is not TextDelta:
+            packing = _JSON
+        elif all(_packable_type(field.annotation) for field in kind.model_fields.values()):
+            packing = _AS_IS
+        else:
+            packing = _JSON
+        self[kind] = packing
+        return packing
+
+
+_PACKING = _Packings()
+
+
+def _packable_type(annotation: Any) -> bool:
+    """Whether a field's values come back from msgpack as their JSON had them: plain values
+    (`_plain_type`), `Usage`, and lists, tuples and unions of them; not `Any` (an aware
+    datetime comes back in UTC), nor a message (its `meta`)."""
+    if annotation is Usage or _plain_type(annotation):
+        return True
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin in (typing.Union, types.UnionType):
+        return all(map(_packable_type, args))
+    return origin in (list, tuple) and all(_packable_type(a) for a in args if a is not Ellipsis)
+
+
+@dataclass
+class _Numbered:
+    """A step's messages numbered (`PendingStep._numbered`), for its rows or its packing."""
+
+    first: int
+    """The number of the step's first message written: the others follow it, in write order."""
+    refs: Refs
+    odd: list[int]
+    """The indices of the events packed as their JSON (see `_Packings`)."""
+    loose_meta: bool
+    """Whether a message that is not a number in `refs`, or a message written, has a `meta`, whose
+    values msgpack might not give back as their JSON had them (see `_packable_type`)."""
+
+
 @dataclass
 class PendingStep:
     """A step as recorded on the loop: the objects themselves, each with the event it follows.
-    The writer encodes them (JSON) off the loop; events and messages are immutable, node
-    states are copies."""
+    The writer encodes them (JSON, or a msgpack blob) off the loop; events and messages are
+    immutable, node states are copies."""
 
     seq: int
     """The last event the step covers."""
     events: list[Event]
     messages: list[MessageWrites]
     numbering: Numbering
-    """The journal's message numbers: given when a step is encoded, in order."""
+    """The journal's message numbers: given when a step is first encoded, in order."""
     nodes: list[tuple[str, str, int, Any, Any]] = field(default_factory=list)
     """(path, "state", seq, `NodeSnapshot`, the previous one or None) or (path, "kind" or
     "queue", seq, JSON text, None): a state row holds the fields that changed, or all."""
@@ -708,6 +781,8 @@ class PendingStep:
     report: Report | None = None
     """Told how many characters of text were stored as U+FFFD (see `_store.text`)."""
     _plain: PlainStep | None = None
+    _numbers: _Numbered | None = field(default=None, init=False, repr=False)
+    _packed: bytes | None = field(default=None, init=False, repr=False)
 
     def empty(self) -> bool:
         return not (self.events or self.messages or self.nodes or self.tasks or self.retired)
@@ -731,43 +806,98 @@ class PendingStep:
                 report(replaced[0])
         return self._plain
 
-    def _encode(self) -> PlainStep:
-        """Number the step's messages and encode its rows. Messages are numbered in write
-        order, each event after the writes made before the next event: an event names the
-        row its message had *then* (live as of the event, so in a fork there), never one a
-        later write of the same step (a compaction storing the message again) added."""
-        number = self.numbering.number
-        report = self.report
-        encoded: dict[int, str] = {}  # the root's display copies are its messages: encoded once
-        writes: list[tuple[str, str, int, list[tuple[int, str]], bool]] = []
+    def packed(self) -> bytes | None:
+        """The step as one msgpack blob, made by msgspec from the events and messages as they
+        are (`_store.packed.unpack` makes its rows: those `plain()` gives); None if it cannot
+        be packed as it is (text with a lone surrogate, which `plain()` repairs and reports,
+        or a value msgpack cannot take). Numbers its messages first, as `plain()` would, which
+        then keeps the numbers."""
+        if self._packed is None:
+            try:
+                self._packed = self._pack()
+            except (ValueError, TypeError, OverflowError):  # UnicodeEncodeError is a ValueError
+                return None
+        return self._packed
 
-        def write(entry: MessageWrites) -> None:
-            path, transcript, seq, messages, swap = entry
-            rows = []
-            for message in messages:
-                text = encoded.get(id(message))
-                if text is None:
-                    text = encoded[id(message)] = _message_json(message, report)
-                rows.append((number(message), text))
-            writes.append((path, transcript, seq, rows, swap))
-
-        pending, done, body, plain = self.messages, 0, self._event_body, _PLAIN_JSON
+    def _numbered(self) -> _Numbered:
+        """Number the step's messages, once. Messages are numbered in write order, each event
+        after the writes made before it: an event names the row its message had *then* (live
+        as of the event, so in a fork there), never one a later write of the same step (a
+        compaction storing the message again) added."""
+        numbered = self._numbers
+        if numbered is not None:
+            return numbered
+        numbering = self.numbering
+        numbers = numbering.numbers
+        loose: list[Message] = []  # the messages events name that are not stored (yet)
+        events = self.events
+        packings = _PACKING
+        marks = map(packings.__getitem__, map(type, events))
+        first = numbering.next
+        refs: Refs = {}
+        odd = []
+        pending, done = self.messages, 0
         waiting = len(pending)
-        events = []
-        for e in self.events:
-            seq = e.seq
+        for index in itertools.compress(itertools.count(), marks):  # all but `_AS_IS`
+            event = events[index]
+            packing = packings[type(event)]
+            if packing == _JSON:
+                odd.append(index)
+                continue
+            seq, written = event.seq, done
             while done < waiting and pending[done][2] <= seq:
-                write(pending[done])
                 done += 1
-            text = None
+            if done > written:
+                numbering.write(pending[written:done])
+            if packing == _REQUEST:
+                refs[index] = [
+                    known[1]
+                    if (known := numbers.get(id(message))) is not None and known[0] is message
+                    else _loose(message, loose)
+                    for message in event.messages  # type: ignore[attr-defined]
+                ]
+            else:
+                message = event.message  # type: ignore[attr-defined]
+                known = numbers.get(id(message))
+                stored = known is not None and known[0] is message
+                refs[index] = known[1] if stored else _loose(message, loose)  # type: ignore[index]
+        numbering.write(pending[done:])
+        messages = itertools.chain.from_iterable(map(_written, pending))
+        meta = any(map(_meta, loose)) or any(map(_meta, messages))
+        numbered = self._numbers = _Numbered(first, refs, odd, meta)
+        return numbered
+
+    def _encode(self) -> PlainStep:
+        """Number the step's messages (`_numbered`) and encode its rows."""
+        numbered = self._numbered()
+        report, refs = self.report, numbered.refs
+        encoded: dict[int, str] = {}  # the root's display copies are its messages: encoded once
+
+        def row(message: Message) -> str:
+            text = encoded.get(id(message))
+            if text is None:
+                text = encoded[id(message)] = message_json(message, report)
+            return text
+
+        body, plain = self._event_body, _PLAIN_JSON
+        events = []
+        for index, e in enumerate(self.events):
+            text: str | dict[str, Any] | None = None
             if plain.get(type(e)):  # most events: `_event_body`'s first case, without a call
                 try:
                     text = encode(e).decode()
                 except UnicodeEncodeError:
                     pass
-            events.append((seq, e.run, e.type, e.path, body(e) if text is None else text))
-        for entry in pending[done:]:
-            write(entry)
+            if text is None:
+                text = body(e, refs.get(index))
+            events.append((e.seq, e.run, e.type, e.path, text))
+        writes, n = [], numbered.first
+        for path, transcript, seq, messages, swap in self.messages:
+            rows = []
+            for message in messages:
+                rows.append((n, row(message)))
+                n += 1
+            writes.append((path, transcript, seq, rows, swap))
         return (
             events,
             writes,
@@ -775,14 +905,49 @@ class PendingStep:
                 (path, part, seq, _node_json(part, data, previous, report))
                 for path, part, seq, data, previous in self.nodes
             ],
-            [_task_values(task.values(), report) for task in self.tasks],
-            [_task_values(key, report) for key in self.retired],
+            [task_values(task.values(), report) for task in self.tasks],
+            [task_values(key, report) for key in self.retired],
         )
 
-    def _event_body(self, event: Event) -> str | dict[str, Any]:
+    def _pack(self) -> bytes:
+        """The step's blob (see `packed`): its events (a model request without its view and a
+        model response without its message, those given apart, by the events' index, as
+        numbers or messages; an event of a class msgpack might not give back as its JSON had
+        it, as that JSON with its seq, run, type and path); its message writes as recorded (a
+        message with a `meta` as its row's JSON) and the first one's number, the others
+        following in write order; its node rows as recorded (a state row's snapshot and the
+        previous one, the snapshot's fields named once); tasks' values and retired keys."""
+        numbered = self._numbered()
+        events: list[Any] = self.events.copy()
+        refs, writes = numbered.refs, self.messages
+        for index in refs:
+            event = events[index]
+            if type(event) is ModelRequest:
+                events[index] = replace(event, messages=[])  # type: ignore[type-var]
+            else:
+                events[index] = replace(event, message=None)  # type: ignore[type-var]
+        for index in numbered.odd:
+            event = events[index]
+            events[index] = (event.seq, event.run, event.type, event.path, encode(event).decode())
+        if numbered.loose_meta:
+            refs = {
+                index: [_packed_ref(r) for r in ref] if type(ref) is list else _packed_ref(ref)  # type: ignore[arg-type]
+                for index, ref in refs.items()
+            }
+            writes = [
+                (path, transcript, seq, [_packed_ref(m) for m in messages], swap)  # type: ignore[misc]
+                for path, transcript, seq, messages, swap in writes
+            ]
+        tasks = [task.values() for task in self.tasks]
+        nodes, retired = self.nodes, self.retired
+        return _packer((events, refs, numbered.first, writes, _STATE_FIELDS, nodes, tasks, retired))
+
+    def _event_body(
+        self, event: Event, refs: list[Ref] | Ref | None = None
+    ) -> str | dict[str, Any]:
         """The event's JSON; a stream's chunk (`TextDelta`) as its fields, which a store packs
         (the writer makes their JSON); text that UTF-8 cannot encode is repaired (see
-        `_store.text`)."""
+        `_store.text`). `refs`: the messages a model request or response names."""
         kind = type(event)
         plain = _PLAIN_JSON.get(kind)
         if plain is None:
@@ -795,10 +960,12 @@ class PendingStep:
         if text_fields(kind) is not None:
             return self._fields(event)
         try:
-            return self._event_json(event)
+            return self._event_json(event, refs)
         except UNENCODABLE:
             return safe_json(
-                lambda: self._event_json(event).encode(), lambda: to_builtins(event), self.report
+                lambda: self._event_json(event, refs).encode(),
+                lambda: to_builtins(event),
+                self.report,
             )
 
     def _fields(self, event: Event) -> dict[str, Any]:
@@ -808,44 +975,41 @@ class PendingStep:
             return repaired(fields, self.report)  # type: ignore[no-any-return]
         return fields
 
-    def _event_json(self, event: Event) -> str:
+    def _event_json(self, event: Event, refs: list[Ref] | Ref | None) -> str:
         """The event's JSON; a request's view and a response's message name stored messages
-        by number."""
+        by number (`refs`)."""
         kind = type(event)
         if kind is ModelRequest:
-            numbers = self.numbering.numbers
-            parts = ",".join(
-                [
-                    known[1]
-                    if (known := numbers.get(id(message))) is not None and known[0] is message
-                    else _message_json(message, self.report)
-                    for message in event.messages  # type: ignore[attr-defined]
-                ]
-            )
-            head = _without(encode(replace(event, messages=[])), b',"messages":[]')  # type: ignore[type-var]
-            return f'{head[:-1]},"messages":[{parts}]}}'
+            head = without(encode(replace(event, messages=[])), b',"messages":[]')  # type: ignore[type-var]
+            return request_json(head, refs, self.report)  # type: ignore[arg-type]
         if kind is ModelResponse:
-            head = _without(encode(replace(event, message=None)), b',"message":null')  # type: ignore[type-var]
-            return f'{head[:-1]},"message":{self._message_ref(event.message)}}}'  # type: ignore[attr-defined]
+            head = without(encode(replace(event, message=None)), b',"message":null')  # type: ignore[type-var]
+            return response_json(head, refs, self.report)  # type: ignore[arg-type]
         return encode(event).decode()
-
-    def _message_ref(self, message: Message) -> str:
-        """The message's number if it is stored, else its JSON."""
-        known = self.numbering.numbers.get(id(message))
-        if known is not None and known[0] is message:
-            return known[1]
-        return _message_json(message, self.report)
 
 
 _PLAIN_JSON: dict[type[Event], bool] = {}
 """Whether an event class's rows are made from its fields here (`_event_body`)."""
 
+_packer = MsgpackEncoder().encode
+_STATE_FIELDS = (NodeSnapshot._fields, sorted(MAPPINGS))
+"""A state row's snapshot's fields, and those a row stores as objects (see `NodeSnapshot`)."""
+_written = operator.itemgetter(3)
+"""A `MessageWrites`' messages."""
 
-def _without(data: bytes, field: bytes) -> str:
-    """An event's JSON `data` without `field` (its key and value, an empty one: the caller
-    writes the field after the rest). The first match is the field: a quote inside a JSON
-    string is escaped, so `,"name"` is found nowhere else."""
-    return data.replace(field, b"", 1).decode()
+
+def _loose(message: Message, loose: list[Message]) -> Message:
+    """A message an event names that is not stored (yet), noted in `loose`."""
+    loose.append(message)
+    return message
+
+
+def _packed_ref(ref: Ref) -> Ref:
+    """A message as a step's blob holds it: its row's JSON if it has a `meta` (see
+    `_Numbered.loose_meta`); text that UTF-8 cannot encode raises `UnicodeEncodeError`."""
+    if type(ref) is str or not ref.meta:  # type: ignore[union-attr]
+        return ref
+    return stored_message_json(ref)  # type: ignore[arg-type]
 
 
 def _node_json(part: str, data: Any, previous: NodeSnapshot | None, report: Report | None) -> str:
@@ -854,96 +1018,11 @@ def _node_json(part: str, data: Any, previous: NodeSnapshot | None, report: Repo
     return state_json(data.row() if previous is None else data.changes(previous), report)
 
 
-def state_json(row: dict[str, Any], report: Report | None = None) -> str:
-    """A `state` row's JSON: msgspec's, the same bytes as pydantic's (`dump_json`) for what a
-    snapshot holds (text, integers, None, and arrays and objects of them; no floats, which the
-    two write apart), several times faster; text that UTF-8 cannot encode is repaired."""
-    try:
-        return encode(row).decode()
-    except UnicodeEncodeError:
-        return encode(repaired(row, report)).decode()
-
-
-def stored_fields(message: Message) -> dict[str, Any]:
-    """`message` as its row keeps it: `model_dump(exclude_defaults=True)`, written out (this
-    runs for every message a session stores)."""
-    data: dict[str, Any] = {"role": message.role}
-    if message.content is not None:
-        data["content"] = message.content
-    if message.tool_calls is not None:
-        data["tool_calls"] = [
-            {"id": c.id, "name": c.name}
-            if c.arguments == "{}"
-            else {"id": c.id, "name": c.name, "arguments": c.arguments}
-            for c in message.tool_calls
-        ]
-    if message.tool_call_id is not None:
-        data["tool_call_id"] = message.tool_call_id
-    if message.name is not None:
-        data["name"] = message.name
-    if message.meta:
-        data["meta"] = message.meta
-    return data
-
-
-class _StoredCall(Struct, omit_defaults=True):
-    """A tool call as a message's row keeps it (see `_StoredMessage`)."""
-
-    id: str
-    name: str
-    arguments: str = "{}"
-
-
-def _stored_call(call: ToolCall) -> _StoredCall:
-    """msgspec leaves out a field whose value *is* its default (not an equal one)."""
-    if call.arguments == "{}":
-        return _StoredCall(call.id, call.name)
-    return _StoredCall(call.id, call.name, call.arguments)
-
-
-class _StoredMessage(Struct, omit_defaults=True):
-    """A message as its row keeps it: msgspec writes `stored_fields`' JSON from it, fields left
-    out at their defaults (None, the identical text, an empty `meta`), without building the
-    dict (this runs for every stored message)."""
-
-    role: str
-    content: str | None = None
-    tool_calls: list[_StoredCall] | None = None
-    tool_call_id: str | None = None
-    name: str | None = None
-    meta: dict[str, Any] = {}
-
-
-def _message_json(message: Message, report: Report | None = None) -> str:
-    calls = message.tool_calls
-    stored = _StoredMessage(
-        message.role,
-        message.content,
-        None if calls is None else [_stored_call(call) for call in calls],
-        message.tool_call_id,
-        message.name,
-        message.meta,
-    )
-    try:
-        return encode(stored).decode()
-    except UNENCODABLE:
-        data = stored_fields(message)
-        return safe_json(lambda: encode(data), lambda: data, report)
-
-
 def _dump(data: Any, report: Report | None) -> str:
     try:
         return dump_json(data)
     except UNENCODABLE:
         return dump_json(repaired(to_jsonable_python(data), report))
-
-
-def _task_values(values: tuple[Any, ...], report: Report | None) -> tuple[Any, ...]:
-    """A task row's values (or a retired task's key: text, numbers or None), its text
-    repaired if need be. Their texts are checked joined: a surrogate shows there as alone."""
-    if has_surrogate("".join([value for value in values if type(value) is str])):
-        return repaired(values, report)
-    return values
 
 
 def _unencodable(value: object) -> bool:

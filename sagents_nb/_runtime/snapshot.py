@@ -140,11 +140,11 @@ class NodeSnapshot(NamedTuple):
 
 _new = tuple.__new__
 
-_MAPPINGS = frozenset({"counters", "persistent"})
+MAPPINGS = frozenset({"counters", "persistent"})
 """Fields a snapshot keeps as tuples of items and a row stores as objects."""
 
 _row_values = operator.itemgetter(*NodeSnapshot._fields)
-_OBJECTS = [NodeSnapshot._fields.index(name) for name in _MAPPINGS]
+_OBJECTS = [NodeSnapshot._fields.index(name) for name in MAPPINGS]
 _ARRAYS = [NodeSnapshot._fields.index(name) for name in ("usage", "refused", "notices", "outcome")]
 """The fields a snapshot keeps as tuples and a row stores as arrays."""
 
@@ -161,7 +161,7 @@ def _picker(changed: bytes) -> Picker:
     indexes = list(compress(range(len(changed)), changed))
     names = tuple(NodeSnapshot._fields[i] for i in indexes)
     pick = operator.itemgetter(*indexes) if len(indexes) > 1 else _single(indexes)
-    return names, pick, not _MAPPINGS.isdisjoint(names)
+    return names, pick, not MAPPINGS.isdisjoint(names)
 
 
 def _single(indexes: list[int]) -> Callable[[NodeSnapshot], tuple[Any, ...]]:
@@ -174,7 +174,7 @@ def _single(indexes: list[int]) -> Callable[[NodeSnapshot], tuple[Any, ...]]:
 
 def _stored(data: dict[str, Any]) -> dict[str, Any]:
     """`data` (fields of a snapshot) as a row stores them: each mapping's items as an object."""
-    for name in _MAPPINGS.intersection(data):
+    for name in MAPPINGS.intersection(data):
         data[name] = dict(data[name])
     return data
 
