@@ -26,6 +26,7 @@ from .._base.messages import Message, Usage
 from .._store.protocol import (
     NodeRow,
     SessionRows,
+    Span,
     Step,
     Store,
     StoredSession,
@@ -818,6 +819,20 @@ class PendingStep:
             except (ValueError, TypeError, OverflowError):  # UnicodeEncodeError is a ValueError
                 return None
         return self._packed
+
+    def span(self) -> Span:
+        """The step's first and last event numbers, first and last message numbers (0 where
+        none) and stream chunks: what a store checks of it packed (after `packed`)."""
+        events = self.events
+        count = sum([len(write[3]) for write in self.messages])
+        low = self._numbered().first if count else 0
+        return Span(
+            events[0].seq if events else 0,
+            events[-1].seq if events else 0,
+            low,
+            low + count - 1 if count else 0,
+            sum([type(event) is TextDelta for event in events]),
+        )
 
     def _numbered(self) -> _Numbered:
         """Number the step's messages, once. Messages are numbered in write order, each event

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from operator import attrgetter
-from typing import Any, Protocol, cast, runtime_checkable
+from typing import Any, NamedTuple, Protocol, cast, runtime_checkable
 
 from .text import body_text, read_json
 
@@ -332,9 +332,37 @@ class PlainCommitStore(Store, Protocol):
         """`commit` of `steps` given as `PlainStep`s: the same rows, the same refusals."""
 
 
-GroupWrite = tuple[SessionRows | None, str, list[PlainStep]]
+class Span(NamedTuple):
+    """What a store checks of a packed commit before it keeps it: its first and last event
+    numbers and message numbers (0 where it has none), and how many stream chunks it holds."""
+
+    first: int
+    last: int
+    low: int
+    top: int
+    chunks: int
+
+
+@dataclass(frozen=True, slots=True)
+class PackedSteps:
+    """A commit's steps as the journal packs them, each one msgpack blob (`_store.packed.unpack`
+    reads back the `PlainStep` it is), with their `Span`."""
+
+    blobs: list[bytes]
+    span: Span
+
+
+@runtime_checkable
+class PackedCommitStore(Store, Protocol):
+    """A `Store` that takes a commit's steps packed (optional; see `Store`)."""
+
+    def commit_packed(self, session_id: str, steps: PackedSteps) -> None:
+        """`commit` of the steps packed in `steps`: the same rows, the same refusals."""
+
+
+GroupWrite = tuple[SessionRows | None, str, list[PlainStep] | PackedSteps]
 """One session's part of a group commit: its new record (None for a session already created),
-its id, and its steps as plain data."""
+its id, and its steps as plain data (or packed, for a store that is a `PackedCommitStore`)."""
 
 
 @runtime_checkable

@@ -29,10 +29,18 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol, cast
 
 from .._base.errors import StoreError
-from .protocol import GroupCommitStore, PlainCommitStore, supports
+from .protocol import (
+    GroupCommitStore,
+    PackedCommitStore,
+    PackedSteps,
+    PlainCommitStore,
+    PlainStep,
+    Span,
+    supports,
+)
 
 if TYPE_CHECKING:
-    from .protocol import PlainStep, SessionRows, Step, Store
+    from .protocol import SessionRows, Step, Store
 
 log = logging.getLogger("sagents_nb")
 
@@ -86,7 +94,16 @@ class Encodable(Protocol):
     def encode(self) -> Step: ...
 
     def plain(self) -> PlainStep:
-        """The rows as plain data, for a `PlainCommitStore` (`SQLiteStore`)."""
+        """The rows as plain data, for a `PlainCommitStore`."""
+        ...
+
+    def packed(self) -> bytes | None:
+        """The step as one blob, for a `PackedCommitStore` (`SQLiteStore`); None if it cannot
+        be packed (then `plain`)."""
+        ...
+
+    def span(self) -> Span:
+        """The packed step's numbers (after `packed`)."""
         ...
 
 
@@ -116,6 +133,10 @@ class StepWriter:
         """The store, if it takes steps as plain data (`PlainCommitStore`)."""
         self._group = cast(GroupCommitStore, store) if supports(store, GroupCommitStore) else None
         """The store, if it commits several sessions' writes at once (`GroupCommitStore`)."""
+        self._packed = (
+            cast(PackedCommitStore, store) if supports(store, PackedCommitStore) else None
+        )
+        """The store, if it takes steps packed (`PackedCommitStore`)."""
         self.session_id = session_id
         self._cut = cut
         self._create = create
@@ -200,21 +221,42 @@ class StepWriter:
         error = None
         try:
             if self._create is not None and self._group is not None:  # in one transaction
-                plain = [step.plain() for step in steps]
-                self._group.commit_group([(self._create, self.session_id, plain)])
+                self._group.commit_group([(self._create, self.session_id, self._rows(steps))])
                 self._create = None
             else:
                 if self._create is not None:
                     self.store.create(self._create)
                     self._create = None
                 if steps and self._plain is not None:
-                    self._plain.commit_plain(self.session_id, [step.plain() for step in steps])
+                    rows = self._rows(steps)
+                    if isinstance(rows, PackedSteps):
+                        cast(PackedCommitStore, self._packed).commit_packed(self.session_id, rows)
+                    else:
+                        self._plain.commit_plain(self.session_id, rows)
                 elif steps:
                     self.store.commit(self.session_id, [step.encode() for step in steps])
         except Exception as exc:
             error = exc
         self._committed(steps, promises, error)
         return error
+
+    def _rows(self, steps: list[Encodable]) -> list[PlainStep] | PackedSteps:
+        """`steps` packed for a `PackedCommitStore` if each can be, else as plain data."""
+        if self._packed is not None and steps:
+            blobs = [step.packed() for step in steps]
+            if None not in blobs:
+                spans = [step.span() for step in steps]
+                return PackedSteps(
+                    cast(list[bytes], blobs),
+                    Span(
+                        min([s.first for s in spans if s.first], default=0),
+                        max(s.last for s in spans),
+                        min([s.low for s in spans if s.low], default=0),
+                        max(s.top for s in spans),
+                        sum(s.chunks for s in spans),
+                    ),
+                )
+        return [step.plain() for step in steps]
 
     def _committed(
         self,
@@ -371,9 +413,7 @@ def _commit_together(batches: list[Batch]) -> bool:
     if group is None:
         return False
     try:
-        group.commit_group(
-            [(w._create, w.session_id, [step.plain() for step in steps]) for w, steps, _ in batches]
-        )
+        group.commit_group([(w._create, w.session_id, w._rows(steps)) for w, steps, _ in batches])
     except Exception:
         return False
     woken: list[asyncio.Future[None]] = []

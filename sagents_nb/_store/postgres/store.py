@@ -7,7 +7,7 @@ import threading
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..._base.checks import check_str
 from ..._base.errors import StoreError
@@ -100,7 +100,10 @@ class PostgresStore:
     def commit_group(self, writes: list[GroupWrite]) -> None:
         """Several sessions' creations and steps in one transaction (the optional
         `commit_group`): a sweep's store thread pays one round of the server for many runs."""
-        group = [(rows, sid, plain_steps(steps)) for rows, sid, steps in writes]
+        # steps come packed only to a `PackedCommitStore`, which this store is not
+        group = [
+            (rows, sid, plain_steps(cast(list[PlainStep], steps))) for rows, sid, steps in writes
+        ]
         writing = [group[0][1] if group else ""]
         self._commit(writing, commit_group, group, writing)
 

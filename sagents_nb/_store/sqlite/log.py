@@ -14,7 +14,9 @@ A commit with many of a stream's chunks (`text_delta` events) is written into th
 once, after the session's log rows: its chunks packed into `streams` rows take about their text,
 where a log row would keep each chunk's fields until settled.
 
-A log row's `form` says what its blob holds: `PLAIN`, the commit's `PlainStep`s.
+A log row's `form` says what its blob holds: `PACKED`, the steps as the journal packed them
+(the file store takes them so, `PackedCommitStore`), or `PLAIN`, `PlainStep`s (a step that
+could not be packed, or a commit through the `Store` protocol's own methods).
 
 A commit is refused (as before) if its events or messages are not new to the session: every
 event number must be after the session's last stored one, in the tables or the log, and so
@@ -30,7 +32,8 @@ from typing import Any
 
 import msgspec
 
-from ..protocol import PlainStep
+from ..packed import unpack
+from ..protocol import PackedSteps, PlainStep, Span
 from .streams import TYPE, Stream, check_order, has_streams, insert_streams, pack_steps
 from .texts import Cutter, keep
 from .writes import Conflict, taken_numbers, write_steps
@@ -44,6 +47,10 @@ largest message number (0: none)."""
 
 PLAIN = 0
 """A `form`: the blob is msgpack of the commit's `PlainStep`s."""
+PACKED = 1
+"""A `form`: the blob is msgpack of the commit's steps as the journal packed them, a blob each
+(`PackedSteps`, read back by `_store.packed.unpack`): made in C from the events and messages
+themselves, their JSON made only when the row is settled."""
 
 SETTLE_SECONDS = 0.5
 """How long a store waits with no commit before its log rows are settled (off any run)."""
@@ -57,6 +64,7 @@ CHUNKS_IN_LOG = 32
 _encode = msgspec.msgpack.Encoder().encode
 _Rows = list[tuple[Any, ...]]
 _decode_plain = msgspec.msgpack.Decoder(list[tuple[_Rows, _Rows, _Rows, _Rows, _Rows]]).decode
+_decode_blobs = msgspec.msgpack.Decoder(list[bytes]).decode
 
 _STORED = """
 SELECT (SELECT max(seq) FROM events WHERE session = ?1),
@@ -72,39 +80,44 @@ def add_log_table(db: sqlite3.Connection) -> None:
     db.execute(SCHEMA)
 
 
-def append(db: sqlite3.Connection, sid: str, steps: list[PlainStep]) -> None:
+def append(db: sqlite3.Connection, sid: str, steps: list[PlainStep] | PackedSteps) -> None:
     """Add a commit's `steps` to session `sid`'s log, after checking that its event and
     message numbers are new (the caller holds a transaction). A commit of steps with no rows
     writes nothing."""
-    if not any(any(part) for step in steps for part in step):
+    if isinstance(steps, PackedSteps):
+        span, form, data = steps.span, PACKED, _encode(steps.blobs)
+    else:
+        if not any(any(part) for step in steps for part in step):
+            return
+        span, form, data = _span(sid, steps), PLAIN, b""
+    events, streams, messages, count, logged, top = db.execute(_STORED, (sid,)).fetchone()
+    if span.first and span.first <= max(events or 0, streams or 0, logged or 0):
+        raise taken_numbers(sid)
+    if span.low and span.low <= max(messages or 0, top or 0):
+        raise _taken_messages(sid)
+    if span.chunks > CHUNKS_IN_LOG:  # packed into streams at once, after the log's rows
+        settle(db, [sid])
+        write(db, sid, _unpacked(steps.blobs) if isinstance(steps, PackedSteps) else steps)
         return
+    row = (sid, (count or 0) + 1, span.last, span.top, form, data or _encode(steps))
+    db.execute("INSERT INTO log VALUES (?, ?, ?, ?, ?, ?)", row)
+
+
+def _span(sid: str, steps: list[PlainStep]) -> Span:
+    """The `Span` of plain steps; refuses numbers that repeat within them."""
     seqs = [e[0] for step in steps for e in step[0]]
     numbers = [n for step in steps for write in step[1] for n, _ in write[3]]
-    events, streams, messages, count, logged, top = db.execute(_STORED, (sid,)).fetchone()
-    last_event = max(events or 0, streams or 0, logged or 0)
-    if seqs and (len(set(seqs)) != len(seqs) or min(seqs) <= last_event):
+    if len(set(seqs)) != len(seqs):
         raise taken_numbers(sid)
-    if numbers and (
-        len(set(numbers)) != len(numbers) or min(numbers) <= max(messages or 0, top or 0)
-    ):
-        raise Conflict(
-            f"session {sid!r} already has messages with these numbers: another process (or "
-            "another Session object) is writing it; keep one live Session per stored session"
-        )
-    if sum([e[2] == TYPE for step in steps for e in step[0]]) > CHUNKS_IN_LOG:
-        settle(db, [sid])
-        write(db, sid, steps)
-        return
-    db.execute(
-        "INSERT INTO log VALUES (?, ?, ?, ?, ?, ?)",
-        (
-            sid,
-            (count or 0) + 1,
-            max(seqs, default=0),
-            max(numbers, default=0),
-            PLAIN,
-            _encode(steps),
-        ),
+    if len(set(numbers)) != len(numbers):
+        raise _taken_messages(sid)
+    chunks = sum([e[2] == TYPE for step in steps for e in step[0]])
+    return Span(
+        min(seqs, default=0),
+        max(seqs, default=0),
+        min(numbers, default=0),
+        max(numbers, default=0),
+        chunks,
     )
 
 
@@ -129,9 +142,24 @@ def settle(db: sqlite3.Connection, sessions: Iterable[str]) -> None:
         ).fetchall()
         if not rows:
             continue
-        steps = [step for _, data in rows for step in _decode_plain(data)]
+        steps = [
+            step
+            for form, data in rows
+            for step in (_decode_plain(data) if form == PLAIN else _unpacked(_decode_blobs(data)))
+        ]
         write(db, sid, steps)
         db.execute("DELETE FROM log WHERE session = ?", (sid,))
+
+
+def _taken_messages(sid: str) -> Conflict:
+    return Conflict(
+        f"session {sid!r} already has messages with these numbers: another process (or "
+        "another Session object) is writing it; keep one live Session per stored session"
+    )
+
+
+def _unpacked(blobs: list[bytes]) -> list[PlainStep]:
+    return [step for blob in blobs for step in unpack(blob)]
 
 
 def write(db: sqlite3.Connection, sid: str, steps: list[PlainStep]) -> None:

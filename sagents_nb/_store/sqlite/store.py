@@ -22,6 +22,7 @@ from ..protocol import (
     GroupWrite,
     MessageRow,
     NodeRow,
+    PackedSteps,
     PlainStep,
     SessionRows,
     Step,
@@ -316,6 +317,11 @@ class SQLiteStore:
         """`commit` for steps already as plain data (`PlainCommitStore`): the journal encodes
         its steps so, without building the `Step` rows first. The commit is one row of the
         log (see `log.py`), settled into the tables later."""
+        self._write(commit_log.append, session_id, steps)
+        self._committed()
+
+    def commit_packed(self, session_id: str, steps: PackedSteps) -> None:
+        """`commit` of steps the journal packed (`PackedCommitStore`), as one log row."""
         self._write(commit_log.append, session_id, steps)
         self._committed()
 
