@@ -10,7 +10,7 @@ fanout-store`), alternating in one process, and prints medians in µs a run:
 - the store thread's commit: wall and CPU of that thread, and its share spent encoding; the
   process's user and system time a run (system time is the kernel's, e.g. writing the WAL:
   callgrind does not count it);
-- the WAL frames (pages) a commit writes, by B-tree (`dbstat`), and the bytes of the rows.
+- the WAL frames (pages) a commit writes, by B-tree (`dbstat`), and the bytes of the packed steps.
 """
 
 from __future__ import annotations
@@ -57,11 +57,12 @@ class Probe:
             tick()
 
         sagents._clock.tick = ticked  # type: ignore[method-assign]
-        commit, committed, plain, commit_plain = (
+        commit, committed, plain, packed, commit_packed = (
             writer.StepWriter._commit,
             writer.StepWriter._committed,
             PendingStep.plain,
-            SQLiteStore.commit_plain,
+            PendingStep.packed,
+            SQLiteStore.commit_packed,
         )
         started: dict[str, Any] = {}
 
@@ -82,39 +83,31 @@ class Probe:
             )
             committed(self_, *args)
 
-        def timed_plain(self_: Any) -> Any:
-            start = time.thread_time()
-            try:
-                return plain(self_)
-            finally:
-                started["encoding"] += time.thread_time() - start
+        def encoding(way: Any) -> Any:
+            def timed(self_: Any) -> Any:
+                start = time.thread_time()
+                try:
+                    return way(self_)
+                finally:
+                    started["encoding"] += time.thread_time() - start
+
+            return timed
 
         def counted(store: SQLiteStore, session_id: str, steps: Any) -> None:
             if not self.counting:
-                commit_plain(store, session_id, steps)
+                commit_packed(store, session_id, steps)
                 return
-            self.row_bytes += sum(
-                _bytes(row) for step in steps for rows in step[:4] for row in rows
-            )
+            self.row_bytes += sum(map(len, steps.blobs))
             wal = store.path + "-wal"
             start = os.path.getsize(wal)
-            commit_plain(store, session_id, steps)
+            commit_packed(store, session_id, steps)
             self.frames.update(_frames(store, wal, start))
 
         writer.StepWriter._commit = timed_commit  # type: ignore[method-assign]
         writer.StepWriter._committed = timed_committed  # type: ignore[method-assign]
-        PendingStep.plain = timed_plain  # type: ignore[method-assign]
-        SQLiteStore.commit_plain = counted  # type: ignore[method-assign]
-
-
-def _bytes(row: Any) -> int:
-    return sum(len(value) for value in _flat(row) if isinstance(value, str | bytes))
-
-
-def _flat(value: Any) -> list[Any]:
-    if isinstance(value, tuple | list):
-        return [item for part in value for item in _flat(part)]
-    return [value]
+        PendingStep.plain = encoding(plain)  # type: ignore[method-assign]
+        PendingStep.packed = encoding(packed)  # type: ignore[method-assign]
+        SQLiteStore.commit_packed = counted  # type: ignore[method-assign]
 
 
 def _frames(store: SQLiteStore, wal: str, start: int) -> collections.Counter[str]:
@@ -189,7 +182,7 @@ def main() -> None:
         print(f"process {name}: user {user:.0f}, system {system:.0f} µs a run (means)")
     print(
         f"\nWAL frames a commit ({sum(probe.frames.values()) / FRAME_RUNS:.1f}, of "
-        f"{probe.row_bytes / FRAME_RUNS / 1024:.1f} KB of row text; {FRAME_RUNS} more runs):"
+        f"{probe.row_bytes / FRAME_RUNS / 1024:.1f} KB of packed steps; {FRAME_RUNS} more runs):"
     )
     for name, count in probe.frames.most_common():
         print(f"  {name:14s} {count / FRAME_RUNS:6.1f}")
