@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from .._endpoints.openai import LLM
     from ..kinds import ChildKind
     from .result import Result
+    from .session import Session
 
 _UNSET = object()
 
@@ -163,10 +164,7 @@ class Agent:
         self, prompt: str, *, llm: LLM | None = None, pause_on: Any = (), **session: Any
     ) -> Result:
         """Run once on a fresh session and return the `Result` (async)."""
-        # the session loads the rest of the runtime, the kinds and the endpoint: at the first run
-        from .session import Session
-
-        return await Session(self, llm=llm, **session).run(prompt, pause_on=pause_on)
+        return await self._session(llm, session).run(prompt, pause_on=pause_on)
 
     def run_sync(
         self, prompt: str, *, llm: LLM | None = None, pause_on: Any = (), **session: Any
@@ -176,12 +174,19 @@ class Agent:
         Ctrl-C (a kernel interrupt) cancels the run: dangling tool calls are answered as
         cancelled, and `KeyboardInterrupt` is re-raised once the run has ended (or after 5 s).
         """
+        return self._session(llm, session)._run_waiting(prompt, pause_on, what="agent.run_sync()")
+
+    def _session(self, llm: LLM | None, options: dict[str, Any]) -> Session:
+        """The fresh session of one run. Stored, its record goes in with the run's first commit
+        (one transaction less a run) unless its id was chosen, which is checked at once."""
         # the session loads the rest of the runtime, the kinds and the endpoint: at the first run
         from .session import Session
 
-        return Session(self, llm=llm, **session)._run_waiting(
-            prompt, pause_on, what="agent.run_sync()"
-        )
+        store = options.pop("store", None)
+        session = Session(self, llm=llm, **options)
+        if store is not None:
+            session._record_into(store, later=options.get("session_id") is None)
+        return session
 
 
 class Task:

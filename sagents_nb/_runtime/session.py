@@ -253,9 +253,17 @@ class Session:
         self._slots: dict[str, asyncio.Semaphore] = {}
         _LIVE[self.id] = self
         if store is not None:
-            from .journal import Journal  # the store's modules load with the first durable session
+            self._record_into(store, later=False)
 
-            self.journal = Journal(self, resolved(store, create=True), durability=durability)
+    def _record_into(self, store: Any, *, later: bool) -> None:
+        """Record this session into `store` from now on. `later`: its record goes in with its
+        first commit, in that transaction (a read-only store is refused at once all the same),
+        rather than in one of its own now."""
+        from .journal import Journal  # the store's modules load with the first durable session
+
+        target = resolved(store, create=True)
+        later = later and not getattr(target, "read_only", False)
+        self.journal = Journal(self, target, durability=self.durability, create_later=later)
 
     def __repr__(self) -> str:
         return (
