@@ -98,7 +98,10 @@ def ref_json(ref: Ref, report: Report | None = None) -> str:
 
 def request_json(head: str, view: Sequence[Ref], report: Report | None = None) -> str:
     """A model request's row: `head` (the JSON of its other fields) with its view last."""
-    parts = ",".join([ref if type(ref) is str else ref_json(ref, report) for ref in view])
+    try:
+        parts = ",".join(view)  # type: ignore[arg-type]  # all text: the common case
+    except TypeError:  # a message to make the JSON of
+        parts = ",".join([ref_json(ref, report) for ref in view])
     return f'{head[:-1]},"messages":[{parts}]}}'
 
 
