@@ -33,7 +33,6 @@ from sagents_nb.events import (
     event_fields,
 )
 from sagents_nb.kinds import Main, Realtime
-from sagents_nb.store import MemoryStore
 
 from .strategies import events as any_event
 from .strategies import models
@@ -78,17 +77,18 @@ def twin(step: PendingStep) -> PendingStep:
 
 @pytest.fixture
 def checks(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Check]]:
-    """Each step a durable session encodes, packed first; beside it, its twin's rows."""
+    """Each step a durable session packs (the file store's writer packs first); beside it, its
+    twin's rows and its own rows made after packing."""
     found: list[Check] = []
-    plain = PendingStep.plain
+    plain, packed = PendingStep.plain, PendingStep.packed
 
-    def packed_first(step: PendingStep) -> PlainStep:
-        if step._plain is None:
+    def checked(step: PendingStep) -> bytes | None:
+        if step._numbers is None:
             alone = plain(twin(step))
-            found.append((step.packed(), alone, plain(step)))
-        return plain(step)
+            found.append((packed(step), alone, plain(step)))
+        return packed(step)
 
-    monkeypatch.setattr(PendingStep, "plain", packed_first)
+    monkeypatch.setattr(PendingStep, "packed", checked)
     yield found
 
 
@@ -182,7 +182,7 @@ def test_main_and_realtime_kinds_custom_events_and_pauses_pack_and_unpack(
     main = sn.Agent(
         "main", tools=[note], team=[poet], kind=Main(top_k=1, recent=2), hooks=[stamper]
     )
-    session = sn.Session(main, llm=sn.mock_llm(handler), store=MemoryStore())
+    session = sn.Session(main, llm=sn.mock_llm(handler), store=sn.SQLiteStore(":memory:"))
     stamper.session = session
     run = session.send(f"giraffe facts, please · {TEXT}", pause_on={"task"})
     while run.wait(timeout=30) == "paused":

@@ -65,8 +65,6 @@ _timed: list[tuple[float, int, Callable[[], None]]] = []
 _order = itertools.count()
 _chore_wake = threading.Condition(_mutex)
 _chore_thread: threading.Thread | None = None
-_chores_idle = False
-"""The chore thread waits with no timed chore to look at: `later` must wake it."""
 _writers: weakref.WeakSet[StepWriter] = weakref.WeakSet()
 
 
@@ -313,8 +311,11 @@ def later(chore: Callable[[], None], delay: float = 0.0) -> None:
     """
     global _chore_thread
     with _lock:
+        sooner = delay <= 0
         if delay > 0:
-            heapq.heappush(_timed, (time.monotonic() + delay, next(_order), chore))
+            due = time.monotonic() + delay
+            sooner = not _timed or due < _timed[0][0]
+            heapq.heappush(_timed, (due, next(_order), chore))
         else:
             _chores.append(chore)
         if _chore_thread is None:
@@ -322,7 +323,7 @@ def later(chore: Callable[[], None], delay: float = 0.0) -> None:
                 target=_serve_chores, name="sagents_nb-store-chores", daemon=True
             )
             _chore_thread.start()
-        if delay <= 0 or _chores_idle:  # a timed one waits for the next look, as steps do
+        if sooner:  # the chore thread sleeps until the soonest chore: tell it of a sooner one
             _chore_wake.notify()
 
 
@@ -364,9 +365,8 @@ def _next_turn(lane: _Lane) -> list[Batch] | None:
 
 
 def _serve_chores() -> None:
-    """The chore thread: run the chores that are due, looking every `LOOK_SECONDS` while
-    timed ones wait (and not at all while none do)."""
-    global _chores_idle
+    """The chore thread: run the chores that are due, sleeping until the soonest timed one
+    (`later` wakes it for a sooner one)."""
     while True:
         with _lock:
             while not _chores:
@@ -374,9 +374,7 @@ def _serve_chores() -> None:
                 while _timed and _timed[0][0] <= now:
                     _chores.append(heapq.heappop(_timed)[2])
                 if not _chores:
-                    _chores_idle = not _timed
-                    _chore_wake.wait(LOOK_SECONDS if _timed else None)
-                    _chores_idle = False
+                    _chore_wake.wait(_timed[0][0] - now if _timed else None)
             chores = [_chores.popleft() for _ in range(len(_chores))]
         _run(chores)
         del chores  # nothing of a session outlives its turn here
