@@ -228,15 +228,18 @@ def test_the_notebook_loads_the_table_only_for_a_model_it_prices() -> None:
 def test_the_mocks_model_has_no_price_without_reading_the_table(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """No table prices `sn.mock_llm`'s model: its cost says `no price` at once, and never
+    asks to install the extra, which would not price it either."""
     monkeypatch.setattr(price_module, "_LOADED", threading.Event())  # not loaded in this book
+    monkeypatch.setitem(sys.modules, "genai_prices", None)  # as if not installed
     book = PriceBook()
     assert book.price(price_module.MOCK_MODEL) is None
-    assert not book.waits(price_module.MOCK_MODEL) and book.loading
-    assert book.missing == price_module.NO_PRICE
-    monkeypatch.setitem(sys.modules, "genai_prices", None)  # as if not installed
-    assert book.missing == price_module.NO_EXTRA
-    assert str(priced([spent(price_module.MOCK_MODEL)], book)).startswith(price_module.NO_EXTRA)
-    assert book.loading  # still nothing read the table
+    assert not book.waits(price_module.MOCK_MODEL)
+    assert str(priced([spent(price_module.MOCK_MODEL)], book)) == "no price for mock"
+    assert book.loading  # nothing read the table
+    assert str(priced([spent(price_module.MOCK_MODEL), spent("gpt-4o")], book)) == (
+        f"{price_module.NO_EXTRA} for gpt-4o, mock"
+    )
 
 
 def spent(model: str) -> NodeSpend:

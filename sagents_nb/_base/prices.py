@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Mapping
-from importlib.util import find_spec
+from collections.abc import Collection, Mapping
 from typing import Any, NamedTuple
 
 from .errors import ConfigurationError
@@ -131,13 +130,15 @@ class PriceBook:
 
     @property
     def missing(self) -> str:
-        """What a cost without a price shows: `NO_PRICE`, or `NO_EXTRA` without the extra
-        (told without importing it while no price has read the table)."""
-        if self._looked or loaded():
-            installed = self.table() is not None
-        else:
-            installed = find_spec("genai_prices") is not None
-        return NO_PRICE if installed else NO_EXTRA
+        """What a cost without a price shows: `NO_PRICE`, or `NO_EXTRA` without the extra."""
+        return NO_PRICE if self.table() is not None else NO_EXTRA
+
+    def missing_for(self, models: Collection[str]) -> str:
+        """What these unpriced models show (`missing`): `NO_PRICE` for the mock's alone, told
+        without importing the extra, which would not price it either."""
+        if models and all(model == MOCK_MODEL for model in models):
+            return NO_PRICE
+        return self.missing
 
     def table(self) -> Any:
         """The `genai_prices` module (imported on first need, once), or None without the extra."""
