@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 import sagents_nb as sn
-from sagents_nb._base import prices
 from benchmarks._browser import Lab, chromium, jupyter_lab, missing_browser
+from sagents_nb._base import prices
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 XSS = "<img src=x onerror=window.__xss=1> <script>window.__xss=2</script>"
