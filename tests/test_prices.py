@@ -240,6 +240,8 @@ def test_the_mocks_model_has_no_price_without_reading_the_table(
     assert str(priced([spent(price_module.MOCK_MODEL), spent("gpt-4o")], book)) == (
         f"{price_module.NO_EXTRA} for gpt-4o, mock"
     )
+    mine = PriceBook(checked_prices({"mock": {"input": 1.0, "output": 2.0}}))
+    assert str(priced([spent("mock")], mine)) == "$0.0019 estimated (prices=)"
 
 
 def spent(model: str) -> NodeSpend:
