@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import subprocess
 import sys
+import threading
 from typing import Any
 
 import pytest
@@ -174,17 +175,79 @@ def test_a_variants_bad_prices_are_refused_before_anything_runs() -> None:
         sn.compare(sn.Agent("lead"), ["hi"], variants={"bad": {"prices": {"gpt-4o": 2.5}}})
 
 
-def test_the_notebook_layer_loads_the_table_on_a_thread_of_its_own() -> None:
-    code = (
-        "import sys, sagents_nb\n"
-        "print('genai_prices' in sys.modules)\n"
-        "import sagents_nb.notebook\n"
-        "from sagents_nb._base import prices\n"
-        "prices._WARMER.join(60)\n"
-        "print(prices.loaded(), 'genai_prices' in sys.modules, prices._WARMER.name)\n"
+NOTEBOOK_PRICING = """
+import sys, threading
+import sagents_nb as sn
+import sagents_nb.notebook
+from sagents_nb._base import prices
+
+def handler(request):
+    if request.agent == "chef" and not request.tool_results:
+        return sn.reply(tool_calls=[sn.call("task", agent="aide", prompt="résume 日本 🎌")], usage=USAGE)
+    return sn.reply("fini ✅", usage=USAGE)
+
+def shown(**options):
+    session = sn.Session(lead, llm=sn.mock_llm(handler, **options))
+    live = sagents_nb.notebook.view(session)
+    session.send("go").result()
+    live.flush()
+    return live
+
+def table():
+    return "genai_prices" in sys.modules, prices._WARMER.ident is not None
+
+USAGE = {"prompt_tokens": 1000, "completion_tokens": 100, "total_tokens": 1100}
+lead = sn.Agent("chef", team=[sn.Agent("aide", does="résume")])
+print(*table())
+mock = shown()
+print(*table(), repr(mock.tree["cost"]["text"]), mock._repr_mimebundle_()[0]["text/plain"].count("$"))
+real = shown(model="gpt-4o")
+print(prices._WARMER.ident is not None, prices._WARMER.name)
+prices._WARMER.join(60)
+real.refresh()
+real.flush()
+print(*table(), real.tree["cost"]["text"].startswith("$"), "genai-prices" in real.tree["cost"]["text"])
+"""
+
+
+def test_the_notebook_loads_the_table_only_for_a_model_it_prices() -> None:
+    """Importing the notebook layer and viewing a run on the mock's model leave genai-prices
+    alone (no table prices `mock`); a view of a real model's run loads it on a thread of its
+    own and prices its costs once it has."""
+    out = subprocess.run(
+        [sys.executable, "-c", NOTEBOOK_PRICING], capture_output=True, text=True, check=True
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["False", "True", "True", "sagents_nb-prices"]
+    assert out.stdout.splitlines() == [
+        "False False",
+        "False False 'no price for mock' 0",
+        "True sagents_nb-prices",
+        "True True True True",
+    ]
+
+
+def test_the_mocks_model_has_no_price_without_reading_the_table(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No table prices `sn.mock_llm`'s model: its cost says `no price` at once, and never
+    asks to install the extra, which would not price it either."""
+    monkeypatch.setattr(price_module, "_LOADED", threading.Event())  # not loaded in this book
+    monkeypatch.setitem(sys.modules, "genai_prices", None)  # as if not installed
+    book = PriceBook()
+    assert book.price(price_module.MOCK_MODEL) is None
+    assert not book.waits(price_module.MOCK_MODEL)
+    assert str(priced([spent(price_module.MOCK_MODEL)], book)) == "no price for mock"
+    assert book.loading  # nothing read the table
+    assert str(priced([spent(price_module.MOCK_MODEL), spent("gpt-4o")], book)) == (
+        f"{price_module.NO_EXTRA} for gpt-4o, mock"
+    )
+    mine = PriceBook(checked_prices({"mock": {"input": 1.0, "output": 2.0}}))
+    assert str(priced([spent("mock")], mine)) == "$0.0019 estimated (prices=)"
+
+
+def spent(model: str) -> NodeSpend:
+    spend = NodeSpend()
+    spend.tokens[model] = [1200, 345]
+    return spend
 
 
 def test_costs_sum_exactly_whatever_the_order() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any, NamedTuple
 
 from .errors import ConfigurationError
@@ -16,6 +16,9 @@ NO_EXTRA = "no price (pip install 'sagents_nb[prices]')"
 """What a cost shows when `genai-prices` is not installed and `prices=` does not name the model."""
 USER = "prices="
 """The source of a price the user gave."""
+MOCK_MODEL = "mock"
+"""`sn.mock_llm`'s model name when none is given: no table prices it, so its price (none) is
+known without loading genai-prices' table."""
 _LOADED = threading.Event()
 """Set once `warm()`'s thread has imported genai-prices (or found it missing)."""
 
@@ -104,6 +107,8 @@ class PriceBook:
         """`model`'s price, or None when neither the user nor the table has one."""
         if model in self.prices:
             return self.prices[model]
+        if model == MOCK_MODEL:
+            return None
         if model not in self._found:
             table = self.table()
             self._found[model] = None if table is None else _table_price(table, model)
@@ -116,13 +121,24 @@ class PriceBook:
         return not (self._looked or loaded())
 
     def waits(self, model: str) -> bool:
-        """Whether `price(model)` would load genai-prices' table now (`loading`)."""
-        return model not in self.prices and self.loading
+        """Whether `price(model)` would load genai-prices' table now (`loading`); if so,
+        `warm()` starts loading it on its thread."""
+        if model in self.prices or model == MOCK_MODEL or not self.loading:
+            return False
+        warm()
+        return True
 
     @property
     def missing(self) -> str:
         """What a cost without a price shows: `NO_PRICE`, or `NO_EXTRA` without the extra."""
         return NO_PRICE if self.table() is not None else NO_EXTRA
+
+    def missing_for(self, models: Collection[str]) -> str:
+        """What these unpriced models show (`missing`): `NO_PRICE` for the mock's alone, told
+        without importing the extra, which would not price it either."""
+        if models and all(model == MOCK_MODEL for model in models):
+            return NO_PRICE
+        return self.missing
 
     def table(self) -> Any:
         """The `genai_prices` module (imported on first need, once), or None without the extra."""
@@ -153,8 +169,8 @@ _WARMING = threading.Lock()
 
 
 def warm() -> None:
-    """Import genai-prices on a thread of its own (once): the notebook layer starts it on
-    import, so that a view's first costs do not wait for the table to load."""
+    """Import genai-prices on a thread of its own (once): started by the first price that
+    would wait for the table (`PriceBook.waits`), so that a view paints meanwhile."""
     with _WARMING:
         if _WARMER.ident is None:
             _WARMER.start()

@@ -19,6 +19,7 @@ from msgspec.json import decode as decode_json
 from .._base.caller import CALLER, Caller, path_matches
 from .._base.checks import check_bool, check_callable, check_items, check_str, refuse
 from .._base.errors import ConfigurationError
+from .._base.prices import MOCK_MODEL
 from .openai import LLM, Served, _client_headers, unescaped_json
 
 # A mock's plain answers need no httpx: it is imported where a response, a stream or a
@@ -204,7 +205,7 @@ class MockLLM(LLM):
     by `sn.record`, a handler's own `httpx.Response`, or a stream.
     """
 
-    def __init__(self, handler: Handler, *, model: str = "mock", **options: Any) -> None:
+    def __init__(self, handler: Handler, *, model: str = MOCK_MODEL, **options: Any) -> None:
         self.handler = handler
         self._ids = itertools.count(1)
         super().__init__("http://mock.local/v1", api_key="", model=model, **options)
@@ -457,7 +458,7 @@ def _chunks(text: str) -> list[str]:
 
 
 def mock_llm(
-    handler: Handler | Mapping[str, Handler], *, model: str = "mock", **options: Any
+    handler: Handler | Mapping[str, Handler], *, model: str = MOCK_MODEL, **options: Any
 ) -> MockLLM:
     """An inline mock endpoint: `handler(request: sn.ChatRequest)` returns the reply.
 

@@ -156,7 +156,7 @@ class CostSum:
         unpriced = tuple(sorted(model for model, n in self.unpriced.items() if n > 0))
         # what a missing price shows is looked up (loading the table) only where it shows
         shows = unpriced or (estimated is None and reported is None)
-        missing = book.missing if shows else NO_PRICE
+        missing = book.missing_for(unpriced) if shows else NO_PRICE
         return Cost(estimated, reported, unpriced, tuple(sorted(self.sources)), missing)
 
 

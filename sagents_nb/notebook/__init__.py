@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from .._base.prices import warm
 from ._compare_view import ComparisonView, compare_view
 from ._display import display_live, view
 from ._magics import load_ipython_extension
@@ -12,8 +11,6 @@ from ._save import save_html
 from ._token_rollup import token_rollup
 from ._waterfall import NodeTokens
 from ._widget import LiveView
-
-warm()  # genai-prices' table loads while the notebook goes on: a view's first costs need it
 
 __all__ = [
     "ComparisonView",

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from .._base.messages import Message
 from .._base.prices import PriceBook
 from .._runtime.costs import UNKNOWN_MODEL
+from .._runtime.restore import collector_paused
 from ..events import (
     ColdRestore,
     ColdSink,
@@ -48,6 +49,10 @@ from ._decisions import DecisionLog
 from ._state import Loading, Mark, NodeState, PendingState, RunState, ToolCard, Turn
 from ._timings import Timings
 from ._words import counted
+
+KEPT_FOLD = 100
+"""Events from which a fold's batch is folded with the collector paused (`collector_paused`):
+what it makes is kept, and a young collection in the middle would walk it just before."""
 
 if TYPE_CHECKING:
     from .._runtime.result import TreeNode
@@ -149,7 +154,11 @@ class Projector:
             count = len(inbox)
             batch = inbox[:count]
             del inbox[:count]
-            self._fold(batch)
+            if count < KEPT_FOLD:
+                self._fold(batch)
+                return
+            with collector_paused():  # what a long batch folds is kept
+                self._fold(batch)
 
     def adopt(self, staged: Projector) -> None:
         """Take over the state of `staged`, which folded this view's stored log apart

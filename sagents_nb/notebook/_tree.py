@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._base.prices import DEFAULT, PriceBook, warm
+from .._base.prices import DEFAULT, PriceBook
 from .._runtime.costs import WAITING, CostSum
 from .._runtime.restore import collector_paused
 from ._projector import Projector
@@ -214,7 +214,6 @@ class Tree:
         cost = known or CostSum.of(spend, book, wait=self.wait)
         if cost.waiting:
             self._waiting.add(node.path)
-            warm()
         else:
             self._waiting.discard(node.path)
         return cost

@@ -119,7 +119,7 @@ def _roll(
         subtree_estimated_usd=sum(estimates) if estimates else None,
         unpriced=unpriced,
         price_sources=_union(own.sources, *(r.price_sources for r in below)),
-        no_price=prices.missing if unpriced else NO_PRICE,
+        no_price=prices.missing_for(unpriced) if unpriced else NO_PRICE,
     )
     return [row, *(r for rows in subtrees for r in rows)]
 
@@ -335,7 +335,7 @@ def _call_cost(spent: tuple[str, int, int], prices: PriceBook) -> str:
     model, prompt, completion = spent
     price = prices.price(model)
     if price is None:
-        return f"{prices.missing} for {model}"
+        return f"{prices.missing_for((model,))} for {model}"
     return f"{dollars(price.cost(prompt, completion))} estimated ({price.source})"
 
 

@@ -13,6 +13,7 @@ import pytest
 
 import sagents_nb as sn
 from benchmarks._browser import Lab, chromium, jupyter_lab, missing_browser
+from sagents_nb._base import prices
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 XSS = "<img src=x onerror=window.__xss=1> <script>window.__xss=2</script>"
@@ -153,3 +154,11 @@ def screenshot(page: Any, name: str) -> Path:
     path = ARTIFACTS / name
     page.locator(".sagents-view").first.screenshot(path=str(path))
     return path
+
+
+@pytest.fixture
+def table_loaded() -> None:
+    """genai-prices' table loaded by `prices.warm()`, as a view finds it once its thread is
+    done (a view's costs say `pricing…` until then)."""
+    prices.warm()
+    prices._WARMER.join(60)

@@ -56,6 +56,7 @@ import threading
 import sagents_nb as sn
 import sagents_nb.notebook
 from sagents_nb._base import prices
+prices.warm()
 prices._WARMER.join()
 prices._LOADED = threading.Event()  # as if genai-prices' table were still loading
 

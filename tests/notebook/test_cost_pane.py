@@ -89,6 +89,7 @@ def test_the_tree_shows_each_subtrees_estimated_and_reported_cost() -> None:
     assert unknown["cost"]["text"] == "$0.5000 reported + no price for modèle-inconnu"
 
 
+@pytest.mark.usefixtures("table_loaded")
 def test_the_static_rendering_names_the_estimated_cost_and_the_unpriced() -> None:
     from sagents_nb.notebook import view
     from sagents_nb.notebook._export import static_view

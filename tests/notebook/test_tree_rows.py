@@ -150,13 +150,14 @@ def subtree_cost(projector: Projector, path: str) -> Any:
 
 
 @pytest.fixture
-def table_loading(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+def table_loading(table_loaded: None, monkeypatch: pytest.MonkeyPatch) -> threading.Event:
     """genai-prices' table as if `warm()` were still loading it: set the event to finish."""
     loading = threading.Event()
     monkeypatch.setattr(price_module, "_LOADED", loading)
     return loading
 
 
+@pytest.mark.usefixtures("table_loaded")
 def test_costs_summed_as_they_run_are_those_of_the_table_worked_out_afresh() -> None:
     """A tree kept across batches of a table-priced run: each cost cell is the subtree's
     `priced` cost, to the last bit, whatever order its sums were made in."""
@@ -222,6 +223,7 @@ def test_the_users_prices_need_no_table(table_loading: threading.Event) -> None:
     assert state["cost"]["text"].endswith("estimated (prices=)")
 
 
+@pytest.mark.usefixtures("table_loaded")
 def test_without_the_extra_a_cost_cell_says_what_to_install(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
