@@ -386,3 +386,40 @@ def test_a_session_refused_in_a_group_holds_up_no_other(
     for session in sessions:
         assert stored(session, db) == stored(session, None)
     store.close()
+
+
+def test_a_sooner_chore_wakes_the_chore_thread_from_a_longer_wait(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The chore thread sleeps until its soonest chore; one added sooner wakes it (it used to
+    wait out its wait: up to `LOOK_SECONDS`, which a test had made an hour)."""
+    monkeypatch.setattr(writer, "LOOK_SECONDS", 3600.0)
+    ran = threading.Event()
+    writer.later(lambda: None, 30.0)  # the thread now sleeps towards this one
+    time.sleep(0.1)
+    writer.later(ran.set, 0.05)
+    assert ran.wait(5)
+
+
+def test_a_stored_run_sync_writes_its_record_and_its_run_in_one_transaction(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`agent.run_sync(..., store=...)` made its session's record in a transaction of its own
+    before the run; it now goes in with the run's commit. A chosen id is still checked first."""
+    store = sn.SQLiteStore(tmp_path / "runs.db")
+    transactions = counted_transactions(monkeypatch)
+    result = BOSS.run_sync("go · 行け", llm=sn.mock_llm(boss_handler), store=store)
+    assert len(transactions) == 1
+    (stored_session,) = store.sessions()
+    assert stored_session.last_seq == result.events[-1].seq  # durable at return
+    calls: list[str] = []
+
+    def counting(req: sn.ChatRequest) -> sn.Reply | str:
+        calls.append(req.agent or "")
+        return boss_handler(req)
+
+    taken = stored_session.id
+    with pytest.raises(sn.StoreError, match="already exists"):
+        BOSS.run_sync("go", llm=sn.mock_llm(counting), store=store, session_id=taken)
+    assert calls == []  # refused before any model call
+    store.close()

@@ -6,9 +6,9 @@ a commit is one row of `log`: its steps as one msgpack blob, durable when the co
 (the same transaction, the same WAL). The blob's rows go into `events`, `messages`, `nodes`,
 `tasks`, `streams` and `texts` (exactly as a commit wrote them before, by the same code) when
 they are *settled*: before a session is read (`load`), forked or skimmed, when the store is
-closed, and by the chore thread once the store has been quiet for `SETTLE_SECONDS`. Every reader of the tables settles
-first, so the rows a store returns are the rows it was given (the `Store` protocol is
-unchanged); a read-only file is settled in a copy in memory.
+closed, and by the chore thread once the store has been quiet for `SETTLE_SECONDS`. Every
+reader of the tables settles first, so the rows a store returns are the rows it was given (the
+`Store` protocol is unchanged); a read-only file is settled in a copy in memory.
 
 A commit with many of a stream's chunks (`text_delta` events) is written into the tables at
 once, after the session's log rows: its chunks packed into `streams` rows take about their text,
@@ -129,7 +129,7 @@ def unsettled(db: sqlite3.Connection, sid: str | None = None) -> bool:
 
 
 def waiting(db: sqlite3.Connection, limit: int) -> list[str]:
-    """Up to `limit` sessions with log rows."""
+    """Up to `limit` sessions with log rows (all if `limit` is -1)."""
     return [row[0] for row in db.execute("SELECT DISTINCT session FROM log LIMIT ?", (limit,))]
 
 

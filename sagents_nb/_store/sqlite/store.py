@@ -639,9 +639,7 @@ def _settled_copy(db: sqlite3.Connection) -> sqlite3.Connection:
     db.backup(copy)
     db.close()
     with transaction(copy):
-        commit_log.settle(
-            copy, [row[0] for row in copy.execute("SELECT DISTINCT session FROM log")]
-        )
+        commit_log.settle(copy, commit_log.waiting(copy, -1))
     return copy
 
 
