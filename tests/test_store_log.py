@@ -29,6 +29,15 @@ def counts(db: Path, sid: str) -> tuple[int, int]:
     return int(log), int(events[0])
 
 
+def recorded(tmp_path: Path) -> tuple[Path, sn.Session]:
+    """A file with one session's run committed (as log rows, not settled yet)."""
+    db = tmp_path / "runs.db"
+    session = sn.Session(BOSS, llm=sn.mock_llm(boss_handler), store=db)
+    session.send(WORDS).result()
+    session.flush()
+    return db, session
+
+
 def dumped(session: sn.Session) -> list[dict[str, object]]:
     return [e.model_dump() for e in session.events]
 
@@ -50,10 +59,7 @@ def test_a_run_commits_log_rows_that_a_read_settles_into_the_tables(tmp_path: Pa
 
 
 def test_the_log_is_settled_once_the_store_is_quiet(tmp_path: Path) -> None:
-    db = tmp_path / "runs.db"
-    session = sn.Session(BOSS, llm=sn.mock_llm(boss_handler), store=db)
-    session.send(WORDS).result()
-    session.flush()
+    db, session = recorded(tmp_path)
     deadline = time.monotonic() + 10 * _store_sqlite.SETTLE_SECONDS
     while counts(db, session.id)[0] and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -61,10 +67,7 @@ def test_the_log_is_settled_once_the_store_is_quiet(tmp_path: Path) -> None:
 
 
 def test_a_fork_and_the_sessions_list_see_commits_still_in_the_log(tmp_path: Path) -> None:
-    db = tmp_path / "runs.db"
-    session = sn.Session(BOSS, llm=sn.mock_llm(boss_handler), store=db)
-    session.send(WORDS).result()
-    session.flush()
+    db, session = recorded(tmp_path)
     assert counts(db, session.id)[0] >= 1
     (listed,) = sn.Session.list_stored(db)
     assert listed.last_seq == session.events[-1].seq
@@ -92,10 +95,7 @@ def test_a_second_writer_is_refused_when_it_commits(tmp_path: Path) -> None:
 
 
 def test_a_schema_4_file_is_upgraded_with_its_rows_intact(tmp_path: Path) -> None:
-    db = tmp_path / "runs.db"
-    session = sn.Session(BOSS, llm=sn.mock_llm(boss_handler), store=db)
-    session.send(WORDS).result()
-    session.flush()
+    db, session = recorded(tmp_path)
     session.store.close()
     with closing(sqlite3.connect(settled(db))) as con, con:
         con.execute("DROP TABLE log")
