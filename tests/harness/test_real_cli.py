@@ -17,6 +17,7 @@ import pytest
 
 import sagents_nb as sn
 from tests.harness.real_cli_support import find_cli, isolated_env, trap  # noqa: F401
+from tests.settled import settled
 
 pytestmark = [pytest.mark.cli, pytest.mark.timeout(120)]
 
@@ -374,7 +375,7 @@ def test_claude_streams_text_as_text_delta_events(tmp_path, trap):  # noqa: F811
     assert result.text == f"parent got: {answer}"
     texts = [e for e in harness_events(result) if e["type"] == "text"]
     assert [(e["text"], e["delta"]) for e in texts] == [(answer, False)]
-    with sqlite3.connect(db) as con:
+    with sqlite3.connect(settled(db)) as con:
         streams = con.execute("SELECT path, text FROM streams").fetchall()
     assert streams == [("boss/coder.1", answer)]
     reopened = sn.Session.open(db, session.id, agent=boss)
