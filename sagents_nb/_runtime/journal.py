@@ -9,7 +9,6 @@ import threading
 import time
 import types
 import typing
-import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -43,7 +42,7 @@ from .._store.rows import (
     without,
 )
 from .._store.text import UNENCODABLE, Report, body_text, has_surrogate, repaired, safe_json
-from .._store.writer import MAX_DELAY_SECONDS, QUIET_SECONDS, StepWriter, later
+from .._store.writer import MAX_DELAY_SECONDS, QUIET_SECONDS, StepWriter, later, weakly
 from ..events import (
     ErrorOccurred,
     ModelRequest,
@@ -191,7 +190,7 @@ class Journal:
         first message and its first state row): a node spawned there retires them first."""
         self._ended = self._seen = 0
         self._cut_at: float | None = None
-        self._report = _weakly(self._repaired)
+        self._report = weakly(self._repaired)
         self._step = PendingStep(0, [], [], self._numbering, report=self._report)
         self._rescuing = False
         self._rescue_seen = 0
@@ -209,7 +208,7 @@ class Journal:
                 store.create(created)
                 created = None
         self._writer = StepWriter(
-            store, session.id, cut=_weakly(self._cut_for_flush), create=created
+            store, session.id, cut=weakly(self._cut_for_flush), create=created
         )
         if rows is not None:
             merged = node_states if node_states is not None else stored_parts(rows)
@@ -353,7 +352,7 @@ class Journal:
             watch, self._rescuing = not self._rescuing, True
             self._rescue_seen = len(self.session.bus.log)
         if watch:
-            later(_weakly(self._rescue), RESCUE_SECONDS)
+            later(weakly(self._rescue), RESCUE_SECONDS)
         self._step_ended()
 
     def _rescue(self) -> None:
@@ -370,7 +369,7 @@ class Journal:
                 self._rescuing = False
                 return
             self._rescue_seen = seen
-        later(_weakly(self._rescue), RESCUE_SECONDS)
+        later(weakly(self._rescue), RESCUE_SECONDS)
 
     # committing
 
@@ -691,20 +690,6 @@ class Numbering:
                 numbers[id(message)] = (message, str(n))
                 n += 1
         self.next = n
-
-
-def _weakly(method: Callable[..., None]) -> Callable[..., None]:
-    """`method`, holding its journal by a weak reference: the hooks a journal hands its writer
-    and its steps, which it holds, so that they are no reference cycle with it; a call once the
-    journal is gone does nothing."""
-    bound = weakref.WeakMethod(method)
-
-    def call(*args: Any) -> None:
-        method = bound()
-        if method is not None:
-            method(*args)
-
-    return call
 
 
 _meta = operator.attrgetter("meta")

@@ -26,7 +26,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from .._base.errors import StoreError
 from .protocol import (
@@ -325,6 +325,19 @@ def later(chore: Callable[[], None], delay: float = 0.0) -> None:
             _chore_thread.start()
         if sooner:  # the chore thread sleeps until the soonest chore: tell it of a sooner one
             _chore_wake.notify()
+
+
+def weakly(method: Callable[..., None]) -> Callable[..., None]:
+    """`method`, holding its object by a weak reference (a chore or hook must not keep it
+    alive, nor be a reference cycle with it); a call once the object is gone does nothing."""
+    bound = weakref.WeakMethod(method)
+
+    def call(*args: Any) -> None:
+        found = bound()
+        if found is not None:
+            found(*args)
+
+    return call
 
 
 def _serve(lane: _Lane) -> None:
