@@ -109,3 +109,22 @@ def test_a_schema_4_file_is_upgraded_with_its_rows_intact(tmp_path: Path) -> Non
         schema = con.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
     assert schema == (str(_store_sqlite.SCHEMA_VERSION),)
     reopened.store.close()
+
+
+def test_a_read_held_up_by_another_writers_lock_says_so_not_damage(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read settles the log, which writes: another process's write lock is reported as a
+    lock (it read "the file may be damaged"), and the read works once the lock is gone."""
+    monkeypatch.setattr(_store_sqlite, "SETTLE_SECONDS", 3600.0)  # left to the read
+    db, session = recorded(tmp_path)
+    reader = sn.SQLiteStore(db)
+    reader._db.execute("PRAGMA busy_timeout=100")
+    with closing(sqlite3.connect(db, isolation_level=None)) as holder:
+        holder.execute("BEGIN IMMEDIATE")  # another process, writing
+        with pytest.raises(sn.StoreError, match="write lock") as caught:
+            reader.load(session.id)
+        holder.execute("ROLLBACK")
+    assert "damaged" not in str(caught.value) and "read it again" in str(caught.value)
+    assert len(reader.load(session.id).events) == len(session.events)
+    reader.close()

@@ -29,7 +29,7 @@ from ..protocol import (
     StoredSession,
     TaskRow,
 )
-from ..writer import later
+from ..writer import later, weakly
 from . import log as commit_log
 from .log import SCHEMA as LOG_SCHEMA
 from .log import SETTLE_SECONDS, SETTLE_SESSIONS, add_log_table
@@ -352,37 +352,40 @@ class SQLiteStore:
             self._check_open()
             if not self._log or self.read_only:
                 return False
-            db = self._db
-            try:
-                with transaction(db):
-                    sessions = commit_log.waiting(db, -1 if limit is None else limit + 1)
-                    commit_log.settle(db, sessions[:limit])
-            except sqlite3.Error as exc:
-                what, remedy = failure(exc)
-                raise StoreError(
-                    f"settling {self.path}'s log failed ({what})", remedy=remedy
-                ) from exc
+            sessions = commit_log.waiting(self._db, -1 if limit is None else limit + 1)
+            self._settle(sessions[:limit])
             return limit is not None and len(sessions) > limit
 
-    def _settle_session(self, db: sqlite3.Connection, session_id: str) -> None:
+    def _settle_session(self, session_id: str) -> None:
         """Before a read of `session_id` (the caller holds the lock): its log rows settled."""
-        if self._log and not self.read_only and commit_log.unsettled(db, session_id):
-            with transaction(db):
-                commit_log.settle(db, [session_id])
+        if self._log and not self.read_only and commit_log.unsettled(self._db, session_id):
+            self._settle([session_id])
+
+    def _settle(self, sessions: list[str]) -> None:
+        """Settle `sessions` in one transaction (the caller holds the lock); a failure is a
+        `StoreError` that names its cause (another process's lock is a lock, not damage)."""
+        try:
+            with transaction(self._db):
+                commit_log.settle(self._db, sessions)
+        except sqlite3.Error as exc:
+            what, remedy = failure(exc, again="read it again")
+            raise StoreError(
+                f"writing {self.path}'s log into its tables failed ({what})", remedy=remedy
+            ) from exc
 
     def _committed(self) -> None:
         """After a commit: settle the log once the store has been quiet (`SETTLE_SECONDS`)."""
         self._committed_at = time.monotonic()
         if not self._settling:
             self._settling = True
-            later(_weak_settle(self), SETTLE_SECONDS)
+            later(weakly(self._settle_when_quiet), SETTLE_SECONDS)
 
     def _settle_when_quiet(self) -> None:
         """On the chore thread: settle a few sessions' log rows if no commit came for
         `SETTLE_SECONDS`, then look again (at once while rows are left); else wait longer."""
         quiet = time.monotonic() - self._committed_at
         if quiet < SETTLE_SECONDS:
-            later(_weak_settle(self), SETTLE_SECONDS - quiet)
+            later(weakly(self._settle_when_quiet), SETTLE_SECONDS - quiet)
             return
         started = time.monotonic()
         try:
@@ -391,7 +394,7 @@ class SQLiteStore:
             log.warning("%s", exc)
             more = False
         if more:
-            later(_weak_settle(self), 0.0)
+            later(weakly(self._settle_when_quiet), 0.0)
             return
         self._settling = False
         if self._committed_at >= started:  # a commit came meanwhile
@@ -426,7 +429,7 @@ class SQLiteStore:
     def load(self, session_id: str) -> SessionRows:
         """The session's whole record."""
         with self._reading() as db:
-            self._settle_session(db, session_id)
+            self._settle_session(session_id)
             found = db.execute(
                 "SELECT id, agent, created, parent, fork_seq FROM sessions WHERE id = ?",
                 (session_id,),
@@ -618,18 +621,6 @@ def _rows(db: sqlite3.Connection, row: Callable[..., R], query: str, args: Any) 
 
 def _seq(row: EventRow) -> int:
     return row.seq
-
-
-def _weak_settle(store: SQLiteStore) -> Callable[[], None]:
-    """`store._settle_when_quiet`, holding the store weakly (a chore must not keep it open)."""
-    method = weakref.WeakMethod(store._settle_when_quiet)
-
-    def settle() -> None:
-        found = method()
-        if found is not None:
-            found()
-
-    return settle
 
 
 def _settled_copy(db: sqlite3.Connection) -> sqlite3.Connection:

@@ -212,21 +212,21 @@ ANOTHER_WRITER = (
 """What to do when another writer holds the session's numbers."""
 
 
-def failure(exc: Exception) -> tuple[str, str]:
-    """What went wrong, in words a person acts on, and what to do about it: a full disk, a
-    read-only file and another process's lock by name."""
+def failure(exc: Exception, again: str = "call session.flush()") -> tuple[str, str]:
+    """What went wrong, in words a person acts on, and what to do about it (`again`: how to
+    try again): a full disk, a read-only file and another process's lock by name."""
     name = getattr(exc, "sqlite_errorname", "")
     if name == "SQLITE_FULL":
-        return f"disk full ({exc})", "free space on its disk, then call session.flush()"
+        return f"disk full ({exc})", f"free space on its disk, then {again}"
     if name.startswith("SQLITE_READONLY"):
         return f"the file is read-only ({exc})", (
-            "make the file and its folder writable, then call session.flush()"
+            f"make the file and its folder writable, then {again}"
         )
     if is_locked(exc):
         return f"another process held the file's write lock too long ({exc})", (
-            "call session.flush() once the other process has finished writing"
+            f"{again} once the other process has finished writing"
         )
-    return f"{type(exc).__name__}: {exc}", "fix what it names, then call session.flush()"
+    return f"{type(exc).__name__}: {exc}", f"fix what it names, then {again}"
 
 
 def is_locked(exc: Exception) -> bool:
