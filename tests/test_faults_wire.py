@@ -11,6 +11,7 @@ import json
 import socket
 import threading
 import time
+from typing import Any
 
 import httpx
 import pytest
@@ -434,3 +435,23 @@ def test_a_key_in_the_base_url_userinfo_is_never_shown(tmp_path, caplog) -> None
     leaks = [place[:80] for place in places if PLANTED in place or PLANTED[:12] in place]
     assert not leaks
     assert any("***@127.0.0.1" in place for place in places[:6])
+
+
+def test_closing_waits_for_a_connection_thread_that_is_ending(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A connection's thread leaves the server's list as its connection closes, a little
+    before it ends: `close()` waits for it too (under load it was still alive after `close()`)."""
+    from sagents_nb._endpoints import mock_server
+
+    closing_up = mock_server._Server.shutdown_request
+
+    def slow_to_end(server: Any, request: Any) -> None:
+        closing_up(server, request)
+        time.sleep(0.3)  # the thread's last moments, widened
+
+    monkeypatch.setattr(mock_server._Server, "shutdown_request", slow_to_end)
+    with sn.MockServer(lambda req: "oui ✅") as server:
+        answer = httpx.post(server.openai_base_url + "/chat/completions", content=chat_body("?"))
+        assert reply_text(answer.content) == "oui ✅"
+    assert not mock_threads()

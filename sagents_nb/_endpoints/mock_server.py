@@ -189,6 +189,9 @@ class _Server(ThreadingHTTPServer):
     def __init__(self, address: tuple[str, int], mock: MockServer) -> None:
         self.mock = mock
         self.connections: dict[socket.socket, threading.Thread] = {}
+        self.threads: list[threading.Thread] = []
+        """Every connection's thread still alive when the last one started: a thread leaves
+        `connections` as its connection closes, a little before it ends."""
         self.lock = threading.Lock()
         super().__init__(address, _RequestHandler)
 
@@ -201,6 +204,7 @@ class _Server(ThreadingHTTPServer):
         )
         with self.lock:
             self.connections[request] = thread
+            self.threads = [*(t for t in self.threads if t.is_alive()), thread]
         thread.start()
 
     def shutdown_request(self, request: Any) -> None:
@@ -212,12 +216,12 @@ class _Server(ThreadingHTTPServer):
         """Cut every open connection (a read or write on it fails at once) and wait up to `wait`
         seconds for their threads; a handler still running keeps its thread until it returns."""
         with self.lock:
-            open_now = list(self.connections.items())
-        for connection, _ in open_now:
+            open_now, threads = list(self.connections), list(self.threads)
+        for connection in open_now:
             with contextlib.suppress(OSError):
                 connection.shutdown(socket.SHUT_RDWR)
         deadline = time.monotonic() + wait
-        for _, thread in open_now:
+        for thread in threads:
             if thread is not threading.current_thread():  # a handler may close its server
                 thread.join(max(0.0, deadline - time.monotonic()))
 
