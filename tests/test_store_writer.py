@@ -103,8 +103,8 @@ def test_a_commit_that_fails_loses_nothing_and_is_retried(
     real = _store_log.append
     failed: list[str] = []
 
-    def dies_once(con: sqlite3.Connection, sid: str, steps: Any) -> None:
-        real(con, sid, steps)  # written, then the commit never happens: all rolled back
+    def dies_once(con: sqlite3.Connection, sid: str, steps: Any, *created: Any) -> None:
+        real(con, sid, steps, *created)  # written, then the commit never happens: all rolled back
         if not failed:
             failed.append(sid)
             raise sqlite3.OperationalError("disk I/O error")
@@ -131,11 +131,11 @@ def test_a_slow_disk_holds_up_no_run_until_a_call_returns(
     stuck: list[str] = []
     real = _store_log.append
 
-    def slow(con: sqlite3.Connection, sid: str, steps: Any) -> None:
+    def slow(con: sqlite3.Connection, sid: str, steps: Any, *created: Any) -> None:
         writing.set()
         if not disk.wait(10):  # a failure here would only be logged: note it for the test
             stuck.append("the run never finished its turns while the disk was slow")
-        real(con, sid, steps)
+        real(con, sid, steps, *created)
 
     def handler(req: sn.ChatRequest) -> sn.Reply | str:
         if armed.is_set() and "task" not in req.tools and not req.tool_results:
@@ -364,11 +364,11 @@ def test_a_session_refused_in_a_group_holds_up_no_other(
     real = _store_log.append
     failed: list[str] = []
 
-    def refuses_twice(con: sqlite3.Connection, sid: str, steps: Any) -> None:
+    def refuses_twice(con: sqlite3.Connection, sid: str, steps: Any, *created: Any) -> None:
         if sid == refused and len(failed) < 2:  # in the group, then alone
             failed.append(sid)
             raise sqlite3.OperationalError("disk I/O error")
-        real(con, sid, steps)
+        real(con, sid, steps, *created)
 
     monkeypatch.setattr(_store_log, "append", refuses_twice)
     go = held_turns(monkeypatch)
@@ -422,4 +422,46 @@ def test_a_stored_run_sync_writes_its_record_and_its_run_in_one_transaction(
     with pytest.raises(sn.StoreError, match="already exists"):
         BOSS.run_sync("go", llm=sn.mock_llm(counting), store=store, session_id=taken)
     assert calls == []  # refused before any model call
+    store.close()
+
+
+def test_the_store_thread_opens_no_transaction_for_runs_their_callers_committed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`run_sync` commits its run on its own thread; the store thread's next look found those
+    writers still waiting and opened an empty transaction for them, beside the next run."""
+    monkeypatch.setattr(_store_sqlite, "SETTLE_SECONDS", 3600.0)  # no settle meanwhile
+    store = sn.SQLiteStore(tmp_path / "runs.db")
+    transactions = counted_transactions(monkeypatch)
+    for i in range(3):
+        BOSS.run_sync(f"go {i} · ça 行け 🚀", llm=sn.mock_llm(boss_handler), store=store)
+    time.sleep(writer.LOOK_SECONDS * 4)  # the store thread looks meanwhile
+    assert len(transactions) == 3
+    store.close()
+
+
+def test_a_new_sessions_record_waits_a_look_for_its_first_step(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stored run's record goes in with its first commit; a look of the store thread during
+    a run shorter than a look made it in a transaction of its own."""
+    store = sn.SQLiteStore(tmp_path / "runs.db")
+    transactions = counted_transactions(monkeypatch)
+    looked: list[float] = []
+
+    def looking(req: sn.ChatRequest) -> sn.Reply | str:
+        if not looked:  # the store thread looks now, while the run goes on
+            with writer._lock:
+                lane = writer._lanes[id(store)]
+                lane.urgent = True
+                lane.wake.notify()
+            looked.append(time.monotonic())
+            time.sleep(0.01)
+        return boss_handler(req)
+
+    BOSS.run_sync("go · 東京 « café »", llm=sn.mock_llm(looking), store=store)
+    assert looked and time.monotonic() - looked[0] < writer.LOOK_SECONDS  # a short run
+    assert len(transactions) == 1
+    (stored_session,) = store.sessions()
+    assert stored_session.agent == BOSS.name
     store.close()

@@ -224,7 +224,9 @@ def kind_spec(kind: ChildKind) -> dict[str, Any]:
 class KindSpecs:
     """`kind_spec` worked out once for each kind object (many nodes share a few: their
     agents'; the objects are kept, so an id stays its own), with the JSON `kind_state` makes
-    when the kind keeps nothing for a node (`state` None: most nodes, at most seals)."""
+    when the kind keeps nothing for a node (`state` None: most nodes, at most seals). A kind
+    built with no arguments (each session's default `Main()` and `Worker()`) is its class's:
+    worked out once in the process."""
 
     def __init__(self) -> None:
         self._known: dict[int, tuple[ChildKind, dict[str, Any], str]] = {}
@@ -233,10 +235,21 @@ class KindSpecs:
         """The kind's `kind_spec` and its stateless `kind_state` JSON."""
         known = self._known.get(id(kind))
         if known is None:
-            spec = kind_spec(kind)
-            stateless = dump_json({"kind": kind.name, **spec, "state": None})
-            known = self._known[id(kind)] = (kind, spec, stateless)
+            plain = getattr(kind, "_given", None) == _NO_ARGUMENTS
+            key = (type(kind), kind.name)
+            found = _PLAIN_SPECS.get(key) if plain else None
+            if found is None:
+                spec = kind_spec(kind)
+                found = (spec, dump_json({"kind": kind.name, **spec, "state": None}))
+                if plain:
+                    _PLAIN_SPECS[key] = found
+            known = self._known[id(kind)] = (kind, *found)
         return known[1], known[2]
+
+
+_NO_ARGUMENTS: tuple[tuple[Any, ...], dict[str, Any]] = ((), {})
+_PLAIN_SPECS: dict[tuple[type, str], tuple[dict[str, Any], str]] = {}
+"""`KindSpecs.of` of the kinds built with no arguments, by class and name."""
 
 
 def class_path(cls: type) -> str:

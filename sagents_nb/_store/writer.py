@@ -138,6 +138,9 @@ class StepWriter:
         self.session_id = session_id
         self._cut = cut
         self._create = create
+        self._born = time.monotonic()
+        """When the writer was made: a record the store thread makes waits a look (see
+        `_due`)."""
         self._pending: list[Encodable] = []
         self._promises: list[asyncio.Future[None]] = []
         """Futures of `settle` calls, resolved by the commit that takes the steps queued
@@ -200,6 +203,21 @@ class StepWriter:
         error = self._commit(steps, promises)
         if error is not None:
             raise self._refused(error) from error
+
+    def _due(self, now: float) -> bool:
+        """Whether the store thread has something to commit for this writer at a look: steps,
+        promises, or a new session's record made at least `LOOK_SECONDS` ago (a short run
+        commits it with its steps, in one transaction, rather than in one of its own)."""
+        if self._writing:
+            return False
+        return bool(self._pending or self._promises) or (
+            self._create is not None and now - self._born >= LOOK_SECONDS
+        )
+
+    def _idle(self) -> bool:
+        """Nothing to commit, nor a commit under way (its steps were drained on the caller's
+        thread): the store thread need not wait for it."""
+        return not (self._writing or self._pending or self._promises or self._create is not None)
 
     def _refused(self, error: Exception) -> StoreError:
         what, remedy = str(error), "fix what it names, then call session.flush()"
@@ -362,15 +380,17 @@ def _next_turn(lane: _Lane) -> list[Batch] | None:
                 lane.wake.wait(LOOK_SECONDS)
                 lane.sleeping = False
             lane.urgent = False
-            due = [w for w in lane.waiting if not w._writing]
+            now = time.monotonic()
+            lane.waiting[:] = [w for w in lane.waiting if not w._idle()]
+            due = [w for w in lane.waiting if w._due(now)]
             if due:
                 break
-            if not lane.waiting and time.monotonic() >= idle_until:
+            if not lane.waiting and now >= idle_until:
                 for key, known in list(_lanes.items()):
                     if known is lane:
                         del _lanes[key]
                 return None
-        lane.waiting[:] = [w for w in lane.waiting if w._writing]
+        lane.waiting[:] = [w for w in lane.waiting if not w._due(now)]
         batches = [(w, w._pending, w._promises) for w in due]
         for writer in due:
             writer._pending, writer._promises, writer._writing = [], [], True

@@ -80,17 +80,27 @@ def add_log_table(db: sqlite3.Connection) -> None:
     db.execute(SCHEMA)
 
 
-def append(db: sqlite3.Connection, sid: str, steps: list[PlainStep] | PackedSteps) -> None:
+def append(
+    db: sqlite3.Connection,
+    sid: str,
+    steps: list[PlainStep] | PackedSteps,
+    created: tuple[int, int] | None = None,
+) -> None:
     """Add a commit's `steps` to session `sid`'s log, after checking that its event and
     message numbers are new (the caller holds a transaction). A commit of steps with no rows
-    writes nothing."""
+    writes nothing. `created`: the session's record went in earlier in this transaction, with
+    these last event and message numbers (0: none), and nothing else of it is stored (its id
+    was new): they are checked against those, with no query."""
     if isinstance(steps, PackedSteps):
         span, form, data = steps.span, PACKED, _encode(steps.blobs)
     else:
         if not any(any(part) for step in steps for part in step):
             return
         span, form, data = _span(sid, steps), PLAIN, b""
-    events, streams, messages, count, logged, top = db.execute(_STORED, (sid,)).fetchone()
+    if created is None:
+        events, streams, messages, count, logged, top = db.execute(_STORED, (sid,)).fetchone()
+    else:
+        (events, messages), streams, count, logged, top = created, 0, 0, 0, 0
     if span.first and span.first <= max(events or 0, streams or 0, logged or 0):
         raise taken_numbers(sid)
     if span.low and span.low <= max(messages or 0, top or 0):

@@ -331,12 +331,18 @@ class SQLiteStore:
         cutter = Cutter()
         work: list[tuple[Callable[..., None], tuple[Any, ...]]] = []
         for rows, session_id, steps in writes:
+            created = None
             if rows is not None:
                 work.append((_create, _packed_session(rows, cutter)))
+                created = (
+                    max((e.seq for e in rows.events), default=0),
+                    max((m.n for m in rows.messages), default=0),
+                )
             if steps:
-                work.append((commit_log.append, (session_id, steps)))
-        self._write(_each, work, texts=cutter.found)
-        self._committed()
+                work.append((commit_log.append, (session_id, steps, created)))
+        if work:  # not an empty transaction for writers with nothing new
+            self._write(_each, work, texts=cutter.found)
+            self._committed()
 
     def settle(self) -> None:
         """Write every commit still kept as a log row into the tables (see `log.py`): reads
