@@ -115,8 +115,8 @@ class StepWriter:
         session_id: the session the steps belong to.
         cut: called first by `drain`, to queue the step being recorded.
         create: the new session's rows, written (`Store.create`) by the store thread with
-            its first step (in its transaction where the store takes a group), and at its
-            next look in any case (`LOOK_SECONDS`).
+            its first step (in its transaction where the store takes a group), and in any
+            case at its first look once the writer is `LOOK_SECONDS` old (within two looks).
     """
 
     def __init__(
