@@ -29,7 +29,6 @@ from .._store.protocol import (
     Step,
     Store,
     StoredSession,
-    TaskRow,
 )
 from .._store.rows import (
     Ref,
@@ -90,6 +89,31 @@ its callbacks; a loop blocked longer (a sync handler) has it cut from that threa
 _KIND_STATE_SAVES = frozenset({"kind_swapped", "status_changed"})
 """Events after which a node's kind state is taken again; a kind reports its other changes
 with `child.state_changed()`."""
+
+_NAMES_CHILD, _SAVES_KIND, _SWAPS = 1, 2, 3
+"""What an event class means to a seal (`_SEAL_FLAGS`), besides its node: 0 nothing more."""
+
+
+class _SealFlags(dict[type["Event"], int]):
+    """Each event class's flag for a seal (`_NAMES_CHILD`...), learnt when first met."""
+
+    def __missing__(self, kind: type[Event]) -> int:
+        flag = 0
+        if kind.names_child:
+            flag = _NAMES_CHILD
+        elif kind.type in _KIND_STATE_SAVES:
+            flag = _SWAPS if kind.type == "kind_swapped" else _SAVES_KIND
+        self[kind] = flag
+        return flag
+
+
+_SEAL_FLAGS = _SealFlags()
+
+
+def _acts_on(kind: type[Event]) -> bool:
+    """The events `Journal._on_event` acts on (the others it reads from the log at a seal)."""
+    return kind is ModelRequest or kind.waits or kind.ends_step
+
 
 DURABILITY = ("turn", "async", "exit")
 """When a run's steps are committed (`sn.Session(durability=...)`): `async` within a bounded
@@ -235,6 +259,7 @@ class Journal:
         self._unsubscribe: Callable[[], None] | None = session.bus.subscribe(
             self._on_event,
             statuses=False,  # it reads the nodes' own
+            wants=_acts_on,
         )
 
     def __repr__(self) -> str:
@@ -254,17 +279,24 @@ class Journal:
         if not messages:
             return
         seq = self.session.bus.last_seq
+        path, stored = node.path, tuple(messages)
         with self._lock:
-            self._nodes[node.path] = node
-            orphaned = node.path in self._orphans  # its first write retires them
-            self._orphans.discard(node.path)
-            self._writes.append((node.path, "llm", seq, tuple(messages), orphaned))
+            self._nodes[path] = node
+            orphaned = path in self._orphans  # its first write retires them
+            if orphaned:
+                self._orphans.discard(path)
+            self._writes.append((path, "llm", seq, stored, orphaned))
             if node.display is not None:
-                display = tuple(node.display[-len(messages) :])
-                self._writes.append((node.path, "display", seq, display, False))
-            self._dirty.add(node.path)
-        if messages[-1].role != "user" and self.durability != "exit":
-            self._step_ended()  # an input waits for its model request
+                shown = node.display[-len(stored) :]
+                same = len(shown) == len(stored) and all(map(operator.is_, shown, stored))
+                display = stored if same else tuple(shown)  # most often the same messages
+                self._writes.append((path, "display", seq, display, False))
+            self._dirty.add(path)
+        if messages[-1].role != "user" and self.durability != "exit":  # an input waits for
+            if self._cut_at is None:  # its model request
+                self._step_ended()
+            else:  # a cut is coming: only count the step (what `_step_ended` does then)
+                self._ended += 1
 
     def queue_changed(self) -> None:
         """Record that inputs were queued behind a run in flight, or one of them started: the
@@ -343,7 +375,10 @@ class Journal:
         elif kind.waits:
             self._end_step()
         elif kind.ends_step and self.durability != "exit":
-            self._step_ended()
+            if self._cut_at is None:
+                self._step_ended()
+            else:  # a cut is coming: only count the step (what `_step_ended` does then)
+                self._ended += 1
 
     def _seal_request(self) -> None:
         """Seal at a model request; have the store thread watch over the sealed rows."""
@@ -468,13 +503,17 @@ class Journal:
         if not (events or self._writes or self._dirty or self._queue_dirty):
             return
         self._dirty.update(map(_path, events))
+        flags = _SEAL_FLAGS
         for event in events:
-            if type(event).names_child:  # they change the child's counters too
+            flag = flags[type(event)]
+            if not flag:
+                continue
+            if flag == _NAMES_CHILD:  # they change the child's counters too
                 self._dirty.add(event.child)  # type: ignore[attr-defined]
                 self._task_dirty.add(event.path)
-            elif event.type in _KIND_STATE_SAVES:  # a kind's state is stored when its node's
-                self._kind_dirty.add(event.path)  # status changes, and at a swap
-                if event.type == "kind_swapped":  # forgets the tasks settled under the old kind
+            else:  # a kind's state is stored when its node's status changes, and at a swap
+                self._kind_dirty.add(event.path)
+                if flag == _SWAPS:  # forgets the tasks settled under the old kind
                     self._task_dirty.add(event.path)
                     self._swapped.add(event.path)
         step = self._step
@@ -555,7 +594,7 @@ class Journal:
             known = self._tasks[node.path] = ({}, set())
         written, unsettled = known
         added = len(tasks) - len(written)
-        full = swapped or added < 0 or any(key not in tasks for key in unsettled)
+        full = swapped or added < 0 or not unsettled <= tasks.keys()
         if (
             not full
             and added == 0
@@ -564,28 +603,26 @@ class Journal:
             )
         ):
             return  # e.g. a child still running: nothing new
-        candidates = [*unsettled, *itertools.islice(reversed(tasks), max(added, 0))]
-        if full or any(key in written for key in candidates[len(unsettled) :]):
+        new = list(itertools.islice(reversed(tasks), added)) if added > 0 else []
+        if full or not written.keys().isdisjoint(new):
             candidates = list(tasks)
+        else:
+            candidates = [*unsettled, *new] if unsettled else new
+        path = node.path
         for key in candidates:
             entry = tasks[key]
             outcome = entry.outcome
             previous = written.get(key)
-            if previous is entry and (key not in unsettled or outcome is None):
+            if previous is entry and (outcome is None or key not in unsettled):
                 continue
             if previous is not None and previous is not entry:
-                step.retired.append((node.path, *key, seq))
-            step.tasks.append(
-                TaskRow(
-                    node.path,
-                    *key,
-                    entry.child.path,
-                    seq,
-                    outcome.status if outcome is not None else None,
-                    outcome.text if outcome is not None else None,
-                    seq if outcome is not None else None,
+                step.retired.append((path, *key, seq))
+            if outcome is None:
+                step.tasks.append((path, *key, entry.child.path, seq, None, None, None, None))
+            else:
+                step.tasks.append(
+                    (path, *key, entry.child.path, seq, outcome.status, outcome.text, seq, None)
                 )
-            )
             written[key] = entry
             if outcome is None:
                 unsettled.add(key)
@@ -762,7 +799,8 @@ class PendingStep:
     nodes: list[tuple[str, str, int, Any, Any]] = field(default_factory=list)
     """(path, "state", seq, `NodeSnapshot`, the previous one or None) or (path, "kind" or
     "queue", seq, JSON text, None): a state row holds the fields that changed, or all."""
-    tasks: list[TaskRow] = field(default_factory=list)
+    tasks: list[tuple[Any, ...]] = field(default_factory=list)
+    """Each a `TaskRow`'s values."""
     retired: list[tuple[str, str, str, int]] = field(default_factory=list)
     report: Report | None = None
     """Told how many characters of text were stored as U+FFFD (see `_store.text`)."""
@@ -905,7 +943,7 @@ class PendingStep:
                 (path, part, seq, _node_json(part, data, previous, report))
                 for path, part, seq, data, previous in self.nodes
             ],
-            [task_values(task.values(), report) for task in self.tasks],
+            [task_values(task, report) for task in self.tasks],
             [task_values(key, report) for key in self.retired],
         )
 
@@ -938,7 +976,7 @@ class PendingStep:
                 (path, transcript, seq, [_packed_ref(m) for m in messages], swap)  # type: ignore[misc]
                 for path, transcript, seq, messages, swap in writes
             ]
-        tasks = [task.values() for task in self.tasks]
+        tasks = self.tasks
         nodes, retired = self.nodes, self.retired
         return _packer((events, refs, numbered.first, writes, _STATE_FIELDS, nodes, tasks, retired))
 
