@@ -465,3 +465,23 @@ def test_a_new_sessions_record_waits_a_look_for_its_first_step(
     (stored_session,) = store.sessions()
     assert stored_session.agent == BOSS.name
     store.close()
+
+
+def test_a_commit_packs_and_writes_with_the_collector_held(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A commit's packing and rows are all gone when it ends: a young collection in its
+    middle walked everything the run had made, for nothing (one in four of a stored fanout's)."""
+    store = sn.SQLiteStore(tmp_path / "runs.db")
+    real = _store_log.append
+    enabled: list[bool] = []
+
+    def noting(con: sqlite3.Connection, sid: str, steps: Any, *created: Any) -> None:
+        enabled.append(gc.isenabled())
+        real(con, sid, steps, *created)
+
+    monkeypatch.setattr(_store_log, "append", noting)
+    BOSS.run_sync("go · « ça » 行け 🚀", llm=sn.mock_llm(boss_handler), store=store)
+    assert enabled == [False]
+    assert gc.isenabled()
+    store.close()

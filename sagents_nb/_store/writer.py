@@ -28,6 +28,7 @@ import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
+from .._base.collector import collector_held
 from .._base.errors import StoreError
 from .protocol import (
     GroupCommitStore,
@@ -236,25 +237,30 @@ class StepWriter:
         (`_committed`)."""
         error = None
         try:
-            if self._create is not None and self._group is not None:  # in one transaction
-                self._group.commit_group([(self._create, self.session_id, self._rows(steps))])
-                self._create = None
-            else:
-                if self._create is not None:
-                    self.store.create(self._create)
-                    self._create = None
-                if steps and self._plain is not None:
-                    rows = self._rows(steps)
-                    if isinstance(rows, PackedSteps):
-                        cast(PackedCommitStore, self._packed).commit_packed(self.session_id, rows)
-                    else:
-                        self._plain.commit_plain(self.session_id, rows)
-                elif steps:
-                    self.store.commit(self.session_id, [step.encode() for step in steps])
+            with collector_held():  # packing and rows: all gone once committed
+                self._commit_steps(steps)
         except Exception as exc:
             error = exc
         self._committed(steps, promises, error)
         return error
+
+    def _commit_steps(self, steps: list[Encodable]) -> None:
+        """Write the session's record if new, and `steps`, by the store's fastest way."""
+        if self._create is not None and self._group is not None:  # in one transaction
+            self._group.commit_group([(self._create, self.session_id, self._rows(steps))])
+            self._create = None
+            return
+        if self._create is not None:
+            self.store.create(self._create)
+            self._create = None
+        if steps and self._plain is not None:
+            rows = self._rows(steps)
+            if isinstance(rows, PackedSteps):
+                cast(PackedCommitStore, self._packed).commit_packed(self.session_id, rows)
+            else:
+                self._plain.commit_plain(self.session_id, rows)
+        elif steps:
+            self.store.commit(self.session_id, [step.encode() for step in steps])
 
     def _rows(self, steps: list[Encodable]) -> list[PlainStep] | PackedSteps:
         """`steps` packed for a `PackedCommitStore` if each can be, else as plain data."""
@@ -444,7 +450,10 @@ def _commit_together(batches: list[Batch]) -> bool:
     if group is None:
         return False
     try:
-        group.commit_group([(w._create, w.session_id, w._rows(steps)) for w, steps, _ in batches])
+        with collector_held():
+            group.commit_group(
+                [(w._create, w.session_id, w._rows(steps)) for w, steps, _ in batches]
+            )
     except Exception:
         return False
     woken: list[asyncio.Future[None]] = []
