@@ -504,10 +504,8 @@ class Journal:
             return
         self._dirty.update(map(_path, events))
         flags = _SEAL_FLAGS
-        for event in events:
+        for event in itertools.compress(events, map(flags.__getitem__, map(type, events))):
             flag = flags[type(event)]
-            if not flag:
-                continue
             if flag == _NAMES_CHILD:  # they change the child's counters too
                 self._dirty.add(event.child)  # type: ignore[attr-defined]
                 self._task_dirty.add(event.path)
@@ -522,18 +520,19 @@ class Journal:
         step.messages += self._writes
         self._logged += len(events)
         self._writes = []
+        nodes, states, state_seqs = self._nodes, self._states, self._state_seqs
         for path in self._dirty:
-            node = self._node(path)
-            if node is None:
+            node = nodes.get(path)
+            if node is None and (node := self._node(path)) is None:
                 continue
             state = NodeSnapshot.of(node)
-            previous = self._states.get(path)
+            previous = states.get(path)
             if previous != state:
-                if self._state_seqs.get(path) == seq:
+                if state_seqs.get(path) == seq:
                     previous = None
                 step.nodes.append((path, "state", seq, state, previous))
-                self._states[path] = state
-                self._state_seqs[path] = seq
+                states[path] = state
+                state_seqs[path] = seq
             kind = self._kind_state(node) if path in self._kind_dirty else None
             if kind is not None and self._kinds.get(path) != kind:
                 step.nodes.append((path, "kind", seq, kind, None))
