@@ -24,8 +24,6 @@ from .eventlog import EventLog
 log = logging.getLogger("sagents_nb")
 
 Subscriber = Callable[[Event], None]
-Wants = Callable[[type[Event]], bool]
-"""Which event classes a subscriber is called for (None: all)."""
 
 QUEUE_LIMIT = 10_000
 """Events a user's callback may fall behind by before the newest are dropped."""
@@ -118,8 +116,7 @@ class EventBus:
         self.statuses: dict[str, str] = {}
         self.run = 0
         self._seq = 0
-        self._subscribers: list[tuple[Subscriber, Wants | None]] = []
-        self._routes = _Routes(self._subscribers)
+        self._subscribers: list[Subscriber] = []
         self.deliveries: list[Delivery] = []
         """The user's callbacks (`subscribe_queued`), each on its own thread."""
         self._lock = threading.Lock()
@@ -136,7 +133,7 @@ class EventBus:
             if type(event) is StatusChanged:
                 self.statuses[event.path] = event.status
             self.log.append(event)
-        for subscriber in self._routes[type(event)]:
+        for subscriber in self._subscribers:
             try:
                 subscriber(event)
             except Exception:
@@ -147,32 +144,23 @@ class EventBus:
                 log.exception("an event subscriber raised on %s; it stays subscribed", event.type)
         return event
 
-    def subscribe(
-        self, callback: Subscriber, *, statuses: bool = True, wants: Wants | None = None
-    ) -> Callable[[], None]:
+    def subscribe(self, callback: Subscriber, *, statuses: bool = True) -> Callable[[], None]:
         """Deliver every future event to `callback`; it first gets each node's current status
-        (`statuses=False`: not, for a consumer that has read them already). `wants`: only the
-        events of the classes it accepts (asked once a class, when first emitted).
+        (`statuses=False`: not, for a consumer that has read them already).
 
         Returns a function that unsubscribes.
         """
         with self._lock:
             current = list(self.statuses.items()) if statuses else []
-            self._set([*self._subscribers, (callback, wants)])
+            self._subscribers = [*self._subscribers, callback]
         for path, status in current:
             callback(StatusChanged(path=path, status=status, seq=0, run=self.run, ts=time.time()))
 
         def unsubscribe() -> None:
             with self._lock:
-                self._set([s for s in self._subscribers if s[0] is not callback])
+                self._subscribers = [s for s in self._subscribers if s is not callback]
 
         return unsubscribe
-
-    def _set(self, subscribers: list[tuple[Subscriber, Wants | None]]) -> None:
-        """Take `subscribers` (the caller holds the lock); `emit` reads the routes unlocked,
-        so they are replaced, never changed."""
-        self._subscribers = subscribers
-        self._routes = _Routes(subscribers)
 
     def subscribe_queued(self, callback: Subscriber) -> Callable[[], None]:
         """`subscribe` for a user's callback: called on a thread of its own, off the run's path
@@ -215,17 +203,3 @@ class EventBus:
                 yield await queue.get()
         finally:
             unsubscribe()
-
-
-class _Routes(dict[type[Event], tuple[Subscriber, ...]]):
-    """The subscribers called for each event class, in subscription order (worked out when
-    the class is first emitted)."""
-
-    def __init__(self, subscribers: list[tuple[Subscriber, Wants | None]]) -> None:
-        super().__init__()
-        self.subscribers = subscribers
-
-    def __missing__(self, kind: type[Event]) -> tuple[Subscriber, ...]:
-        route = tuple(c for c, wants in self.subscribers if wants is None or wants(kind))
-        self[kind] = route
-        return route

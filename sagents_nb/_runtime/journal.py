@@ -110,11 +110,6 @@ class _SealFlags(dict[type["Event"], int]):
 _SEAL_FLAGS = _SealFlags()
 
 
-def _acts_on(kind: type[Event]) -> bool:
-    """The events `Journal._on_event` acts on (the others it reads from the log at a seal)."""
-    return kind is ModelRequest or kind.waits or kind.ends_step
-
-
 DURABILITY = ("turn", "async", "exit")
 """When a run's steps are committed (`sn.Session(durability=...)`): `async` within a bounded
 window of each step (`MAX_DELAY_SECONDS` plus the store thread's `LOOK_SECONDS`: 100 ms, then
@@ -259,7 +254,6 @@ class Journal:
         self._unsubscribe: Callable[[], None] | None = session.bus.subscribe(
             self._on_event,
             statuses=False,  # it reads the nodes' own
-            wants=_acts_on,
         )
 
     def __repr__(self) -> str:
