@@ -286,11 +286,8 @@ class Journal:
                 display = stored if same else tuple(shown)  # most often the same messages
                 self._writes.append((path, "display", seq, display, False))
             self._dirty.add(path)
-        if messages[-1].role != "user" and self.durability != "exit":  # an input waits for
-            if self._cut_at is None:  # its model request
-                self._step_ended()
-            else:  # a cut is coming: only count the step (what `_step_ended` does then)
-                self._ended += 1
+        if messages[-1].role != "user" and self.durability != "exit":
+            self._step_ended()  # an input waits for its model request
 
     def queue_changed(self) -> None:
         """Record that inputs were queued behind a run in flight, or one of them started: the
@@ -369,10 +366,7 @@ class Journal:
         elif kind.waits:
             self._end_step()
         elif kind.ends_step and self.durability != "exit":
-            if self._cut_at is None:
-                self._step_ended()
-            else:  # a cut is coming: only count the step (what `_step_ended` does then)
-                self._ended += 1
+            self._step_ended()
 
     def _seal_request(self) -> None:
         """Seal at a model request; have the store thread watch over the sealed rows."""
@@ -497,9 +491,10 @@ class Journal:
         if not (events or self._writes or self._dirty or self._queue_dirty):
             return
         self._dirty.update(map(_path, events))
-        flags = _SEAL_FLAGS
-        for event in itertools.compress(events, map(flags.__getitem__, map(type, events))):
-            flag = flags[type(event)]
+        for event in events:
+            flag = _SEAL_FLAGS[type(event)]
+            if not flag:
+                continue
             if flag == _NAMES_CHILD:  # they change the child's counters too
                 self._dirty.add(event.child)  # type: ignore[attr-defined]
                 self._task_dirty.add(event.path)
@@ -514,10 +509,10 @@ class Journal:
         step.messages += self._writes
         self._logged += len(events)
         self._writes = []
-        nodes, states, state_seqs = self._nodes, self._states, self._state_seqs
+        states, state_seqs = self._states, self._state_seqs
         for path in self._dirty:
-            node = nodes.get(path)
-            if node is None and (node := self._node(path)) is None:
+            node = self._node(path)
+            if node is None:
                 continue
             state = NodeSnapshot.of(node)
             previous = states.get(path)
