@@ -46,3 +46,27 @@ def test_the_collector_is_on_again_only_when_the_last_thread_lets_go() -> None:
     leave.set()
     thread.join(10)
     assert gc.isenabled()
+
+
+def test_a_restore_pause_stays_paused_when_a_commit_elsewhere_ends() -> None:
+    """`collector_paused` (a session's rows rebuilt) and a commit's hold on another thread
+    share one count: the commit ending first turned the collector on under the rebuild."""
+    from sagents_nb._runtime.restore import collector_paused
+
+    holding, release, released = threading.Event(), threading.Event(), threading.Event()
+
+    def commit() -> None:
+        with collector_held():
+            holding.set()
+            assert release.wait(10)
+        released.set()
+
+    thread = threading.Thread(target=commit)
+    thread.start()
+    assert holding.wait(10)
+    with collector_paused():
+        release.set()
+        assert released.wait(10)
+        assert not gc.isenabled()
+    thread.join(10)
+    assert gc.isenabled()

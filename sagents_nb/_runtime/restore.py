@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from .._base.collector import collector_held
 from .._base.errors import ConfigurationError, StoreError
 from .._base.ids import new_session_id
 from .._base.messages import Message
@@ -113,20 +114,19 @@ def collector_paused() -> Iterator[None]:
     view pushing run after run kept it from ever collecting the runs' cyclic garbage (400 runs
     held 220 MB): once the heap has doubled since the last full collection (or the
     last big block), one is run. Objects a user froze with `gc.freeze()` stay frozen: nothing
-    is promoted then."""
+    is promoted then. The pause is `collector_held`'s, so a store's commit held meanwhile on
+    another thread neither turns the collector on under this block nor leaves it off after."""
     was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if not gc.get_freeze_count():
-            made = gc.get_count()[0]  # objects made since the last collection
-            gc.freeze()
-            gc.unfreeze()
-            if was_enabled:
-                _collect_if_grown(kept=made >= BIG_BLOCK)
-        if was_enabled:
-            gc.enable()
+    with collector_held():
+        try:
+            yield
+        finally:
+            if not gc.get_freeze_count():
+                made = gc.get_count()[0]  # objects made since the last collection
+                gc.freeze()
+                gc.unfreeze()
+                if was_enabled:
+                    _collect_if_grown(kept=made >= BIG_BLOCK)
 
 
 def _collect_if_grown(kept: bool) -> None:
