@@ -56,7 +56,10 @@ OUTPUT_TURNS = 50
 OUTPUT_EVENTS = 20_000
 OUTPUT_NODES = 300
 """Events and nodes past which a notebook's static output holds the view's text only, not its
-panes (worked out after each cell, they would cost seconds; `save_html` writes them all)."""
+panes (worked out after each cell, they would cost seconds; `save_html` writes them all). While
+the view's run streams it holds the text too: the panes, made on the kernel's main thread under
+the projector's lock, would hold up the clicks and the live pushes for as long (hundreds of ms
+at 200 nodes), and be stale at once; they are made after the first cell once it has stopped."""
 EVENT_JSON = 4000
 """Characters of an event's JSON the Events tab shows when it is opened (as the live view)."""
 OFFLINE_JS = STATIC / "offline.js"
@@ -364,12 +367,20 @@ def static_output(view: LiveView) -> dict[str, str]:
     static = static_view(view)
     projector = view.projector
     large = len(projector.events) > OUTPUT_EVENTS or len(projector.nodes) > OUTPUT_NODES
-    if large or projector.loading is not None or prices_wait(projector):
-        return static  # its text (the whole view: `save_html`; priced after a later cell)
+    if large or streaming(view) or projector.loading is not None or prices_wait(projector):
+        return static  # its text (the whole view: `save_html`; the rest after a later cell)
     viewer = viewer_html([("", view)], static["text/html"], OUTPUT_TURNS)
     output = {**static, "text/html": viewer}
     _OUTPUTS[view] = (stamp, output)
     return output
+
+
+def streaming(view: LiveView) -> bool:
+    """Whether the run the view (or one of its forks' views) follows is running."""
+    run = view.target.control_run()
+    return (run is not None and run.status == "running") or any(
+        streaming(fork) for fork in view.fork_views
+    )
 
 
 def _stamp(view: LiveView) -> Any:

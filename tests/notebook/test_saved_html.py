@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ from sagents_nb.notebook._offline import (
 from sagents_nb.notebook._panes import TABS
 
 from ._saved_runs import WORDS, delegating_session, finished, thousand_events
-from .conftest import XSS
+from .conftest import XSS, wait_until
 
 LIMIT = 2 * 1024 * 1024
 """Bytes a saved 1,000-event session may take (issue 31 item 2)."""
@@ -156,3 +157,37 @@ def test_save_html_refuses_a_path_that_is_not_one(tmp_path: Path) -> None:
     session = finished(delegating_session(children=1, turns=1))
     with pytest.raises(sn.ConfigurationError, match="path"):
         session.save_html(5)  # type: ignore[arg-type]
+
+
+def test_a_streaming_runs_notebook_output_is_its_text_until_it_stops() -> None:
+    """The static output made after each cell holds the viewer's panes only once the run has
+    stopped: made while it streams, they held the kernel's main thread (and the clicks) and the
+    projector's lock (and the live pushes) for up to seconds, to be stale at once."""
+    release = threading.Event()
+
+    def handler(request: sn.ChatRequest) -> Any:
+        if "task" in request.tools:
+            if request.last["role"] == "user":
+                return sn.reply(tool_calls=[sn.call("task", agent="ouvrier", prompt="lis — 読む")])
+            return "fini — 終わり 🎉"
+        release.wait(30)
+        return "lu : « bonjour »"
+
+    team = [sn.Agent("ouvrier", does="lit")]
+    session = sn.Session(sn.Agent("chef", team=team), llm=sn.mock_llm(handler))
+    shown = view(session)
+    try:
+        run = session.send("délègue")
+        wait_until(lambda: "ouvrier" in shown.static_output()["text/plain"])
+        static = shown.static_output()
+        assert run.status == "running"
+        assert "sagents-saved" not in static["text/html"]
+        assert "chef [main] running" in static["text/plain"]
+        release.set()
+        assert run.wait(30) == "done"
+        static = shown.static_output()
+        assert "sagents-saved" in static["text/html"]
+        assert "fini — 終わり 🎉" in static["text/plain"]
+    finally:
+        release.set()
+        shown.close()
