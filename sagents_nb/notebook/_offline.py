@@ -376,8 +376,10 @@ def static_output(view: LiveView) -> dict[str, str]:
 
 
 def streaming(view: LiveView) -> bool:
-    """Whether the run the view (or one of its forks' views) follows is running."""
-    run = view.target.control_run()
+    """Whether a run of the view's session (or of one of its forks') is running: its own, or
+    one ahead of it (a view of a queued run)."""
+    session = view.target.session
+    run = session.current_run if session is not None else None
     return (run is not None and run.status == "running") or any(
         streaming(fork) for fork in view.fork_views
     )

@@ -3,6 +3,7 @@ for (issue 31 item 2); what it holds, how it is escaped, and its size."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import threading
@@ -165,29 +166,36 @@ def test_a_streaming_runs_notebook_output_is_its_text_until_it_stops() -> None:
     projector's lock (and the live pushes) for up to seconds, to be stale at once."""
     release = threading.Event()
 
-    def handler(request: sn.ChatRequest) -> Any:
+    async def handler(request: sn.ChatRequest) -> Any:
         if "task" in request.tools:
             if request.last["role"] == "user":
                 return sn.reply(tool_calls=[sn.call("task", agent="ouvrier", prompt="lis — 読む")])
             return "fini — 終わり 🎉"
-        release.wait(30)
+        await asyncio.to_thread(release.wait, 30)  # the loop stays free meanwhile
         return "lu : « bonjour »"
 
     team = [sn.Agent("ouvrier", does="lit")]
     session = sn.Session(sn.Agent("chef", team=team), llm=sn.mock_llm(handler))
     shown = view(session)
+    queued = None
     try:
         run = session.send("délègue")
+        later = session.send("encore — もう一度")
+        queued = view(later)  # a view of a run waiting behind the streaming one
         wait_until(lambda: "ouvrier" in shown.static_output()["text/plain"])
         static = shown.static_output()
-        assert run.status == "running"
+        assert run.status == "running" and later.status == "queued"
         assert "sagents-saved" not in static["text/html"]
         assert "chef [main] running" in static["text/plain"]
+        assert "sagents-saved" not in queued.static_output()["text/html"]
         release.set()
-        assert run.wait(30) == "done"
+        assert run.wait(30) == "done" and later.wait(30) == "done"
         static = shown.static_output()
         assert "sagents-saved" in static["text/html"]
         assert "fini — 終わり 🎉" in static["text/plain"]
+        assert "sagents-saved" in queued.static_output()["text/html"]
     finally:
         release.set()
         shown.close()
+        if queued is not None:
+            queued.close()
