@@ -412,14 +412,13 @@ class Journal:
         await self._writer.settled()
 
     async def before_request(self) -> None:
-        """With `durability="turn"`, await the commit of the turn so far before its model
-        request is sent (a refused commit is logged and retried later, never raised into the
-        run)."""
-        if self.durability == "turn":
-            try:
-                await self.settled()
-            except StoreError as exc:
-                log.error("%s", exc)
+        """With `durability="turn"` (the caller checks), await the commit of the turn so far
+        before its model request is sent (a refused commit is logged and retried later, never
+        raised into the run)."""
+        try:
+            await self.settled()
+        except StoreError as exc:
+            log.error("%s", exc)
 
     def _step_ended(self) -> None:
         """A step ended: cut it once the session is quiet (`QUIET_SECONDS`), taking along the

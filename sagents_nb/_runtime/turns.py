@@ -423,7 +423,7 @@ async def call_model(
         )
     )
     journal = session.journal
-    if journal is not None:  # durability="turn": the turn so far is committed first
+    if journal is not None and journal.durability == "turn":  # the turn so far committed first
         await journal.before_request()
     started = time.perf_counter()
     if decision is not None and replied:
