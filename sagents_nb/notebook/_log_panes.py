@@ -20,13 +20,32 @@ NO_WIRE = "this result keeps no exchanges: a run read back from a store keeps no
 COMMON_FIELDS = frozenset({"type", "seq", "ts", "path", "run"})
 
 
+class Wire:
+    """The exchanges with the endpoint, by what tells whose request each answers: its model,
+    tools and number of messages (then its last message), worked out once for every node's
+    Wire tab of a saved view (`_offline.snapshot`)."""
+
+    def __init__(self, exchanges: Sequence[Any]) -> None:
+        self.total = len(exchanges)
+        self.answers: dict[tuple[Any, ...], list[tuple[int, Any, Any]]] = {}
+        """(index from 1, exchange, its last message) by (model, tools, number of messages)."""
+        for index, exchange in enumerate(list(exchanges), 1):
+            body = exchange.request
+            messages = body.get("messages") or []
+            if messages:
+                tools = tuple(t.get("function", {}).get("name") for t in body.get("tools") or ())
+                key = (body.get("model"), tools, len(messages))
+                self.answers.setdefault(key, []).append((index, exchange, messages[-1]))
+
+
 def wire_pane(
-    exchanges: Sequence[Any] | None, node: NodeState | None, start: int | None = None
+    exchanges: Sequence[Any] | Wire | None, node: NodeState | None, start: int | None = None
 ) -> dict[str, Any]:
     """A page of the node's exchanges with the endpoint (the newest unless `start` says where):
     request and response JSON (keys redacted)."""
     if exchanges is None:
         return {"exchanges": [], "earlier": 0, "note": NO_WIRE}
+    wire = exchanges if isinstance(exchanges, Wire) else Wire(exchanges)
     # An exchange is the node's when its body matches one of the node's requests: same model,
     # tools, number of messages and last message.
     sent: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
@@ -34,14 +53,12 @@ def wire_pane(
         if request.messages:
             key = (request.model, tuple(request.tools), len(request.messages))
             sent.setdefault(key, []).append(request.messages[-1].to_wire())
-    mine = []
-    for index, exchange in enumerate(list(exchanges), 1):
-        body = exchange.request
-        messages = body.get("messages") or []
-        tools = tuple(t.get("function", {}).get("name") for t in body.get("tools") or ())
-        key = (body.get("model"), tools, len(messages))
-        if messages and messages[-1] in sent.get(key, ()):
-            mine.append((index, exchange))
+    mine = sorted(
+        (index, exchange)
+        for key, lasts in sent.items()
+        for index, exchange, last in wire.answers.get(key, ())
+        if last in lasts
+    )
     recent, page = page_of(mine, start, EXCHANGES)
     rows = []
     for index, exchange in recent:
@@ -59,7 +76,7 @@ def wire_pane(
                 "response": as_json(data["response"]),
             }
         )
-    others = len(exchanges) - len(mine)
+    others = wire.total - len(mine)
     note = (
         f"{counted(others, 'more exchange')} {'belongs' if others == 1 else 'belong'} to other nodes: "
         "select them in the tree"
@@ -115,7 +132,10 @@ def _events_page(
     events = projector.events
     if not types and path is None:
         return page_of(events, start)
-    if start is not None or path is not None:
+    if path is not None:
+        mine = projector.events_at(path)
+        return page_of([e for e in mine if e.type in types] if types else mine, start)
+    if start is not None:
         return page_of([e for e in events if _matches(e, types, path)], start)
     rows: list[Event] = []
     for event in reversed(events):

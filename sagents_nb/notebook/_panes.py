@@ -19,7 +19,7 @@ from ..events import (
 )
 from ._context_pane import context_pane
 from ._decision_pane import decisions_pane, transcript_decision
-from ._log_panes import events_pane, headline, wire_pane
+from ._log_panes import Wire, events_pane, headline, wire_pane
 from ._paging import page_of
 from ._projector import Projector
 from ._render import as_json, calls_state, clip
@@ -84,7 +84,7 @@ class Focus:
 def pane_state(
     projector: Projector,
     focus: Focus,
-    exchanges: Sequence[Any] | None,
+    exchanges: Sequence[Any] | Wire | None,
     json_cache: dict[int, str],
 ) -> dict[str, Any]:
     """The selected node's pane named by `focus.tab`."""

@@ -108,6 +108,9 @@ class Projector:
         self._counts: Counter[str] = Counter()
         self._counted = 0
         """Events in `_counts` so far (`counts` adds the newer ones when read)."""
+        self._at: dict[str, list[Event]] = {}
+        self._placed = 0
+        """Events in `_at` so far (`events_at` adds the newer ones when read)."""
         self.runs: dict[int, RunState] = {}
         self.pending: dict[int, PendingState] = {}
         self.preprocessor: str | None = None
@@ -192,6 +195,20 @@ class Projector:
                 self._counts.update([event.type for event in events[self._counted :]])
                 self._counted = len(events)
             return self._counts
+
+    def events_at(self, path: str) -> list[Event]:
+        """The events the view holds at `path`, in order (a node's Events tab): every node's
+        are found in one pass over the newer events, not in one over them all at each ask."""
+        with self.lock:
+            events, at = self.events, self._at
+            for event in events[self._placed :]:
+                found = at.get(event.path)
+                if found is None:
+                    at[event.path] = [event]
+                else:
+                    found.append(event)
+            self._placed = len(events)
+            return at.get(path, [])
 
     def _note_later(self, event: Event) -> None:
         """Keep how a run after `scope` stands (running, paused, or how it ended)."""

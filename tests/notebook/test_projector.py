@@ -255,6 +255,31 @@ def test_event_log_filters_by_type_and_node() -> None:
     assert events["total"] == len(session.events) == sum(events["types"].values())
 
 
+def test_a_nodes_event_log_follows_the_events_folded_after_it_was_shown() -> None:
+    explore = sn.Agent("explore", does="reads", tools=[read_file])
+    session = sn.Session(sn.Agent("lead", team=[explore]), llm=sn.mock_llm(fan_out))
+    session.send("go").result()
+    events = list(session.events)
+    child = next(e.path for e in events if e.path != "lead")
+    projector = Projector()
+    half = len(events) // 2
+    for event in events[:half]:
+        projector.fold(event)
+    focus = Focus(child, "events", node_only=True)
+    before = [row["seq"] for row in pane_state(projector, focus, None, {})["rows"]]
+    assert before == [e.seq for e in events[:half] if e.path == child]
+    for event in events[half:]:
+        projector.fold(event)
+    after = pane_state(projector, focus, None, {})["rows"]
+    assert [row["seq"] for row in after] == [e.seq for e in events if e.path == child]
+    focus.types = ["tool_call_finished"]
+    typed = pane_state(projector, focus, None, {})["rows"]
+    assert [row["seq"] for row in typed] == [
+        e.seq for e in events if e.path == child and e.type == "tool_call_finished"
+    ]
+    assert typed
+
+
 def test_received_events_fold_in_one_batch_to_the_same_state() -> None:
     explore = sn.Agent("explore", does="reads", tools=[read_file])
     session = sn.Session(sn.Agent("lead", team=[explore]), llm=sn.mock_llm(fan_out))

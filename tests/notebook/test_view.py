@@ -379,6 +379,23 @@ def test_the_wire_pane_shows_each_nodes_exchanges(team_session: sn.Session) -> N
     assert '"name": "read_file"' in child[0]["request"]
 
 
+def test_a_saved_views_wire_panes_are_the_live_ones(team_session: sn.Session) -> None:
+    from sagents_nb.notebook._log_panes import Wire
+    from sagents_nb.notebook._panes import Focus, pane_state
+
+    widget = view(team_session)
+    team_session.send("What is in README.md?").result()
+    projector, exchanges = widget.projector, widget.target.exchanges()
+    wire = Wire(exchanges)  # keyed once for every node, as a saved view does
+    with projector.lock:
+        projector.catch_up()
+        for path in projector.nodes:
+            live = pane_state(projector, Focus(path, "wire"), exchanges, {})
+            assert pane_state(projector, Focus(path, "wire"), wire, {}) == live
+            assert live["exchanges"]
+    widget.close()
+
+
 def test_view_rejects_other_objects() -> None:
     with pytest.raises(TypeError, match=r"shows a sn\.Session, sn\.Run or sn\.Result, not str"):
         view("session")  # type: ignore[arg-type]
