@@ -29,7 +29,7 @@ class Wire:
         self.total = len(exchanges)
         self.answers: dict[tuple[Any, ...], list[tuple[int, Any, Any]]] = {}
         """(index from 1, exchange, its last message) by (model, tools, number of messages)."""
-        for index, exchange in enumerate(list(exchanges), 1):
+        for index, exchange in enumerate(exchanges, 1):
             body = exchange.request
             messages = body.get("messages") or []
             if messages:
@@ -136,20 +136,16 @@ def _events_page(
         mine = projector.events_at(path)
         return page_of([e for e in mine if e.type in types] if types else mine, start)
     if start is not None:
-        return page_of([e for e in events if _matches(e, types, path)], start)
+        return page_of([e for e in events if e.type in types], start)
     rows: list[Event] = []
     for event in reversed(events):
-        if _matches(event, types, path):
+        if event.type in types:
             rows.append(event)
             if len(rows) == PAGE:
                 break
     rows.reverse()
     total = sum(projector.counts[name] for name in types)
     return rows, {"start": total - len(rows), "total": total, "size": PAGE, "following": True}
-
-
-def _matches(event: Event, types: set[str], path: str | None) -> bool:
-    return (not types or event.type in types) and (path is None or event.path == path)
 
 
 def _event(projector: Projector, seq: int) -> Event | None:
