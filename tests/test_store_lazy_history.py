@@ -108,8 +108,9 @@ def test_the_first_look_from_many_threads_at_once_reads_one_storage(
     for thread in threads:
         thread.join()
     assert len(seen) == 8 and all(history is node.history for history in seen)
-    numbers = reopened.journal._numbering.numbers  # type: ignore[union-attr]
-    assert all(numbers[id(m)][0] is m for m in node.history)
+    numbering = reopened.journal._numbering  # type: ignore[union-attr]
+    numbered = numbering.numbered()
+    assert all(numbered[int(numbering.texts[id(m)])] is m for m in node.history)
     reopened.store.close()
 
 

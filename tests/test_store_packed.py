@@ -66,7 +66,7 @@ Check = tuple[bytes | None, PlainStep, PlainStep]
 
 def copied(numbering: Numbering) -> Numbering:
     twin = Numbering()
-    twin.numbers, twin.next = dict(numbering.numbers), numbering.next
+    twin.texts, twin.held, twin.next = dict(numbering.texts), list(numbering.held), numbering.next
     return twin
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import operator
@@ -9,6 +10,7 @@ import threading
 import time
 import types
 import typing
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -71,8 +73,9 @@ if TYPE_CHECKING:
 
 RESCUE_SECONDS = MAX_DELAY_SECONDS
 """A model request's sealed rows wait for the library loop to hand them over; if the loop
-emits no event for this long (a sync handler or tool blocks it), the store thread does (at its
-next look: within `LOOK_SECONDS` more)."""
+emits no event between two looks of the rescue watch (every `RESCUE_SECONDS / 2`: a sync
+handler or tool blocks it), the watch hands them over, committed at once: within this long of
+the seal."""
 
 # An event's class says how it bears on steps, so an event added to `sagents_nb.events` needs
 # nothing here. `ends_step`: it ends a step (as do replies and tool results reaching storage);
@@ -120,6 +123,47 @@ reports is committed."""
 
 _path = operator.attrgetter("path")
 
+_watch_lock = threading.Lock()
+_watched: weakref.WeakSet[Journal] = weakref.WeakSet()
+"""Journals whose sealed rows wait for their loop to hand them over (see `Journal._rescue`)."""
+_watch_due: float | None = None
+"""When the rescue watch's next look is due (None: no look is scheduled)."""
+
+
+def _watch(journal: Journal) -> None:
+    """Have the rescue watch look after `journal` (the caller holds its lock). One timer looks
+    after every journal, every `RESCUE_SECONDS / 2`: a timer for each would wake the chore
+    thread at each run, taking the GIL from the busy loop."""
+    global _watch_due
+    every = RESCUE_SECONDS / 2
+    with _watch_lock:
+        _watched.add(journal)
+        due = time.monotonic() + every
+        if _watch_due is not None and _watch_due <= due:
+            return
+        _watch_due = due
+    later(functools.partial(_look_after_all, due), every)
+
+
+def _look_after_all(due: float) -> None:
+    """On the chore thread: each watched journal's rescue, then the next look while any is
+    still watched (unless a sooner look was scheduled since: it goes on instead)."""
+    global _watch_due
+    with _watch_lock:
+        if _watch_due != due:
+            return
+        journals = list(_watched)
+    for journal in journals:
+        journal._rescue()
+    del journals  # held weakly between looks
+    every = RESCUE_SECONDS / 2
+    with _watch_lock:
+        if not _watched:
+            _watch_due = None
+            return
+        due = _watch_due = time.monotonic() + every
+    later(functools.partial(_look_after_all, due), every)
+
 
 class Journal:
     """Records what a session does, step by step, for its `Store`.
@@ -132,9 +176,9 @@ class Journal:
     last seal and copies of the node states and task entries they changed, stamped with the
     request (so a fork at a request is exact). The sealed rows are handed to a `StepWriter`
     when the session is quiet (see `_step_ended`), at once after `paused` and `run_finished`,
-    or by the store thread when the loop stays busy in one callback for `RESCUE_SECONDS` (a
-    sync handler or tool blocking it: the sealed rows are copies, safe to take from another
-    thread). The store thread encodes and commits what all sessions handed over every
+    or by the rescue watch (on the chore thread) when the loop stays busy in one callback (a
+    sync handler or tool blocking it, see `RESCUE_SECONDS`: the sealed rows are copies, safe
+    to take from another thread). The store thread encodes and commits what all sessions handed over every
     `LOOK_SECONDS` (a group commit), and at once what the rescue hands over. A crash loses at
     most those last moments (`MAX_DELAY_SECONDS + LOOK_SECONDS`) and the action in flight (a
     reply whose tools were still running is asked again on resume), and never what a call
@@ -349,8 +393,8 @@ class Journal:
         """The stored messages this process holds, by number: a fork takes these rather than
         parse their rows again. A message whose text was stored repaired (a lone surrogate)
         is left out, so the fork gets the stored copy."""
-        held = tuple(self._numbering.numbers.values())  # one copy: the store thread numbers too
-        return {int(n): message for message, n in held if _storable_as_is(message)}
+        numbered = self._numbering.numbered()
+        return {n: message for n, message in numbered.items() if _storable_as_is(message)}
 
     def _on_event(self, event: Event) -> None:
         """Seal at a model request; cut a step at once after an event the session may wait
@@ -369,30 +413,35 @@ class Journal:
             self._step_ended()
 
     def _seal_request(self) -> None:
-        """Seal at a model request; have the store thread watch over the sealed rows."""
+        """Seal at a model request; have the rescue watch look after the sealed rows."""
         with self._lock:
             self._seal()
-            watch, self._rescuing = not self._rescuing, True
-            self._rescue_seen = len(self.session.bus.log)
-        if watch:
-            later(weakly(self._rescue), RESCUE_SECONDS)
+            if not self._rescuing:
+                self._rescuing, self._rescue_seen = True, -1
+                _watch(self)
         self._step_ended()
 
     def _rescue(self) -> None:
-        """On the store thread: hand the sealed rows over if the session emitted no event for
-        `RESCUE_SECONDS` (its loop is blocked, e.g. by a sync handler); while the loop goes on
-        and has not handed them over itself, look again later."""
+        """On the chore thread, at each look of the rescue watch (`_look_after_all`): hand the
+        sealed rows over if the session emitted no event since the last look (its loop is
+        blocked, e.g. by a sync handler); stop being watched once they were handed over, by
+        the loop or here."""
         with self._lock:
             if self._step.empty():
-                self._rescuing = False
+                self._unwatch()
                 return
             seen = len(self.session.bus.log)
             if seen == self._rescue_seen:
                 self._hand_over(at_once=True)
-                self._rescuing = False
+                self._unwatch()
                 return
             self._rescue_seen = seen
-        later(weakly(self._rescue), RESCUE_SECONDS)
+
+    def _unwatch(self) -> None:
+        """Leave the rescue watch (the caller holds the lock)."""
+        self._rescuing = False
+        with _watch_lock:
+            _watched.discard(self)
 
     # committing
 
@@ -699,21 +748,20 @@ def _storable_as_is(message: Message) -> bool:
 
 class Numbering:
     """Numbers of a session's stored messages, given in write order by the thread that encodes
-    its steps (one at a time); `numbers` maps a message's id to it and its number's text."""
+    its steps (one at a time): `texts` maps a message's id to its number's text, and `held`
+    keeps every numbered message alive, so that no other object takes its id (an id found in
+    `texts` is that message's)."""
 
     def __init__(self) -> None:
-        self.numbers: dict[int, tuple[Message, str]] = {}
+        self.texts: dict[int, str] = {}
+        self.held: list[Message] = []
         self.next = 1
 
-    def write(self, writes: Sequence[MessageWrites]) -> None:
-        """Number the messages of `writes`, in order (the next numbers, one after the other).
-        Not idempotent: a step's writes are numbered once."""
-        numbers, n = self.numbers, self.next
-        for write in writes:
-            for message in write[3]:
-                numbers[id(message)] = (message, str(n))
-                n += 1
-        self.next = n
+    def numbered(self) -> dict[int, Message]:
+        """Each numbered message by its (latest) number: one copy of each table, safe while
+        the store thread numbers more."""
+        texts, held = self.texts.copy(), tuple(self.held)
+        return {int(texts[id(m)]): m for m in held if id(m) in texts}
 
 
 _meta = operator.attrgetter("meta")
@@ -853,12 +901,12 @@ class PendingStep:
         if numbered is not None:
             return numbered
         numbering = self.numbering
-        numbers = numbering.numbers
+        texts, held = numbering.texts, numbering.held
         loose: list[Message] = []  # the messages events name that are not stored (yet)
         events = self.events
         packings = _PACKING
         marks = map(packings.__getitem__, map(type, events))
-        first = numbering.next
+        first = n = numbering.next
         refs: Refs = {}
         odd = []
         pending, done = self.messages, 0
@@ -869,24 +917,33 @@ class PendingStep:
             if packing == _JSON:
                 odd.append(index)
                 continue
-            seq, written = event.seq, done
-            while done < waiting and pending[done][2] <= seq:
+            seq = event.seq
+            while done < waiting and pending[done][2] <= seq:  # the writes made before it
+                written = pending[done][3]
+                held += written
+                for message in written:
+                    texts[id(message)] = str(n)
+                    n += 1
                 done += 1
-            if done > written:
-                numbering.write(pending[written:done])
             if packing == _REQUEST:
-                refs[index] = [
-                    known[1]
-                    if (known := numbers.get(id(message))) is not None and known[0] is message
-                    else _loose(message, loose)
-                    for message in event.messages  # type: ignore[attr-defined]
-                ]
+                view = event.messages  # type: ignore[attr-defined]
+                found: list[Any] = list(map(texts.get, map(id, view)))
+                if None in found:  # a message not stored (yet): the message itself
+                    found = [
+                        r if r is not None else _loose(m, loose)
+                        for r, m in zip(found, view, strict=True)
+                    ]
+                refs[index] = found
             else:
                 message = event.message  # type: ignore[attr-defined]
-                known = numbers.get(id(message))
-                stored = known is not None and known[0] is message
-                refs[index] = known[1] if stored else _loose(message, loose)  # type: ignore[index]
-        numbering.write(pending[done:])
+                text = texts.get(id(message))
+                refs[index] = text if text is not None else _loose(message, loose)
+        for _, _, _, written, _ in pending[done:]:
+            held += written
+            for message in written:
+                texts[id(message)] = str(n)
+                n += 1
+        numbering.next = n
         messages = itertools.chain.from_iterable(map(_written, pending))
         meta = any(map(_meta, loose)) or any(map(_meta, messages))
         numbered = self._numbers = _Numbered(first, refs, odd, meta)

@@ -431,14 +431,15 @@ class _Stored:
         """Give the journal the numbers of a transcript's stored messages. A message object
         both transcripts share (a fork's, one per stored text) keeps its `llm` row's number,
         whichever transcript is read first: a model request names the rows of its view."""
-        numbers = self.numbering.numbers
+        texts = self.numbering.texts
         rows = self.live.get((path, transcript), ())
+        self.numbering.held.extend(messages)
         if transcript == "llm":
             for message, row in zip(messages, rows, strict=True):
-                numbers[id(message)] = (message, str(row.n))
+                texts[id(message)] = str(row.n)
         else:
             for message, row in zip(messages, rows, strict=True):
-                numbers.setdefault(id(message), (message, str(row.n)))
+                texts.setdefault(id(message), str(row.n))
 
     def message(self, n: int) -> Message:
         """Stored message `n`, parsed the first time it is asked for (two threads asking at
