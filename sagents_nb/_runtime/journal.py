@@ -72,10 +72,10 @@ if TYPE_CHECKING:
     event's index in the step (see `rows.Ref`)."""
 
 RESCUE_SECONDS = MAX_DELAY_SECONDS
-"""A model request's sealed rows wait for the library loop to hand them over; if the loop
-emits no event between two looks of the rescue watch (every `RESCUE_SECONDS / 2`: a sync
-handler or tool blocks it), the watch hands them over, committed at once: within this long of
-the seal."""
+"""How often the rescue watch looks: a model request's sealed rows wait for the library loop
+to hand them over; if the loop emits no event between two looks (a sync handler or tool blocks
+it), the watch hands them over, committed at once: within twice this long of the seal (100 ms,
+the bound of `durability="async"`)."""
 
 # An event's class says how it bears on steps, so an event added to `sagents_nb.events` needs
 # nothing here. `ends_step`: it ends a step (as do replies and tool results reaching storage);
@@ -132,10 +132,10 @@ _watch_due: float | None = None
 
 def _watch(journal: Journal) -> None:
     """Have the rescue watch look after `journal` (the caller holds its lock). One timer looks
-    after every journal, every `RESCUE_SECONDS / 2`: a timer for each would wake the chore
-    thread at each run, taking the GIL from the busy loop."""
+    after every journal, every `RESCUE_SECONDS`: a timer for each would wake the chore thread
+    at each run, taking the GIL from the busy loop."""
     global _watch_due
-    every = RESCUE_SECONDS / 2
+    every = RESCUE_SECONDS
     with _watch_lock:
         _watched.add(journal)
         due = time.monotonic() + every
@@ -156,7 +156,7 @@ def _look_after_all(due: float) -> None:
     for journal in journals:
         journal._rescue()
     del journals  # held weakly between looks
-    every = RESCUE_SECONDS / 2
+    every = RESCUE_SECONDS
     with _watch_lock:
         if not _watched:
             _watch_due = None
