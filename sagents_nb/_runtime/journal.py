@@ -557,10 +557,11 @@ class Journal:
         step.messages += self._writes
         self._logged += len(events)
         self._writes = []
-        states, state_seqs = self._states, self._state_seqs
+        states, state_seqs, nodes = self._states, self._state_seqs, self._nodes
+        kind_dirty, task_dirty = self._kind_dirty, self._task_dirty
         for path in self._dirty:
-            node = self._node(path)
-            if node is None:
+            node = nodes.get(path)
+            if node is None and (node := self._node(path)) is None:
                 continue
             state = NodeSnapshot.of(node)
             previous = states.get(path)
@@ -570,17 +571,17 @@ class Journal:
                 step.nodes.append((path, "state", seq, state, previous))
                 states[path] = state
                 state_seqs[path] = seq
-            kind = self._kind_state(node) if path in self._kind_dirty else None
+            kind = self._kind_state(node) if path in kind_dirty else None
             if kind is not None and self._kinds.get(path) != kind:
                 step.nodes.append((path, "kind", seq, kind, None))
                 self._kinds[path] = kind
-            if path in self._task_dirty:
+            if path in task_dirty:
                 self._task_changes(node, seq, step, swapped=path in self._swapped)
         if self._queue_dirty:
             self._queue_rows(seq, step)
         self._dirty.clear()
-        self._kind_dirty.clear()
-        self._task_dirty.clear()
+        kind_dirty.clear()
+        task_dirty.clear()
         self._swapped.clear()
 
     def _kind_state(self, node: Node) -> str | None:
@@ -889,7 +890,7 @@ class PendingStep:
             events[-1].seq if events else 0,
             low,
             low + count - 1 if count else 0,
-            sum([type(event) is TextDelta for event in events]),
+            operator.countOf(map(type, events), TextDelta),
         )
 
     def _numbered(self) -> _Numbered:
