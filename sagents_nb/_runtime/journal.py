@@ -178,12 +178,12 @@ class Journal:
     when the session is quiet (see `_step_ended`), at once after `paused` and `run_finished`,
     or by the rescue watch (on the chore thread) when the loop stays busy in one callback (a
     sync handler or tool blocking it, see `RESCUE_SECONDS`: the sealed rows are copies, safe
-    to take from another thread). The store thread encodes and commits what all sessions handed over every
-    `LOOK_SECONDS` (a group commit), and at once what the rescue hands over. A crash loses at
-    most those last moments (`MAX_DELAY_SECONDS + LOOK_SECONDS`) and the action in flight (a
-    reply whose tools were still running is asked again on resume), and never what a call
-    that returned reported: `result()`, `wait()` and `run_sync` commit first (`flush`,
-    `settled`), and `durability="turn"` commits before each model request
+    to take from another thread). The store thread encodes and commits what all sessions
+    handed over every `LOOK_SECONDS` (a group commit), and at once what the rescue hands
+    over. A crash loses at most those last moments (`MAX_DELAY_SECONDS + LOOK_SECONDS`) and
+    the action in flight (a reply whose tools were still running is asked again on resume),
+    and never what a call that returned reported: `result()`, `wait()` and `run_sync` commit
+    first (`flush`, `settled`), and `durability="turn"` commits before each model request
     (`before_request`); `"exit"` hands steps over only when the run pauses or ends. Reading
     a store in this process (`Session.open`, `list_stored`) commits what is queued first;
     `fork`, `export_jsonl` and `flush()` do so for their session.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import bisect
 import threading
 from collections.abc import Sequence
+from copy import copy
 from dataclasses import dataclass, field, replace
 
 from .._base.errors import StoreError
@@ -69,7 +70,7 @@ class MemoryStore:
             record = _Record(
                 StoredSession(info.id, info.agent, info.created, info.parent, info.fork_seq)
             )
-            record.add_events(info.id, [replace(e) for e in rows.events])
+            record.add_events(info.id, list(map(copy, rows.events)))
             for message in rows.messages:
                 record.add_message(info.id, replace(message))
             for node in rows.nodes:
@@ -232,7 +233,7 @@ class _Record:
     def rows(self) -> SessionRows:
         return SessionRows(
             self.stored(),
-            [replace(e) for e in self.events],
+            list(map(copy, self.events)),
             [replace(self.messages[n]) for n in self.numbers],
             [replace(self.nodes[key]) for key in sorted(self.nodes)],
             [replace(t) for t in self.tasks],
@@ -245,7 +246,7 @@ class _Record:
 def _copy_step(step: Step) -> Step:
     return Step(
         step.seq,
-        [replace(e) for e in step.events],
+        list(map(copy, step.events)),
         [
             MessageWrite(
                 w.path, w.transcript, w.seq, [(n, body) for n, body in w.messages], w.replace

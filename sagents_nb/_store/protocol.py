@@ -14,6 +14,8 @@ from dataclasses import dataclass, field, replace
 from operator import attrgetter
 from typing import Any, NamedTuple, Protocol, cast, runtime_checkable
 
+import msgspec
+
 from .text import body_text, read_json
 
 
@@ -34,8 +36,7 @@ class StoredSession:
     """The last committed event (0 when none)."""
 
 
-@dataclass(slots=True)
-class EventRow:
+class EventRow(msgspec.Struct, gc=False):
     """One event, as its JSON text.
 
     A `model_request`'s `messages` (a `model_response`'s `message`) may hold message numbers
@@ -43,6 +44,10 @@ class EventRow:
     do not repeat its history. A number names the row the message had as of the event (added
     at or before its `seq`), so the rows `SessionRows.at(seq)` keeps hold every message its
     events name.
+
+    A struct made in C (a reopened session makes one for each of its events: 160,000 for a
+    tree of 10,000 nodes), which the cycle collector does not track: its fields are numbers
+    and text, so it can be in no cycle.
     """
 
     seq: int
