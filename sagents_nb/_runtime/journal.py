@@ -758,6 +758,15 @@ class Numbering:
         self.held: list[Message] = []
         self.next = 1
 
+    def write(self, messages: Sequence[Message]) -> None:
+        """Number `messages`, written in this order (the next numbers, one after the other)."""
+        self.held += messages
+        texts, n = self.texts, self.next
+        for message in messages:
+            texts[id(message)] = str(n)
+            n += 1
+        self.next = n
+
     def numbered(self) -> dict[int, Message]:
         """Each numbered message by its (latest) number: one copy of each table, safe while
         the store thread numbers more."""
@@ -902,12 +911,12 @@ class PendingStep:
         if numbered is not None:
             return numbered
         numbering = self.numbering
-        texts, held = numbering.texts, numbering.held
+        texts = numbering.texts
         loose: list[Message] = []  # the messages events name that are not stored (yet)
         events = self.events
         packings = _PACKING
         marks = map(packings.__getitem__, map(type, events))
-        first = n = numbering.next
+        first = numbering.next
         refs: Refs = {}
         odd = []
         pending, done = self.messages, 0
@@ -920,11 +929,7 @@ class PendingStep:
                 continue
             seq = event.seq
             while done < waiting and pending[done][2] <= seq:  # the writes made before it
-                written = pending[done][3]
-                held += written
-                for message in written:
-                    texts[id(message)] = str(n)
-                    n += 1
+                numbering.write(pending[done][3])
                 done += 1
             if packing == _REQUEST:
                 view = event.messages  # type: ignore[attr-defined]
@@ -940,11 +945,7 @@ class PendingStep:
                 text = texts.get(id(message))
                 refs[index] = text if text is not None else _loose(message, loose)
         for _, _, _, written, _ in pending[done:]:
-            held += written
-            for message in written:
-                texts[id(message)] = str(n)
-                n += 1
-        numbering.next = n
+            numbering.write(written)
         messages = itertools.chain.from_iterable(map(_written, pending))
         meta = any(map(_meta, loose)) or any(map(_meta, messages))
         numbered = self._numbers = _Numbered(first, refs, odd, meta)
