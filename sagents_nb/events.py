@@ -606,6 +606,10 @@ class Fold(Generic[Handler]):
             found = self._by_type[name] = self.handler(cls) if cls is not None else None
             return found
 
+    def types(self) -> list[str]:
+        """The stored `type` names of the event classes defined now that it handles."""
+        return [name for name in list(_TYPES) if self.for_type(name) is not None]
+
     def into(self, state: Any, events: Iterable[Event]) -> None:
         """Fold `events` into `state`: each event's handler, if it has one, is called as
         `handler(state, event)`."""

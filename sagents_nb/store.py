@@ -9,13 +9,15 @@ stood after that event (what reopening and forking read).
 `MemoryStore` is the reference: the semantics every store keeps (retired rows, one live
 task row per key, merged partial node states, all-or-nothing commits) in plain Python, held
 to the same contract tests as `SQLiteStore`. To put sessions elsewhere, implement the five
-methods of `Store` the way `MemoryStore` does and pass the object as `store=`. Four more are
+methods of `Store` the way `MemoryStore` does and pass the object as `store=`. Five more are
 optional, each named by a protocol a store satisfies by having the method: `ForkingStore`
 (`fork`, a fork copied where the rows are), `PlainCommitStore` (`commit_plain`, steps taken
 as plain tuples: `PlainStep` in `_store/protocol.py`), `GroupCommitStore` (`commit_group`,
-several sessions' writes in one transaction) and `SkimmingStore` (`skim`, a few
-fields of some events of every session in one pass, which `sn.browse` lists); `PostgresStore`
-(the `postgres` extra) is such a store, for a database many processes and machines share.
+several sessions' writes in one transaction), `SkimmingStore` (`skim`, a few fields of
+some events of every session in one pass, which `sn.browse` lists) and `OutliningStore`
+(`outline`, a session's record with only some of its events and an `EventOutline` of them
+all, the others read when first looked at: what `Session.open` uses); `PostgresStore` (the
+`postgres` extra) is such a store, for a database many processes and machines share.
 """
 
 from __future__ import annotations
@@ -25,12 +27,14 @@ from typing import TYPE_CHECKING, Any
 from ._base.errors import StoreError
 from ._store.memory import MemoryStore
 from ._store.protocol import (
+    EventOutline,
     EventRow,
     ForkingStore,
     GroupCommitStore,
     MessageRow,
     MessageWrite,
     NodeRow,
+    OutliningStore,
     PlainCommitStore,
     SessionRows,
     SkimmingStore,
@@ -45,6 +49,7 @@ if TYPE_CHECKING:
     from ._store.sqlite.store import SQLiteStore
 
 __all__ = [
+    "EventOutline",
     "EventRow",
     "ForkingStore",
     "GroupCommitStore",
@@ -52,6 +57,7 @@ __all__ = [
     "MessageRow",
     "MessageWrite",
     "NodeRow",
+    "OutliningStore",
     "PlainCommitStore",
     "PostgresStore",
     "SQLiteStore",

@@ -12,6 +12,10 @@ if TYPE_CHECKING:  # the store's modules load with the first durable session
     from .._store.protocol import EventRow
 
 Decode: TypeAlias = "Callable[[EventRow], Event]"
+Read: TypeAlias = "Callable[[], list[EventRow]]"
+
+UNREAD: object = type("Unread", (), {"__repr__": lambda self: "UNREAD"})()
+"""Stands in the log for a stored row not read from its store yet (see `EventLog`)."""
 
 
 class EventLog(Sequence[Event]):
@@ -22,13 +26,24 @@ class EventLog(Sequence[Event]):
     (the last run's events, the tail) decodes only what it looks at. A slice is a view over
     the same items (an event read through it is decoded once for both), fixed to the events
     there were when it was taken, as a list's slice is.
+
+    A log may start with `UNREAD` items (a session opened from an outline of its events, see
+    `OutliningStore`): the first read of one of them reads every stored row (`read`).
     """
 
-    __slots__ = ("_decode", "_items", "_live", "_lock", "_start", "_stop")
+    __slots__ = ("_decode", "_items", "_live", "_lock", "_read", "_start", "_stop")
 
-    def __init__(self, items: Iterable[Event | EventRow] = (), decode: Decode | None = None):
-        self._items: list[Event | EventRow] = list(items)
+    def __init__(
+        self,
+        items: Iterable[Event | EventRow | object] = (),
+        decode: Decode | None = None,
+        read: Read | None = None,
+    ):
+        self._items: list[Event | EventRow | object] = list(items)
         self._decode = decode
+        self._read: list[Read] = [read] if read is not None else []
+        """The reading of the `UNREAD` rows, until it is done (one list for the log and its
+        slices)."""
         self._lock = threading.Lock()
         self._start = 0
         self._stop: int | None = None
@@ -58,6 +73,7 @@ class EventLog(Sequence[Event]):
                 return [self[i] for i in range(start, stop, stride)]
             view = EventLog.__new__(EventLog)
             view._items, view._decode, view._lock = self._items, self._decode, self._lock
+            view._read = self._read
             view._live = self._live
             view._start, view._stop = self._start + start, self._start + max(start, stop)
             return view
@@ -81,9 +97,22 @@ class EventLog(Sequence[Event]):
             item = self._items[at]
             if isinstance(item, Event):
                 return item
+            if item is UNREAD:
+                item = self._read_rows(at)
             assert self._decode is not None, "a stored row without its decoder"
-            event = self._items[at] = self._decode(item)
+            event = self._items[at] = self._decode(item)  # type: ignore[arg-type]
             return event
+
+    def _read_rows(self, at: int) -> object:
+        """Put every stored row in place of its `UNREAD` (the caller holds the lock); the item
+        at `at` then. A failed read raises, and leaves the log as it was."""
+        rows = self._read[0]()
+        self._read.clear()
+        items = self._items
+        for index, row in enumerate(rows):
+            if items[index] is UNREAD:
+                items[index] = row
+        return items[at]
 
     def __iter__(self) -> Iterator[Event]:
         items = self._items  # the items there are now, read without the checks of `self[i]`

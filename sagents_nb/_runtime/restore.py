@@ -19,8 +19,10 @@ from .._base.messages import Message
 from .._base.outcome import Outcome
 from .._endpoints.openai import LLM
 from .._store.protocol import (
+    EventOutline,
     EventRow,
     ForkingStore,
+    OutliningStore,
     SessionRows,
     Store,
     StoredSession,
@@ -42,7 +44,7 @@ from ..events import (
     parse_event,
 )
 from .decisions import stored_pauses
-from .eventlog import EventLog
+from .eventlog import UNREAD, EventLog
 from .journal import Journal, Numbering
 from .node import Node
 from .result import Result
@@ -85,13 +87,18 @@ def open_session(
     and endpoint objects each node ran with, which no store keeps)."""
     backend = resolve_store(store, create=False)
     with collector_paused():
-        rows = backend.load(session_id)
+        outlined = (
+            backend.outline(session_id, SCAN.types())
+            if isinstance(backend, OutliningStore)
+            else None
+        )
+        rows, outline = outlined if outlined is not None else (backend.load(session_id), None)
         session = cls(agent, session_id=session_id, **options)
         if live is not None:
             last = rows.info.last_seq
             session.endpoint_choices = [c for c in live.endpoint_choices if c[0] <= last]
             session.kinds_ran = dict(live.kinds_ran)
-        return restore(session, backend, rows)
+        return restore(session, backend, rows, outline=outline)
 
 
 BIG_BLOCK = 20_000
@@ -242,10 +249,15 @@ def require_journal(session: Session, what: str) -> Journal:
 
 
 def restore(
-    session: Session, store: Store, rows: SessionRows, held: dict[int, Message] | None = None
+    session: Session,
+    store: Store,
+    rows: SessionRows,
+    held: dict[int, Message] | None = None,
+    outline: EventOutline | None = None,
 ) -> Session:
     """Put the stored state into a fresh `session` (built from code) and start recording;
-    `held`: stored messages already parsed, by number (a fork's, from its source)."""
+    `held`: stored messages already parsed, by number (a fork's, from its source); `outline`:
+    the outline of the events when `rows.events` holds only those `SCAN` reads."""
     root = session.root
     if rows.info.agent != root.agent.name:
         raise StoreError(
@@ -253,7 +265,7 @@ def restore(
             f"{root.agent.name!r}; pass agent= the agent it was saved with"
         )
     try:
-        stored = _Stored(rows, held)
+        stored = _Stored(rows, held, outline)
         stored.restore_node(root)
         _endpoints_as_of_cut(session, stored.swapped_to)
         root.display = stored.transcript(root.path, "display")
@@ -272,13 +284,13 @@ def restore(
         ) from exc
     bus = session.bus
     bus.log = events
-    bus._seq = rows.events[-1].seq if rows.events else 0
+    bus._seq = stored.last
     bus.statuses = statuses
     bus.run = max(stored.firsts, default=0)
     session.runs = runs
     session.stored_queue = stored.queue(root.path)
     info = rows.info
-    session.stored_from = {info.id: len(rows.events)}
+    session.stored_from = {info.id: stored.count}
     if info.parent is not None and info.fork_seq is not None:
         session.stored_from[info.parent] = info.fork_seq  # seqs run 1..n: as many events
     session.journal = Journal(
@@ -309,8 +321,25 @@ class _Stored:
     """A session's rows, each parsed once when it is first needed: one `Message` per stored
     message, shared by the transcripts and the views in events, and each node's newest state."""
 
-    def __init__(self, rows: SessionRows, held: dict[int, Message] | None = None) -> None:
+    def __init__(
+        self,
+        rows: SessionRows,
+        held: dict[int, Message] | None = None,
+        outline: EventOutline | None = None,
+    ) -> None:
+        if outline is not None and not _ends_finished(rows.events):
+            rows.events = outline.read()  # a cut run's pauses are read from all its events
+            outline = None
         self.rows = rows
+        self.outline = outline
+        """How many events there are and each run's bounds, when `rows.events` holds only
+        the rows `SCAN` reads (the others are read when first looked at)."""
+        self.count = outline.count if outline is not None else len(rows.events)
+        """How many events there are."""
+        self.last = (
+            outline.count if outline is not None else rows.events[-1].seq if rows.events else 0
+        )
+        """The last event's seq (0 when none)."""
         self.bodies = {row.n: row.body for row in rows.messages}
         self.forked_at = rows.info.fork_seq or 0
         self.own = (
@@ -359,7 +388,9 @@ class _Stored:
         """The index of each run's first event row."""
         self.lasts: dict[int, int] = {}
         """The index of each run's last event row: its `run_finished`, if it has one."""
-        self._scan(rows.events)
+        self.ended: set[int] = set()
+        """The runs that have a `run_finished` row."""
+        self._scan(rows.events, outline)
         self.children: dict[str, list[str]] = {}
         for path, state in sorted(self.states.items(), key=lambda item: item[1].position):
             if state.parent is not None:
@@ -373,13 +404,22 @@ class _Stored:
             agent = self.members[key] = _team_member(parent, name)
         return agent
 
-    def _scan(self, events: list[EventRow]) -> None:
-        """Go once through the event rows, unparsed: each run's bounds, and what `SCAN` reads."""
-        firsts, lasts, ended = self.firsts, self.lasts, set()
+    def _scan(self, events: list[EventRow], outline: EventOutline | None) -> None:
+        """Go once through the event rows, unparsed: each run's bounds, and what `SCAN` reads.
+        With an `outline`, the rows are those `SCAN` reads, and the bounds the outline's (an
+        event's index is its seq - 1) up to each run's first `run_finished`."""
+        firsts, lasts, ended = self.firsts, self.lasts, self.ended
         scans: dict[str, Callable[[_Stored, EventRow], None] | None] = {}
+        if outline is not None:
+            for run, (first, last) in outline.runs.items():
+                firsts[run], lasts[run] = first - 1, last - 1
         for index, row in enumerate(events):
             kind, run = row.type, row.run
-            if run and run not in ended:
+            if outline is not None:
+                if kind == "run_finished" and run and run not in ended:
+                    lasts[run] = row.seq - 1
+                    ended.add(run)
+            elif run and run not in ended:
                 if run not in firsts:
                     firsts[run] = index
                 lasts[run] = index
@@ -454,8 +494,15 @@ class _Stored:
         return message
 
     def events(self) -> EventLog:
-        """The stored events, each decoded when it is first read (`event`)."""
-        return EventLog(self.rows.events, self.event)
+        """The stored events, each decoded when it is first read (`event`); outlined, those
+        not read yet are read from the store when one of them first is."""
+        outline = self.outline
+        if outline is None:
+            return EventLog(self.rows.events, self.event)
+        items: list[object] = [UNREAD] * outline.count
+        for row in self.rows.events:
+            items[row.seq - 1] = row
+        return EventLog(items, self.event, outline.read)
 
     def event(self, row: EventRow) -> Event:
         """One stored event; a request's view gets its numbered messages back."""
@@ -631,7 +678,7 @@ def _restore_runs(
             result = Result(NEVER_STARTED, "cancelled", 0, session.run_usage, [], tree, number)
         else:
             first, last = firsts[number], lasts[number] + 1
-            end = events[last - 1] if rows.events[last - 1].type == "run_finished" else None
+            end = events[last - 1] if number in stored.ended else None
             if isinstance(end, RunFinished):
                 result = Result(end.text, end.status, end.turns, end.usage, [], tree, number)
             else:
@@ -646,6 +693,17 @@ def _restore_runs(
         run._stop.set()
         runs.append(run)
     return runs
+
+
+def _ends_finished(events: list[EventRow]) -> bool:
+    """Whether the last of the runs' `run_started` and `run_finished` rows is a
+    `run_finished` (or there are none): as `_Stored.finished` reads them."""
+    for row in reversed(events):
+        if row.type == "run_finished":
+            return True
+        if row.type == "run_started":
+            return False
+    return True
 
 
 def _interrupted_text(rows: SessionRows) -> str:

@@ -9,7 +9,8 @@ filter over the rows (`SessionRows.at`), which is what reopening and forking rea
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from operator import attrgetter
 from typing import Any, NamedTuple, Protocol, cast, runtime_checkable
@@ -254,6 +255,9 @@ class Store(Protocol):
     - `commit_group(writes)` (`GroupCommitStore`): several sessions' `create` and
       `commit_plain` in one transaction, which the store thread uses to commit what every
       session of the store handed over at once (a sweep's thousands of short runs).
+    - `outline(session_id, types)` (`OutliningStore`): `load` with only some events, and an
+      `EventOutline` of them all, which `Session.open` uses to read a long session's other
+      events when they are first looked at.
     """
 
     def create(self, rows: SessionRows) -> None:
@@ -326,6 +330,57 @@ class SkimmingStore(Store, Protocol):
         """Each session's events of `types`, by `seq`, keyed by session id (sessions without
         one are absent). Each row's `body` is a JSON object of `fields` (name to a JSON path
         such as `$.usage` or `$.event.type`), null where an event has no such field.
+        """
+
+
+class EventOutline:
+    """A session's events as `OutliningStore.outline` tells them without reading them all:
+    how many (their seqs run 1..`count`), each run's first and last seq, and `read()`, which
+    reads every row 1..`count` when they are first needed (a store closed before then reads
+    them as it closes, `keep`)."""
+
+    def __init__(
+        self, count: int, runs: dict[int, tuple[int, int]], read: Callable[[], list[EventRow]]
+    ) -> None:
+        self.count = count
+        self.runs = runs
+        """Each run's (first seq, last seq), by run number (events of no run left out)."""
+        self._read: Callable[[], list[EventRow]] | None = read
+        self._kept: list[EventRow] | None = None
+        self._lock = threading.Lock()
+
+    def read(self) -> list[EventRow]:
+        """Every event row, by seq: read once, and handed over (a second call is an error)."""
+        with self._lock:
+            read, kept = self._read, self._kept
+            if read is None:
+                raise RuntimeError("this outline's rows were handed over already")
+            rows = kept if kept is not None else read()
+            self._read = self._kept = None
+            return rows
+
+    def keep(self) -> None:
+        """Read the rows now, while the store is open (it is about to close)."""
+        with self._lock:
+            if self._read is not None and self._kept is None:
+                self._kept = self._read()
+
+    def __repr__(self) -> str:
+        return f"EventOutline({self.count} events, {len(self.runs)} runs)"
+
+
+@runtime_checkable
+class OutliningStore(Store, Protocol):
+    """A `Store` that outlines a session's events (optional; see `Store`): reopening a long
+    session reads the few rows it restores from, and the rest when they are first looked at."""
+
+    def outline(
+        self, session_id: str, types: Sequence[str]
+    ) -> tuple[SessionRows, EventOutline] | None:
+        """`load(session_id)` with only the events of `types` in its `events` (by seq), and
+        the outline of them all; None when the store cannot tell it (then `load`).
+
+        Raises `StoreError` naming the ids there are if unknown.
         """
 
 

@@ -11,6 +11,8 @@ import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
+from functools import partial
 from itertools import starmap
 from pathlib import Path
 from typing import Any, TypeVar
@@ -18,6 +20,7 @@ from typing import Any, TypeVar
 from ..._base.checks import check_bool, check_path
 from ..._base.errors import StoreError
 from ..protocol import (
+    EventOutline,
     EventRow,
     GroupWrite,
     MessageRow,
@@ -34,7 +37,16 @@ from . import log as commit_log
 from .log import SCHEMA as LOG_SCHEMA
 from .log import SETTLE_SECONDS, SETTLE_SESSIONS, add_log_table
 from .streams import SCHEMA as STREAMS_SCHEMA
-from .streams import Stream, add_streams_table, fork_streams, insert_streams, load_streams, pack
+from .streams import (
+    TYPE,
+    Stream,
+    add_streams_table,
+    chunk_count,
+    fork_streams,
+    insert_streams,
+    load_streams,
+    pack,
+)
 from .texts import SCHEMA as TEXTS_SCHEMA
 from .texts import Cutter, Texts, add_texts_table, keep
 from .writes import (
@@ -143,6 +155,8 @@ class SQLiteStore:
         self._settling = False
         """A settle of the log is scheduled on the chore thread (`_settle_when_quiet`)."""
         self._committed_at = 0.0
+        self._outlines: weakref.WeakSet[EventOutline] = weakref.WeakSet()
+        """Outlines of sessions opened from here whose events are not read yet (`outline`)."""
         new = self.path == MEMORY or _check_file(Path(self.path), create)
         self._db = self._connect(new)
         self._file = _identity(self.path)
@@ -435,56 +449,112 @@ class SQLiteStore:
     def load(self, session_id: str) -> SessionRows:
         """The session's whole record."""
         with self._reading() as db:
-            self._settle_session(session_id)
-            found = db.execute(
-                "SELECT id, agent, created, parent, fork_seq FROM sessions WHERE id = ?",
-                (session_id,),
-            ).fetchone()
-            if found is None:
-                raise _unknown(db, session_id, self.path)
-            where = (session_id,)
-            events = _rows(
-                db,
-                EventRow,
-                "SELECT seq, run, type, path, body FROM events WHERE session = ? ORDER BY seq",
-                where,
-            )
-            messages = _rows(
-                db,
-                MessageRow,
-                "SELECT n, path, transcript, added, removed, body FROM messages "
-                "WHERE session = ? ORDER BY n",
-                where,
-            )
-            nodes = _rows(
-                db,
-                NodeRow,
-                "SELECT path, part, seq, body FROM nodes WHERE session = ? ORDER BY seq, path, part",
-                where,
-            )
-            tasks = _rows(
-                db,
-                TaskRow,
-                "SELECT parent, agent, prompt, child, seq, status, text, settled, retired "
-                "FROM tasks WHERE session = ? ORDER BY id",
-                where,
-            )
+            found = self._found(db, session_id)
+            events = _rows(db, EventRow, _EVENTS, (session_id,))
             texts = Texts(db)  # one per load: each distinct text is read and checked once
+            rows = self._rest(db, found, events, texts)
             try:
-                _whole(texts, events, messages, nodes, tasks)
                 streamed = load_streams(db, session_id, texts) if self._streams else []
             except sqlite3.DatabaseError as exc:
-                raise StoreError(
-                    f"session {session_id!r} in {self.path} cannot be read back ({exc}): the "
-                    "file is damaged",
-                    remedy="restore the file from a backup; other sessions in it may still open",
-                ) from exc
-            if streamed:
-                events = sorted([*events, *(EventRow(*row) for row in streamed)], key=_seq)
+                raise self._damaged(session_id, exc) from exc
+        if streamed:
+            rows.events = sorted([*events, *(EventRow(*row) for row in streamed)], key=_seq)
+            rows.info = replace(rows.info, last_seq=rows.events[-1].seq)
+        return rows
+
+    def outline(
+        self, session_id: str, types: Sequence[str]
+    ) -> tuple[SessionRows, EventOutline] | None:
+        """`load` with only the events of `types`, and the outline of them all
+        (`OutliningStore`): a pass over the events in SQL for each run's bounds, and one for
+        the rows of `types`. None if a stream's chunk is of `types`, or if the seqs do not run
+        1..n (then `load`)."""
+        if TYPE in types:
+            return None
+        marks = ", ".join("?" for _ in types)
+        with self._reading() as db:
+            found = self._found(db, session_id)
+            where = (session_id,)
+            runs, count, low, top = {}, 0, None, 0
+            for run, first, last, many in db.execute(_RUNS, where):
+                count += many
+                low = first if low is None else min(low, first)
+                top = max(top, last)
+                if run:
+                    runs[run] = (first, last)
+            if self._streams:
+                for run, first, last, chunks in db.execute(_STREAM_RUNS, where):
+                    count += chunk_count(chunks)
+                    low = first if low is None else min(low, first)
+                    top = max(top, last)
+                    if run:
+                        known = runs.get(run, (first, last))
+                        runs[run] = (min(known[0], first), max(known[1], last))
+            if count != top or (count and low != 1):
+                return None
+            picked = _rows(db, EventRow, _PICKED % marks, (session_id, *types))
+            rows = self._rest(db, found, picked, Texts(db))
+        rows.info = replace(rows.info, last_seq=top)
+        outline = EventOutline(count, runs, partial(self._events_until, session_id, count))
+        self._outlines.add(outline)
+        return rows, outline
+
+    def _found(self, db: sqlite3.Connection, session_id: str) -> tuple[Any, ...]:
+        """The session's row, its log settled first; `StoreError` if there is none."""
+        self._settle_session(session_id)
+        found: tuple[Any, ...] | None = db.execute(
+            "SELECT id, agent, created, parent, fork_seq FROM sessions WHERE id = ?",
+            (session_id,),
+        ).fetchone()
+        if found is None:
+            raise _unknown(db, session_id, self.path)
+        return found
+
+    def _rest(
+        self, db: sqlite3.Connection, found: tuple[Any, ...], events: list[EventRow], texts: Texts
+    ) -> SessionRows:
+        """A session's record around `events`: its messages, node rows and tasks, their long
+        texts put back (the events' too)."""
+        where = (found[0],)
+        messages = _rows(db, MessageRow, _MESSAGES, where)
+        nodes = _rows(db, NodeRow, _NODES, where)
+        tasks = _rows(db, TaskRow, _TASKS, where)
+        try:
+            _whole(texts, events, messages, nodes, tasks)
+        except sqlite3.DatabaseError as exc:
+            raise self._damaged(found[0], exc) from exc
         sid, agent, created, parent, fork_seq = found
         last = events[-1].seq if events else 0
         info = StoredSession(sid, agent, created, parent, fork_seq, last)
         return SessionRows(info, events, messages, nodes, tasks)
+
+    def _events_until(self, session_id: str, count: int) -> list[EventRow]:
+        """An outlined session's events 1..`count` (`EventOutline.read`)."""
+        with self._reading() as db:
+            self._settle_session(session_id)
+            events = _rows(db, EventRow, _EVENTS_UNTIL, (session_id, count))
+            texts = Texts(db)
+            try:
+                _whole(texts, events, [], [], [])
+                streamed = load_streams(db, session_id, texts, count) if self._streams else []
+            except sqlite3.DatabaseError as exc:
+                raise self._damaged(session_id, exc) from exc
+        if streamed:
+            events = sorted([*events, *(EventRow(*row) for row in streamed)], key=_seq)
+        if len(events) != count or (events and events[-1].seq != count):
+            raise StoreError(
+                f"session {session_id!r} in {self.path} no longer holds the {count} events it "
+                f"had when it was opened ({len(events)} now): another program changed it",
+                remedy="open the session again (sn.Session.open)",
+            )
+        return events
+
+    def _damaged(self, session_id: str, exc: Exception) -> StoreError:
+        return StoreError(
+            f"session {session_id!r} in {self.path} cannot be read back ({exc}): the file is "
+            "damaged",
+            remedy="restore the file from a backup; other sessions in it may still open",
+        )
 
     def sessions(self) -> list[StoredSession]:
         """Every session in the store, oldest first."""
@@ -512,7 +582,14 @@ class SQLiteStore:
 
     def close(self) -> None:
         """Settle the log and close the connection (the file stays consistent whether or not
-        this is called; a store dropped unclosed leaves its log rows to the next reader)."""
+        this is called; a store dropped unclosed leaves its log rows to the next reader).
+        Sessions opened from it read the events they have not read yet first."""
+        if self._closer.alive:
+            for outline in list(self._outlines):
+                try:
+                    outline.keep()
+                except StoreError as exc:  # told when those events are read
+                    log.warning("%s", exc)
         if self._closer.alive and self._log and not self.read_only:
             try:
                 self.settle()
@@ -615,6 +692,24 @@ def _unknown(db: sqlite3.Connection, session_id: str, path: Any) -> StoreError:
         f"{', '.join(ids) or 'none'}); pass one of those ids"
     )
 
+
+_EVENTS = "SELECT seq, run, type, path, body FROM events WHERE session = ? ORDER BY seq"
+_EVENTS_UNTIL = (
+    "SELECT seq, run, type, path, body FROM events WHERE session = ? AND seq <= ? ORDER BY seq"
+)
+_PICKED = (
+    "SELECT seq, run, type, path, body FROM events WHERE session = ? AND type IN (%s) ORDER BY seq"
+)
+_RUNS = "SELECT run, min(seq), max(seq), count(*) FROM events WHERE session = ? GROUP BY run"
+_STREAM_RUNS = "SELECT run, first, last, chunks FROM streams WHERE session = ?"
+_MESSAGES = (
+    "SELECT n, path, transcript, added, removed, body FROM messages WHERE session = ? ORDER BY n"
+)
+_NODES = "SELECT path, part, seq, body FROM nodes WHERE session = ? ORDER BY seq, path, part"
+_TASKS = (
+    "SELECT parent, agent, prompt, child, seq, status, text, settled, retired "
+    "FROM tasks WHERE session = ? ORDER BY id"
+)
 
 R = TypeVar("R")
 

@@ -110,13 +110,22 @@ def insert_streams(db: sqlite3.Connection, sid: str, streams: list[Stream]) -> N
     db.executemany("INSERT INTO streams VALUES (?, ?, ?, ?, ?, ?, ?)", [(sid, *s) for s in streams])
 
 
-def load_streams(db: sqlite3.Connection, sid: str, texts: Texts) -> list[tuple[Any, ...]]:
-    """Every chunk of session `sid`'s streams, as event rows [(seq, run, type, path, body)]."""
-    found = db.execute(
-        "SELECT last, first, run, path, chunks, text FROM streams WHERE session = ? ORDER BY last",
-        (sid,),
-    )
+def load_streams(
+    db: sqlite3.Connection, sid: str, texts: Texts, until: int | None = None
+) -> list[tuple[Any, ...]]:
+    """Every chunk of session `sid`'s streams (those ending by event `until`), as event rows
+    [(seq, run, type, path, body)]."""
+    query = "SELECT last, first, run, path, chunks, text FROM streams WHERE session = ?"
+    if until is None:
+        found = db.execute(f"{query} ORDER BY last", (sid,))
+    else:
+        found = db.execute(f"{query} AND last <= ? ORDER BY last", (sid, until))
     return [row for stream in found for row in expand(stream, texts)]
+
+
+def chunk_count(chunks: bytes) -> int:
+    """How many chunks a stream's `chunks` value holds (its form, then three numbers each)."""
+    return (len(zlib.decompress(chunks)) // 8 - 1) // 3
 
 
 def expand(stream: Iterable[Any], texts: Texts) -> list[tuple[int, int, str, str, str]]:
