@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import sqlite3
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -269,9 +272,35 @@ def test_reopening_to_look_needs_no_endpoint(
     session.send("go").result()
     looking = sn.Session.open(db, session.id, agent=BOSS)
     assert looking.tree.to_dict() == session.tree.to_dict()
+    assert "http://no-endpoint.invalid/v1" in repr(looking.llm)
     result = looking.send("more").result()
     assert result.status == "error"
     assert "reopened without an endpoint; set session.llm" in result.text
+
+
+def test_reopening_to_look_loads_no_http_client(tmp_path: Path) -> None:
+    """Opening a stored session without an endpoint imported httpx (~90 ms) for the endpoint
+    that refuses, which is made at its first request now."""
+    db = tmp_path / "runs.db"
+    session = sn.Session(BOSS, llm=sn.mock_llm(boss_handler), store=db)
+    session.send("go").result()
+    session.store.close()
+    code = (
+        "import sys, sagents_nb as sn\n"
+        f"looking = sn.Session.open({str(db)!r}, {session.id!r}, agent=sn.Agent('boss'))\n"
+        "print(len(looking.events), 'httpx' in sys.modules)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        cwd=Path(__file__).parent.parent,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [str(len(session.events)), "False"]
 
 
 def test_run_numbers_stay_unique_after_a_queued_run_was_cancelled(tmp_path: Path) -> None:

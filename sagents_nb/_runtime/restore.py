@@ -157,9 +157,25 @@ def reopening_endpoint(llm: LLM | None) -> LLM:
     try:
         return LLM()
     except ConfigurationError:
-        import httpx  # only for an endpoint that refuses: not with every reopen
+        return NoEndpoint("http://no-endpoint.invalid/v1")
 
-        return LLM("http://no-endpoint.invalid/v1", transport=httpx.MockTransport(_no_endpoint))
+
+class NoEndpoint(LLM):
+    """The endpoint of a session reopened without one: each request fails saying what to do.
+    Its refusing transport is made at its first use: a look at a session loads no httpx."""
+
+    @property
+    def _transport(self) -> httpx.AsyncBaseTransport:
+        transport = self.__dict__.get("_transport")
+        if transport is None:
+            import httpx
+
+            transport = self.__dict__["_transport"] = httpx.MockTransport(_no_endpoint)
+        return transport
+
+    @_transport.setter
+    def _transport(self, transport: httpx.AsyncBaseTransport | None) -> None:
+        self.__dict__["_transport"] = transport
 
 
 def _no_endpoint(request: httpx.Request) -> httpx.Response:
