@@ -257,6 +257,7 @@ NOT_DOORS = {
             "sn.store.PlainCommitStore",
             "sn.store.GroupCommitStore",
             "sn.store.SkimmingStore",
+            "sn.store.OutliningStore",
             "sn.harness.NativeHarness",
             "sn.harness.ServedTool",
         ],
@@ -294,6 +295,7 @@ NOT_DOORS = {
     **dict.fromkeys(
         [
             "sn.store.EventRow",
+            "sn.store.EventOutline",
             "sn.store.MessageRow",
             "sn.store.MessageWrite",
             "sn.store.NodeRow",

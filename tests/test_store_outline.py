@@ -218,3 +218,16 @@ def test_an_interrupted_run_is_loaded_whole_and_its_pause_presented(tmp_path: Pa
     run.cancel()
     session.store.close()
     reopened.store.close()
+
+
+def test_the_file_store_outlines_and_the_memory_store_loads_whole() -> None:
+    from sagents_nb.store import MemoryStore, OutliningStore
+
+    assert isinstance(sn.SQLiteStore(":memory:"), OutliningStore)
+    assert not isinstance(MemoryStore(), OutliningStore)
+    store = MemoryStore()
+    session = sn.Session(team(), llm=sn.mock_llm(model), store=store)
+    session.send("les chats").result()
+    session.flush()
+    reopened = sn.Session.open(store, session.id, agent=team())
+    assert unread(reopened.events) == 0 and dumped(reopened.events) == dumped(session.events)
