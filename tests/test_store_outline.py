@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 import sagents_nb as sn
+from sagents_nb._runtime import eventlog
 from sagents_nb._runtime.eventlog import UNREAD, EventLog
 from sagents_nb._store.sqlite.store import SQLiteStore
 
@@ -67,17 +68,18 @@ def stored(tmp_path: Path) -> tuple[Path, sn.Session]:
 
 
 @pytest.fixture
-def reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """How many events each read of an outlined session's rows returned."""
-    counted: list[int] = []
-    read = SQLiteStore._events_until
+def reads(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
+    """The (first, last) seqs of each read of an outlined session's rows."""
+    counted: list[tuple[int, int]] = []
+    read = SQLiteStore._events_between
 
-    def counting(self: SQLiteStore, session_id: str, count: int) -> list[Any]:
-        rows = read(self, session_id, count)
-        counted.append(len(rows))
+    def counting(self: SQLiteStore, session_id: str, first: int, last: int) -> list[Any]:
+        rows = read(self, session_id, first, last)
+        assert [row.seq for row in rows] == list(range(first, last + 1))
+        counted.append((first, last))
         return rows
 
-    monkeypatch.setattr(SQLiteStore, "_events_until", counting)
+    monkeypatch.setattr(SQLiteStore, "_events_between", counting)
     return counted
 
 
@@ -86,7 +88,7 @@ def unread(log: EventLog) -> int:
 
 
 def test_a_reopened_session_reads_its_events_at_the_first_look(
-    stored: tuple[Path, sn.Session], reads: list[int]
+    stored: tuple[Path, sn.Session], reads: list[tuple[int, int]]
 ) -> None:
     db, live = stored
     with sqlite3.connect(db) as conn:
@@ -98,9 +100,9 @@ def test_a_reopened_session_reads_its_events_at_the_first_look(
     assert reopened.tree == live.tree
     assert [r.result().text for r in reopened.runs] == [r.result().text for r in live.runs]
     assert dumped(reopened.runs[0].events) == dumped(live.runs[0].events)
-    assert reads == [len(live.events)] and unread(log) == 0
+    assert reads == [(1, len(live.events))] and unread(log) == 0
     assert dumped(log) == dumped(live.events)
-    assert reads == [len(live.events)]  # once
+    assert reads == [(1, len(live.events))]  # once
     reopened.store.close()
 
 
@@ -130,22 +132,40 @@ def test_an_outlined_restore_is_the_eager_ones(
     outlined.store.close()
 
 
+def test_a_long_log_is_read_a_block_at_a_time(
+    stored: tuple[Path, sn.Session], reads: list[tuple[int, int]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db, live = stored
+    monkeypatch.setattr(eventlog, "BLOCK", 7)
+    reopened = sn.Session.open(db, live.id, agent=team())
+    log, count = reopened.events, len(live.events)
+    assert count > 5 * 7 and reads == []
+    at = next(i for i in range(8, count) if log._items[i] is UNREAD)
+    assert log[at].model_dump() == live.events[at].model_dump()
+    block = at - at % 7
+    assert reads == [(block + 1, block + 7)]
+    assert dumped(log) == dumped(live.events) and unread(log) == 0
+    assert len(set(reads)) == len(reads)  # each block read once
+    assert max(reads)[1] == count and all(last - first < 7 for first, last in reads)
+    reopened.store.close()
+
+
 def test_a_closed_store_reads_the_unread_events_before_it_closes(
-    stored: tuple[Path, sn.Session], reads: list[int]
+    stored: tuple[Path, sn.Session], reads: list[tuple[int, int]]
 ) -> None:
     db, live = stored
     reopened = sn.Session.open(db, live.id, agent=team())
     assert unread(reopened.events) > 0
     reopened.store.close()
-    assert reads == [len(live.events)]
+    assert reads == [(1, len(live.events))]
     assert dumped(reopened.events) == dumped(live.events)
-    assert reads == [len(live.events)]
+    assert reads == [(1, len(live.events))]
     with pytest.raises(sn.StoreError, match="was closed"):
         reopened.store.sessions()
 
 
 def test_two_threads_reading_at_once_read_the_store_once(
-    stored: tuple[Path, sn.Session], reads: list[int]
+    stored: tuple[Path, sn.Session], reads: list[tuple[int, int]]
 ) -> None:
     db, live = stored
     reopened = sn.Session.open(db, live.id, agent=team())
@@ -160,12 +180,12 @@ def test_two_threads_reading_at_once_read_the_store_once(
         thread.start()
     for thread in threads:
         thread.join()
-    assert reads == [len(live.events)] and len({id(e) for e in seen}) == 2
+    assert reads == [(1, len(live.events))] and len({id(e) for e in seen}) == 2
     reopened.store.close()
 
 
 def test_a_run_after_the_reopen_goes_after_the_unread_rows(
-    stored: tuple[Path, sn.Session], reads: list[int]
+    stored: tuple[Path, sn.Session], reads: list[tuple[int, int]]
 ) -> None:
     db, live = stored
     reopened = sn.Session.open(db, live.id, agent=team(), llm=sn.mock_llm(model))
@@ -175,7 +195,7 @@ def test_a_run_after_the_reopen_goes_after_the_unread_rows(
     log = reopened.events
     assert [e.seq for e in log] == list(range(1, len(log) + 1))
     assert dumped(log[: len(live.events)]) == dumped(live.events)
-    assert reads == [len(live.events)]
+    assert reads == [(1, len(live.events))]
     again = sn.Session.open(db, live.id, agent=team())
     assert dumped(again.events) == dumped(log)
     reopened.store.close()
@@ -188,7 +208,7 @@ def test_a_session_changed_by_another_program_says_so_when_read(
     reopened = sn.Session.open(db, live.id, agent=team())
     with sqlite3.connect(settled(db)) as conn:
         conn.execute("DELETE FROM events WHERE session = ? AND seq = 4", (live.id,))
-    with pytest.raises(sn.StoreError, match=r"no longer holds the \d+ events .* open the session"):
+    with pytest.raises(sn.StoreError, match=r"no longer holds its events 1 to \d+ .* open the"):
         reopened.events[3]
     assert unread(reopened.events) > 0  # nothing lost: it can be read again
     reopened.store.close()

@@ -12,7 +12,11 @@ if TYPE_CHECKING:  # the store's modules load with the first durable session
     from .._store.protocol import EventRow
 
 Decode: TypeAlias = "Callable[[EventRow], Event]"
-Read: TypeAlias = "Callable[[], list[EventRow]]"
+Read: TypeAlias = "Callable[[int, int], list[EventRow]]"
+"""Reads the stored rows of seqs first..last (an index's seq is the index + 1)."""
+
+BLOCK = 2_000
+"""Stored rows read at once when one of them is first read (see `EventLog`)."""
 
 UNREAD: object = type("Unread", (), {"__repr__": lambda self: "UNREAD"})()
 """Stands in the log for a stored row not read from its store yet (see `EventLog`)."""
@@ -28,7 +32,8 @@ class EventLog(Sequence[Event]):
     there were when it was taken, as a list's slice is.
 
     A log may start with `UNREAD` items (a session opened from an outline of its events, see
-    `OutliningStore`): the first read of one of them reads every stored row (`read`).
+    `OutliningStore`): the first read of one reads the `BLOCK` of stored rows around it
+    (`read`), so a long session's events are read from the store a slice at a time.
     """
 
     __slots__ = ("_decode", "_items", "_live", "_lock", "_read", "_start", "_stop")
@@ -41,9 +46,7 @@ class EventLog(Sequence[Event]):
     ):
         self._items: list[Event | EventRow | object] = list(items)
         self._decode = decode
-        self._read: list[Read] = [read] if read is not None else []
-        """The reading of the `UNREAD` rows, until it is done (one list for the log and its
-        slices)."""
+        self._read = read
         self._lock = threading.Lock()
         self._start = 0
         self._stop: int | None = None
@@ -104,12 +107,15 @@ class EventLog(Sequence[Event]):
             return event
 
     def _read_rows(self, at: int) -> object:
-        """Put every stored row in place of its `UNREAD` (the caller holds the lock); the item
-        at `at` then. A failed read raises, and leaves the log as it was."""
-        rows = self._read[0]()
-        self._read.clear()
+        """Put the stored rows of the `BLOCK` around `at` in place of their `UNREAD` (the
+        caller holds the lock); the item at `at` then. A failed read raises, and leaves the
+        log as it was."""
+        assert self._read is not None, "an unread row without its reader"
         items = self._items
-        for index, row in enumerate(rows):
+        start = at - at % BLOCK
+        stop = min(start + BLOCK, self._live)
+        rows = self._read(start + 1, stop)
+        for index, row in enumerate(rows, start):
             if items[index] is UNREAD:
                 items[index] = row
         return items[at]

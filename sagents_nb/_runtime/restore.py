@@ -344,7 +344,7 @@ class _Stored:
         outline: EventOutline | None = None,
     ) -> None:
         if outline is not None and not _ends_finished(rows.events):
-            rows.events = outline.read()  # a cut run's pauses are read from all its events
+            rows.events = outline.read(1, outline.count)  # a cut run's pauses read them all
             outline = None
         self.rows = rows
         self.outline = outline

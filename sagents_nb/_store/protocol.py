@@ -335,35 +335,34 @@ class SkimmingStore(Store, Protocol):
 
 class EventOutline:
     """A session's events as `OutliningStore.outline` tells them without reading them all:
-    how many (their seqs run 1..`count`), each run's first and last seq, and `read()`, which
-    reads every row 1..`count` when they are first needed (a store closed before then reads
-    them as it closes, `keep`)."""
+    how many (their seqs run 1..`count`), each run's first and last seq, and `read(first,
+    last)`, which reads the rows of those seqs when they are first needed (a store closed
+    before then reads them all as it closes, `keep`)."""
 
     def __init__(
-        self, count: int, runs: dict[int, tuple[int, int]], read: Callable[[], list[EventRow]]
+        self,
+        count: int,
+        runs: dict[int, tuple[int, int]],
+        read: Callable[[int, int], list[EventRow]],
     ) -> None:
         self.count = count
         self.runs = runs
         """Each run's (first seq, last seq), by run number (events of no run left out)."""
-        self._read: Callable[[], list[EventRow]] | None = read
+        self._read = read
         self._kept: list[EventRow] | None = None
         self._lock = threading.Lock()
 
-    def read(self) -> list[EventRow]:
-        """Every event row, by seq: read once, and handed over (a second call is an error)."""
+    def read(self, first: int, last: int) -> list[EventRow]:
+        """The event rows of seqs `first`..`last`, by seq."""
         with self._lock:
-            read, kept = self._read, self._kept
-            if read is None:
-                raise RuntimeError("this outline's rows were handed over already")
-            rows = kept if kept is not None else read()
-            self._read = self._kept = None
-            return rows
+            kept = self._kept
+            return kept[first - 1 : last] if kept is not None else self._read(first, last)
 
     def keep(self) -> None:
-        """Read the rows now, while the store is open (it is about to close)."""
+        """Read every row now, while the store is open (it is about to close)."""
         with self._lock:
-            if self._read is not None and self._kept is None:
-                self._kept = self._read()
+            if self._kept is None:
+                self._kept = self._read(1, self.count) if self.count else []
 
     def __repr__(self) -> str:
         return f"EventOutline({self.count} events, {len(self.runs)} runs)"

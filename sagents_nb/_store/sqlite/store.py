@@ -495,7 +495,7 @@ class SQLiteStore:
             picked = _rows(db, EventRow, _PICKED % marks, (session_id, *types))
             rows = self._rest(db, found, picked, Texts(db))
         rows.info = replace(rows.info, last_seq=top)
-        outline = EventOutline(count, runs, partial(self._events_until, session_id, count))
+        outline = EventOutline(count, runs, partial(self._events_between, session_id))
         self._outlines.add(outline)
         return rows, outline
 
@@ -528,23 +528,26 @@ class SQLiteStore:
         info = StoredSession(sid, agent, created, parent, fork_seq, last)
         return SessionRows(info, events, messages, nodes, tasks)
 
-    def _events_until(self, session_id: str, count: int) -> list[EventRow]:
-        """An outlined session's events 1..`count` (`EventOutline.read`)."""
+    def _events_between(self, session_id: str, first: int, last: int) -> list[EventRow]:
+        """An outlined session's events `first`..`last` (`EventOutline.read`)."""
         with self._reading() as db:
             self._settle_session(session_id)
-            events = _rows(db, EventRow, _EVENTS_UNTIL, (session_id, count))
+            events = _rows(db, EventRow, _EVENTS_BETWEEN, (session_id, first, last))
             texts = Texts(db)
             try:
                 _whole(texts, events, [], [], [])
-                streamed = load_streams(db, session_id, texts, count) if self._streams else []
+                streamed = (
+                    load_streams(db, session_id, texts, (first, last)) if self._streams else []
+                )
             except sqlite3.DatabaseError as exc:
                 raise self._damaged(session_id, exc) from exc
         if streamed:
             events = sorted([*events, *(EventRow(*row) for row in streamed)], key=_seq)
-        if len(events) != count or (events and events[-1].seq != count):
+        if len(events) != last - first + 1 or (events and events[-1].seq != last):
             raise StoreError(
-                f"session {session_id!r} in {self.path} no longer holds the {count} events it "
-                f"had when it was opened ({len(events)} now): another program changed it",
+                f"session {session_id!r} in {self.path} no longer holds its events {first} to "
+                f"{last} as when it was opened ({len(events)} there now): another program "
+                "changed it",
                 remedy="open the session again (sn.Session.open)",
             )
         return events
@@ -694,8 +697,9 @@ def _unknown(db: sqlite3.Connection, session_id: str, path: Any) -> StoreError:
 
 
 _EVENTS = "SELECT seq, run, type, path, body FROM events WHERE session = ? ORDER BY seq"
-_EVENTS_UNTIL = (
-    "SELECT seq, run, type, path, body FROM events WHERE session = ? AND seq <= ? ORDER BY seq"
+_EVENTS_BETWEEN = (
+    "SELECT seq, run, type, path, body FROM events WHERE session = ? AND seq BETWEEN ? AND ? "
+    "ORDER BY seq"
 )
 _PICKED = (
     "SELECT seq, run, type, path, body FROM events WHERE session = ? AND type IN (%s) ORDER BY seq"

@@ -111,16 +111,17 @@ def insert_streams(db: sqlite3.Connection, sid: str, streams: list[Stream]) -> N
 
 
 def load_streams(
-    db: sqlite3.Connection, sid: str, texts: Texts, until: int | None = None
+    db: sqlite3.Connection, sid: str, texts: Texts, between: tuple[int, int] | None = None
 ) -> list[tuple[Any, ...]]:
-    """Every chunk of session `sid`'s streams (those ending by event `until`), as event rows
-    [(seq, run, type, path, body)]."""
+    """Every chunk of session `sid`'s streams (those whose seq is `between` two seqs), as
+    event rows [(seq, run, type, path, body)]."""
     query = "SELECT last, first, run, path, chunks, text FROM streams WHERE session = ?"
-    if until is None:
+    if between is None:
         found = db.execute(f"{query} ORDER BY last", (sid,))
-    else:
-        found = db.execute(f"{query} AND last <= ? ORDER BY last", (sid, until))
-    return [row for stream in found for row in expand(stream, texts)]
+        return [row for stream in found for row in expand(stream, texts)]
+    first, last = between
+    found = db.execute(f"{query} AND last >= ? AND first <= ? ORDER BY last", (sid, first, last))
+    return [row for stream in found for row in expand(stream, texts) if first <= row[0] <= last]
 
 
 def chunk_count(chunks: bytes) -> int:
