@@ -164,6 +164,16 @@ def test_a_closed_store_reads_the_unread_events_before_it_closes(
         reopened.store.sessions()
 
 
+def test_a_closed_store_does_not_read_again_what_was_read(
+    stored: tuple[Path, sn.Session], reads: list[tuple[int, int]]
+) -> None:
+    db, live = stored
+    reopened = sn.Session.open(db, live.id, agent=team())
+    assert dumped(reopened.events) == dumped(live.events)
+    reopened.store.close()
+    assert reads == [(1, len(live.events))]
+
+
 def test_two_threads_reading_at_once_read_the_store_once(
     stored: tuple[Path, sn.Session], reads: list[tuple[int, int]]
 ) -> None:

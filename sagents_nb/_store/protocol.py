@@ -350,19 +350,24 @@ class EventOutline:
         """Each run's (first seq, last seq), by run number (events of no run left out)."""
         self._read = read
         self._kept: list[EventRow] | None = None
+        self._handed = 0
+        """How many rows `read` has handed over (a log reads each of its blocks once)."""
         self._lock = threading.Lock()
 
     def read(self, first: int, last: int) -> list[EventRow]:
         """The event rows of seqs `first`..`last`, by seq."""
         with self._lock:
             kept = self._kept
-            return kept[first - 1 : last] if kept is not None else self._read(first, last)
+            rows = kept[first - 1 : last] if kept is not None else self._read(first, last)
+            self._handed += len(rows)
+            return rows
 
     def keep(self) -> None:
-        """Read every row now, while the store is open (it is about to close)."""
+        """Read every row now, while the store is open (it is about to close), unless every
+        one was read already."""
         with self._lock:
-            if self._kept is None:
-                self._kept = self._read(1, self.count) if self.count else []
+            if self._kept is None and self._handed < self.count:
+                self._kept = self._read(1, self.count)
 
     def __repr__(self) -> str:
         return f"EventOutline({self.count} events, {len(self.runs)} runs)"
