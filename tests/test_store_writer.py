@@ -543,3 +543,27 @@ def test_a_commit_packs_and_writes_with_the_collector_held(
     assert enabled == [False]
     assert gc.isenabled()
     store.close()
+
+
+def test_no_store_thread_is_started_under_the_writers_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A thread's start waits until it runs, and a collection in its first steps may run a
+    store's finalizer, whose `later` takes the writers' lock: a store thread started under
+    that lock then waited for ever (seen as a test suite's streaming tests all hanging, each
+    thread started under the lock, the new one in `Event.set` running `later`)."""
+    starts: list[tuple[str, bool]] = []
+    start = threading.Thread.start
+
+    def noting(thread: threading.Thread) -> None:
+        if thread.name.startswith("sagents_nb-store"):
+            starts.append((thread.name, writer._mutex._is_owned()))  # type: ignore[attr-defined]
+        start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", noting)
+    for n in range(3):  # each store has a lane of its own, so a thread started for it
+        session = sn.Session(BOSS, llm=sn.mock_llm(boss_handler), store=tmp_path / f"{n}.db")
+        assert session.send("go").result().status == "done"
+        session.flush()
+        session.store.close()
+    assert starts and not any(held for _, held in starts), starts

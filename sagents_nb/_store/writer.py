@@ -66,6 +66,8 @@ _timed: list[tuple[float, int, Callable[[], None]]] = []
 _order = itertools.count()
 _chore_wake = threading.Condition(_mutex)
 _chore_thread: threading.Thread | None = None
+_unstarted: collections.deque[threading.Thread] = collections.deque()
+"""Store threads made under `_lock`, started once it is let go (`_start_threads`)."""
 _writers: weakref.WeakSet[StepWriter] = weakref.WeakSet()
 
 
@@ -151,12 +153,14 @@ class StepWriter:
         if create is not None:  # stored at the store thread's next look
             with _lock:
                 self._queue(at_once=False)
+            _start_threads()
 
     def put(self, step: Encodable, *, at_once: bool = False) -> None:
         """Queue `step` for the store thread's next look, or for a commit `at_once`."""
         with _lock:
             self._pending.append(step)
             self._queue(at_once=at_once)
+        _start_threads()
 
     async def settled(self) -> None:
         """Queue the step being recorded, have the store thread commit everything queued at
@@ -171,11 +175,13 @@ class StepWriter:
                 return
             self._promises.append(future)
             self._queue(at_once=True)
+        _start_threads()
         await future
 
     def _queue(self, *, at_once: bool) -> None:
-        """Wait in the store's lane for its thread (started if need be; the caller holds
-        `_lock`), woken now if `at_once`."""
+        """Wait in the store's lane for its thread (made if need be, and started by the
+        caller's `_start_threads` once it has let `_lock` go; the caller holds `_lock`),
+        woken now if `at_once`."""
         lane = _lanes.get(id(self.store))
         if lane is None:
             lane = _lanes[id(self.store)] = _Lane()
@@ -184,7 +190,7 @@ class StepWriter:
         if lane.thread is None:
             name = f"sagents_nb-store-{next(_lane_names)}"
             lane.thread = threading.Thread(target=_serve, args=(lane,), name=name, daemon=True)
-            lane.thread.start()
+            _unstarted.append(lane.thread)
         if at_once:
             lane.urgent = True
             if lane.sleeping:
@@ -297,6 +303,7 @@ class StepWriter:
             if self._promises:  # promised while this commit ran: the next look is now
                 self._queue(at_once=True)
             _lock.notify_all()
+        _start_threads()
         if woken is not None:
             woken.extend(promises)
         else:
@@ -346,9 +353,24 @@ def later(chore: Callable[[], None], delay: float = 0.0) -> None:
             _chore_thread = threading.Thread(
                 target=_serve_chores, name="sagents_nb-store-chores", daemon=True
             )
-            _chore_thread.start()
+            _unstarted.append(_chore_thread)
         if sooner:  # the chore thread sleeps until the soonest chore: tell it of a sooner one
             _chore_wake.notify()
+    _start_threads()
+
+
+def _start_threads() -> None:
+    """Start the store threads made while `_lock` was held, now that it is not (unless an
+    outer frame of this thread still holds it: a finalizer's `later`). A thread's `start`
+    waits until the thread runs, and a garbage collection in its first steps may run a
+    store's finalizer, whose `later` takes `_lock`: started under it, they wait for each
+    other for ever."""
+    while _unstarted and not _mutex._is_owned():  # type: ignore[attr-defined]
+        try:
+            thread = _unstarted.popleft()
+        except IndexError:  # another thread started it
+            return
+        thread.start()
 
 
 def weakly(method: Callable[..., None]) -> Callable[..., None]:
